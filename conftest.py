@@ -1,0 +1,1 @@
+"""Root conftest: the test suite drives real pytest sessions through pytester."""

@@ -1,0 +1,12 @@
+"""verdryx core: eval sets, graders, store, drift and the CLI; framework-free (no pytest)."""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("verdryx")
+except PackageNotFoundError:  # running from a source tree that was never installed
+    __version__ = "0.0.0"
+
+__all__ = ["__version__"]

@@ -1,0 +1,66 @@
+"""The `verdryx` console script: argparse in front, one module per command behind.
+
+Each module in `verdryx_core.commands` (not starting with `_`) is a command: it defines
+`NAME`, `HELP`, `add_arguments(parser)` and `run(args) -> int`. Adding a command is adding
+a module; this file never changes for it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+
+from verdryx_core import __version__, commands
+from verdryx_core.errors import VerdryxError
+
+__all__ = ["build_parser", "main"]
+
+#: Usage errors and unreadable input (DESIGN.md section 9).
+EXIT_USAGE = 2
+
+
+def _command_modules() -> list[ModuleType]:
+    names = sorted(
+        info.name for info in pkgutil.iter_modules(commands.__path__) if not info.name.startswith("_")
+    )
+    return [importlib.import_module(f"{commands.__name__}.{name}") for name in names]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="verdryx",
+        description="Grade an agent's outputs, store every run, and gate on quality drift.",
+    )
+    parser.add_argument("--version", action="version", version=f"verdryx {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module in _command_modules():
+        sub = subparsers.add_parser(module.NAME, help=module.HELP, description=module.HELP)
+        module.add_arguments(sub)
+        sub.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "_run", None) is None:
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        return int(args._run(args))
+    except VerdryxError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `verdryx runs | head` is not an error
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,195 @@
+"""Loading and validating `*.evalset.json` files.
+
+Validation runs in two passes: the published JSON Schema (shape and types), then the rules a
+schema cannot say (unique ids, fields that belong to one grader, patterns that compile).
+Every failure is one `EvalSetError` naming the file, the case and the field.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import regex
+
+from verdryx_core.errors import EvalSetError
+from verdryx_core.model import GRADER_KINDS, EvalCase
+
+__all__ = ["EvalSet", "evalset_schema", "load_evalset"]
+
+_TOOL_FIELDS = ("tools", "expected_tools")
+
+
+@cache
+def evalset_schema() -> dict[str, Any]:
+    """The published eval set JSON Schema (also what the docs are checked against)."""
+    text = resources.files("verdryx_core.schemas").joinpath("evalset.schema.json").read_text()
+    return json.loads(text)
+
+
+@cache
+def _validator() -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(evalset_schema())
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EvalSet:
+    id: str
+    cases: tuple[EvalCase, ...]
+    path: Path | None = None
+
+    @classmethod
+    def load(cls, path: str | Path) -> EvalSet:
+        return load_evalset(path)
+
+
+def load_evalset(path: str | Path) -> EvalSet:
+    """Read, validate and build an eval set; raises `EvalSetError` on any problem."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise EvalSetError(path, f"cannot read: {exc}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise EvalSetError(
+            path, f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        ) from None
+    return evalset_from_data(data, path)
+
+
+def evalset_from_data(data: object, path: str | Path) -> EvalSet:
+    if not isinstance(data, dict):
+        raise EvalSetError(
+            path, f"top level must be a JSON object with 'id' and 'cases', got {_kind(data)}"
+        )
+    _check_schema(data, path)
+    cases_data: list[dict[str, Any]] = data["cases"]
+    seen: dict[str, int] = {}
+    cases: list[EvalCase] = []
+    for index, case_data in enumerate(cases_data):
+        case_id = case_data["id"]
+        if case_id in seen:
+            raise EvalSetError(
+                path,
+                f"duplicate id: case #{seen[case_id] + 1} already uses it "
+                "(ids must be unique in a set so runs can be compared case by case)",
+                case=_case_label(case_data, index),
+                field="id",
+            )
+        seen[case_id] = index
+        _check_case_rules(case_data, index, path)
+        cases.append(EvalCase.from_dict(case_data))
+    return EvalSet(id=data["id"], cases=tuple(cases), path=Path(path))
+
+
+def _check_schema(data: Mapping[str, Any], path: str | Path) -> None:
+    errors = list(_validator().iter_errors(data))
+    if not errors:
+        return
+    # Report the first case in file order, so the message points where a reader looks first.
+    error = min(errors, key=lambda e: (_sort_key(e), -len(e.absolute_path)))
+    location = list(error.absolute_path)
+    case: str | None = None
+    field: str | None = None
+    if len(location) >= 2 and location[0] == "cases" and isinstance(location[1], int):
+        index = location[1]
+        case = _case_label(data["cases"][index], index)
+        if len(location) >= 3:
+            field = "".join(
+                str(part) if i == 0 else f"[{part}]" for i, part in enumerate(location[2:])
+            )
+    elif location:
+        field = str(location[0])
+    raise EvalSetError(path, _describe(error, data, field), case=case, field=field)
+
+
+def _sort_key(error: jsonschema.ValidationError) -> tuple[int, int]:
+    location = list(error.absolute_path)
+    if len(location) >= 2 and location[0] == "cases" and isinstance(location[1], int):
+        return (1, location[1])
+    return (0, 0)
+
+
+def _describe(error: jsonschema.ValidationError, data: Mapping[str, Any], field: str | None) -> str:
+    validator = error.validator
+    if validator == "required":
+        missing = error.message.split("'")[1] if "'" in error.message else error.message
+        return f"missing the required field '{missing}'"
+    if validator == "enum" and field == "grader":
+        return f"{error.instance!r} is not a grader; expected one of {', '.join(GRADER_KINDS)}"
+    if validator == "additionalProperties":
+        return f"{error.message}; remove it or check its spelling"
+    if validator == "type":
+        expected = error.validator_value
+        expected_text = " or ".join(expected) if isinstance(expected, list) else expected
+        return f"expected {expected_text}, got {_kind(error.instance)}"
+    if validator == "minItems" and list(error.absolute_path) == ["cases"]:
+        return "the eval set has no cases; add at least one"
+    if validator == "pattern" and field == "id":
+        return (
+            f"{error.instance!r} is not a usable case id: no whitespace, ':' or brackets "
+            "(it becomes part of the pytest node id)"
+        )
+    return error.message
+
+
+def _check_case_rules(case: Mapping[str, Any], index: int, path: str | Path) -> None:
+    grader = case.get("grader", "exact")
+    label = _case_label(case, index)
+
+    def fail(field: str, message: str) -> EvalSetError:
+        return EvalSetError(path, message, case=label, field=field)
+
+    if grader == "tool_trace":
+        for name in _TOOL_FIELDS:
+            if name not in case:
+                raise fail(name, f"grader 'tool_trace' requires the field '{name}'")
+        output = case.get("output")
+        if output is not None and not isinstance(output, list):
+            raise fail("output", "a recorded tool_trace output is the list of tool names called")
+    else:
+        for name in _TOOL_FIELDS:
+            if name in case:
+                raise fail(name, f"only valid with grader 'tool_trace' (this case is {grader!r})")
+        if isinstance(case.get("output"), list):
+            raise fail("output", f"a recorded output is a string for grader {grader!r}")
+    if grader in ("exact", "regex") and "expected" not in case:
+        raise fail("expected", f"grader {grader!r} requires the field 'expected'")
+    if grader == "regex":
+        try:
+            regex.compile(case["expected"], flags=regex.VERSION0)
+        except regex.error as exc:
+            raise fail("expected", f"not a valid regex: {exc}") from None
+    if grader == "llm_judge" and not case.get("rubric"):
+        raise fail("rubric", "grader 'llm_judge' requires a non-empty 'rubric'")
+    if grader == "contract":
+        if "contract" not in case:
+            raise fail("contract", "grader 'contract' requires the field 'contract'")
+    elif "contract" in case:
+        raise fail("contract", f"only valid with grader 'contract' (this case is {grader!r})")
+
+
+def _case_label(case: object, index: int) -> str:
+    if isinstance(case, Mapping) and isinstance(case.get("id"), str) and case["id"]:
+        return f"{case['id']!r} (#{index + 1})"
+    return f"#{index + 1}"
+
+
+def _kind(value: object) -> str:
+    return {
+        dict: "an object",
+        list: "an array",
+        str: "a string",
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        type(None): "null",
+    }.get(type(value), type(value).__name__)

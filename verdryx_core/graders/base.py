@@ -1,0 +1,44 @@
+"""The one shape every grader has: `grade(case, output, context) -> Grade`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+from verdryx_core.model import EvalCase
+
+__all__ = ["Grade", "GradeContext", "Grader"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Grade:
+    """A grader's answer. `value` None means unmeasured, and `unmeasured` then says why."""
+
+    value: float | None
+    unmeasured: str | None = None
+    #: Why this value: a judge's reason, a contract's evidence; shown in failure reports.
+    reason: str | None = None
+    tokens: int = 0
+    #: Spend on grading itself (judge, verdict service), kept apart from model spend.
+    cost_usd: float = 0.0
+
+    @classmethod
+    def unmeasured_because(cls, reason: str, *, tokens: int = 0, cost_usd: float = 0.0) -> Grade:
+        return cls(value=None, unmeasured=reason, tokens=tokens, cost_usd=cost_usd)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GradeContext:
+    """Where a case comes from and which run grades it (the typed and contract graders need it)."""
+
+    eval_set_id: str
+    eval_set_path: Path | None = None
+    run_id: str = ""
+
+
+@runtime_checkable
+class Grader(Protocol):
+    kind: ClassVar[str]
+
+    def grade(self, case: EvalCase, output: Any, context: GradeContext) -> Grade: ...

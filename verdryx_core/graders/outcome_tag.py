@@ -1,0 +1,35 @@
+"""`outcome_tag`: a recorded production outcome mapped to a score through a table."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any, ClassVar, final
+
+from verdryx_core.graders.base import Grade, GradeContext
+from verdryx_core.model import DEFAULT_OUTCOME_SCORES, EvalCase
+
+__all__ = ["OutcomeTagGrader"]
+
+_log = logging.getLogger("verdryx.graders")
+
+
+@final
+class OutcomeTagGrader:
+    kind: ClassVar[str] = "outcome_tag"
+
+    def __init__(self, mapping: Mapping[str, float] | None = None, default: float = 0.0) -> None:
+        # Copied, so a caller mutating its table (or ours) never changes the defaults.
+        self.mapping = dict(DEFAULT_OUTCOME_SCORES if mapping is None else mapping)
+        self.default = default
+
+    def grade(self, case: EvalCase, output: Any, context: GradeContext) -> Grade:
+        tag = str(output).strip()
+        if tag in self.mapping:
+            return Grade(value=float(self.mapping[tag]))
+        _log.warning("case %s: unknown outcome tag %r scores %s", case.id, tag, self.default)
+        known = ", ".join(sorted(self.mapping))
+        return Grade(
+            value=self.default,
+            reason=f"unknown outcome tag {tag!r} (known: {known}) scores {self.default}",
+        )

@@ -1,0 +1,421 @@
+"""The value types every face of verdryx shares: cases, sets, scores, runs and baselines.
+
+All are frozen; each crosses process and file boundaries through `to_dict` / `from_dict`,
+which produce and accept only JSON-ready builtins (xdist workers send these).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Final
+
+__all__ = [
+    "DEFAULT_OUTCOME_SCORES",
+    "GRADER_KINDS",
+    "MODEL_FREE_GRADERS",
+    "Baseline",
+    "BaselineCase",
+    "EvalCase",
+    "EvalRun",
+    "Score",
+    "case_key",
+    "iso_utc",
+    "parse_iso",
+    "pool_values",
+]
+
+#: Declaration order is the order error messages list them in.
+GRADER_KINDS: Final = (
+    "exact",
+    "regex",
+    "outcome_tag",
+    "llm_judge",
+    "tool_trace",
+    "typed",
+    "contract",
+)
+
+#: Graders whose output never comes from the model under evaluation.
+MODEL_FREE_GRADERS: Final = frozenset({"outcome_tag", "contract"})
+
+DEFAULT_OUTCOME_SCORES: Final[Mapping[str, float]] = {
+    "case_resolved": 1.0,
+    "escalated": 0.5,
+    "abandoned": 0.0,
+}
+
+
+def iso_utc(moment: datetime) -> str:
+    """ISO-8601 in UTC; a naive datetime is taken to be UTC already."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat()
+
+
+def parse_iso(text: str) -> datetime:
+    moment = datetime.fromisoformat(text)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def case_key(eval_set_id: str, case_id: str) -> str:
+    """The identity cases are compared by over time: eval set id and case id."""
+    return f"{eval_set_id}::{case_id}"
+
+
+def _canonical_hash(payload: object) -> str:
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EvalCase:
+    """One case of an eval set, validated by `verdryx_core.evalset`."""
+
+    id: str
+    prompt: str
+    grader: str = "exact"
+    expected: str | None = None
+    rubric: str | None = None
+    tools: tuple[Mapping[str, Any], ...] | None = None
+    expected_tools: tuple[str, ...] | None = None
+    #: A recorded output (str; for tool_trace the list of tool names) graded without a model.
+    output: Any = None
+    min_score: float | None = None
+    tags: tuple[str, ...] = ()
+    contract: Mapping[str, Any] | None = None
+
+    @property
+    def needs_model(self) -> bool:
+        """Whether grading this case asks the model under evaluation for an output."""
+        return self.output is None and self.grader not in MODEL_FREE_GRADERS
+
+    def fingerprint(self) -> str:
+        """A content hash of what this case measures; the recorded output is what is measured,
+        so it is left out (a new recording is a new measurement, not a different case)."""
+        return _canonical_hash(
+            {
+                "prompt": self.prompt,
+                "grader": self.grader,
+                "expected": self.expected,
+                "rubric": self.rubric,
+                "tools": list(self.tools) if self.tools is not None else None,
+                "expected_tools": (
+                    list(self.expected_tools) if self.expected_tools is not None else None
+                ),
+                "contract": self.contract,
+            }
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"id": self.id, "prompt": self.prompt, "grader": self.grader}
+        for name in ("expected", "rubric", "output", "min_score", "contract"):
+            value = getattr(self, name)
+            if value is not None:
+                data[name] = value
+        if self.tools is not None:
+            data["tools"] = [dict(tool) for tool in self.tools]
+        if self.expected_tools is not None:
+            data["expected_tools"] = list(self.expected_tools)
+        if self.tags:
+            data["tags"] = list(self.tags)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> EvalCase:
+        """Build from already-validated data (see `evalset.load_evalset` for validation)."""
+        tools = data.get("tools")
+        expected_tools = data.get("expected_tools")
+        output = data.get("output")
+        return cls(
+            id=data["id"],
+            prompt=data["prompt"],
+            grader=data.get("grader", "exact"),
+            expected=data.get("expected"),
+            rubric=data.get("rubric"),
+            tools=tuple(tools) if tools is not None else None,
+            expected_tools=tuple(expected_tools) if expected_tools is not None else None,
+            output=list(output) if isinstance(output, list) else output,
+            min_score=data.get("min_score"),
+            tags=tuple(data.get("tags") or ()),
+            contract=data.get("contract"),
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Score:
+    """The graded result of one case in one run.
+
+    `value` is None exactly when the case was unmeasured, and `unmeasured` then says why:
+    an unmeasured case is counted apart, never as 0.0.
+    """
+
+    case_id: str
+    eval_set_id: str
+    value: float | None
+    grader: str
+    tokens: int = 0
+    #: Spend on the model under evaluation.
+    cost_usd: float = 0.0
+    #: Spend on grading (the LLM judge, the typed verdict service), kept apart from model spend.
+    judge_cost_usd: float = 0.0
+    unmeasured: str | None = None
+    #: `EvalCase.fingerprint()` of the case as graded; "" for custom cases without content.
+    fingerprint: str = ""
+    passed: bool | None = None
+    #: Per-sample values when the case was sampled several times (`--verdryx-repeat`).
+    samples: tuple[float, ...] = ()
+    #: What a reader needs to judge the grade: output, expected, judge reason.
+    output: str | None = None
+    expected: str | None = None
+    reason: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.value is None) == (self.unmeasured is None):
+            raise ValueError(
+                f"score for case {self.case_id!r}: exactly one of value and unmeasured is set"
+            )
+        if self.value is not None and not (0.0 <= self.value <= 1.0 and math.isfinite(self.value)):
+            raise ValueError(f"score for case {self.case_id!r}: value {self.value!r} not in [0, 1]")
+
+    @property
+    def key(self) -> str:
+        return case_key(self.eval_set_id, self.case_id)
+
+    @property
+    def measured(self) -> bool:
+        return self.value is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "case_id": self.case_id,
+            "eval_set_id": self.eval_set_id,
+            "value": self.value,
+            "grader": self.grader,
+            "tokens": self.tokens,
+            "cost_usd": self.cost_usd,
+            "judge_cost_usd": self.judge_cost_usd,
+            "unmeasured": self.unmeasured,
+            "fingerprint": self.fingerprint,
+            "passed": self.passed,
+            "samples": list(self.samples),
+            "output": self.output,
+            "expected": self.expected,
+            "reason": self.reason,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Score:
+        return cls(
+            case_id=data["case_id"],
+            eval_set_id=data["eval_set_id"],
+            value=data.get("value"),
+            grader=data["grader"],
+            tokens=int(data.get("tokens") or 0),
+            cost_usd=float(data.get("cost_usd") or 0.0),
+            judge_cost_usd=float(data.get("judge_cost_usd") or 0.0),
+            unmeasured=data.get("unmeasured"),
+            fingerprint=data.get("fingerprint") or "",
+            passed=data.get("passed"),
+            samples=tuple(data.get("samples") or ()),
+            output=data.get("output"),
+            expected=data.get("expected"),
+            reason=data.get("reason"),
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EvalRun:
+    """One graded run over one or more eval sets. `complete` is False for an interrupted run."""
+
+    id: str
+    model: str
+    started_at: datetime
+    finished_at: datetime | None = None
+    eval_set_ids: tuple[str, ...] = ()
+    judge_model: str | None = None
+    agent_id: str | None = None
+    scores: tuple[Score, ...] = ()
+    complete: bool = True
+    plugin_version: str = ""
+
+    @property
+    def measured(self) -> tuple[Score, ...]:
+        return tuple(score for score in self.scores if score.value is not None)
+
+    @property
+    def unmeasured(self) -> tuple[Score, ...]:
+        return tuple(score for score in self.scores if score.value is None)
+
+    @property
+    def mean_score(self) -> float | None:
+        """Mean over measured cases; None when nothing was measured (never a made-up 0.0)."""
+        values = [score.value for score in self.scores if score.value is not None]
+        return math.fsum(values) / len(values) if values else None
+
+    @property
+    def total_tokens(self) -> int:
+        return sum(score.tokens for score in self.scores)
+
+    @property
+    def model_cost_usd(self) -> float:
+        return math.fsum(score.cost_usd for score in self.scores)
+
+    @property
+    def judge_cost_usd(self) -> float:
+        return math.fsum(score.judge_cost_usd for score in self.scores)
+
+    @property
+    def total_cost_usd(self) -> float:
+        return self.model_cost_usd + self.judge_cost_usd
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "model": self.model,
+            "started_at": iso_utc(self.started_at),
+            "finished_at": iso_utc(self.finished_at) if self.finished_at else None,
+            "eval_set_ids": list(self.eval_set_ids),
+            "judge_model": self.judge_model,
+            "agent_id": self.agent_id,
+            "scores": [score.to_dict() for score in self.scores],
+            "complete": self.complete,
+            "plugin_version": self.plugin_version,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> EvalRun:
+        finished = data.get("finished_at")
+        return cls(
+            id=data["id"],
+            model=data["model"],
+            started_at=parse_iso(data["started_at"]),
+            finished_at=parse_iso(finished) if finished else None,
+            eval_set_ids=tuple(data.get("eval_set_ids") or ()),
+            judge_model=data.get("judge_model"),
+            agent_id=data.get("agent_id") or None,
+            scores=tuple(Score.from_dict(item) for item in data.get("scores") or ()),
+            complete=bool(data.get("complete", True)),
+            plugin_version=data.get("plugin_version") or "",
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BaselineCase:
+    """What a baseline remembers of one case: its score and the fingerprint it was measured on."""
+
+    eval_set_id: str
+    case_id: str
+    value: float
+    fingerprint: str = ""
+    passed: bool | None = None
+
+    @property
+    def key(self) -> str:
+        return case_key(self.eval_set_id, self.case_id)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "eval_set_id": self.eval_set_id,
+            "case_id": self.case_id,
+            "value": self.value,
+            "fingerprint": self.fingerprint,
+            "passed": self.passed,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> BaselineCase:
+        return cls(
+            eval_set_id=data["eval_set_id"],
+            case_id=data["case_id"],
+            value=float(data["value"]),
+            fingerprint=data.get("fingerprint") or "",
+            passed=data.get("passed"),
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Baseline:
+    """A frozen snapshot of a run's measured cases, never a live pointer to the run."""
+
+    id: str
+    label: str
+    run_id: str
+    mean: float
+    created_at: datetime
+    model: str
+    judge_model: str | None = None
+    plugin_version: str = ""
+    cases: tuple[BaselineCase, ...] = ()
+
+    @classmethod
+    def from_run(
+        cls, run: EvalRun, *, id: str, label: str, created_at: datetime | None = None
+    ) -> Baseline:
+        mean = run.mean_score
+        if mean is None:
+            raise ValueError(
+                f"eval run {run.id!r} has zero measured cases "
+                f"({len(run.unmeasured)} unmeasured): a baseline of an unmeasured mean "
+                "would be a fabricated number"
+            )
+        return cls(
+            id=id,
+            label=label,
+            run_id=run.id,
+            mean=mean,
+            created_at=created_at or datetime.now(UTC),
+            model=run.model,
+            judge_model=run.judge_model,
+            plugin_version=run.plugin_version,
+            cases=tuple(
+                BaselineCase(
+                    eval_set_id=score.eval_set_id,
+                    case_id=score.case_id,
+                    value=score.value,
+                    fingerprint=score.fingerprint,
+                    passed=score.passed,
+                )
+                for score in run.scores
+                if score.value is not None
+            ),
+        )
+
+    def case_map(self) -> dict[str, BaselineCase]:
+        return {case.key: case for case in self.cases}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "label": self.label,
+            "run_id": self.run_id,
+            "mean": self.mean,
+            "created_at": iso_utc(self.created_at),
+            "model": self.model,
+            "judge_model": self.judge_model,
+            "plugin_version": self.plugin_version,
+            "cases": [case.to_dict() for case in self.cases],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Baseline:
+        return cls(
+            id=data["id"],
+            label=data.get("label") or "",
+            run_id=data["run_id"],
+            mean=float(data["mean"]),
+            created_at=parse_iso(data["created_at"]),
+            model=data["model"],
+            judge_model=data.get("judge_model"),
+            plugin_version=data.get("plugin_version") or "",
+            cases=tuple(BaselineCase.from_dict(item) for item in data.get("cases") or ()),
+        )
+
+
+def pool_values(runs: Iterable[EvalRun]) -> list[float]:
+    return [score.value for run in runs for score in run.scores if score.value is not None]
+
