@@ -1,0 +1,130 @@
+"""A loopback OTLP/HTTP collector for tests (issue 6).
+
+`mode="ok"` records each `POST /v1/traces` and answers 200 `{}` (a full success, as the OTLP
+spec words it); `mode="hang"` records the request and never answers until the collector is
+stopped (the dead collector the exporter's timeout must bound); an int answers that status.
+HTTP/1.1 keep-alive, status + headers + body in ONE write.
+"""
+
+from __future__ import annotations
+
+import http
+import json
+import socket
+import threading
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any, Self
+
+__all__ = ["FakeCollector", "ReceivedExport"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReceivedExport:
+    method: str
+    path: str
+    content_type: str
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def setup(self) -> None:
+        super().setup()
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        collector = self.server.collector
+        length = int(self.headers.get("content-length") or 0)
+        body = self.rfile.read(length) if length else b""
+        collector._record(
+            ReceivedExport(
+                method=self.command,
+                path=self.path,
+                content_type=self.headers.get("content-type", ""),
+                body=body,
+            )
+        )
+        if collector.mode == "hang":
+            collector._released.wait()
+            self.close_connection = True
+            return
+        status = 200 if collector.mode == "ok" else int(collector.mode)
+        if self.path != "/v1/traces":
+            status = 404
+        payload = b"{}"
+        head = (
+            f"HTTP/1.1 {status} {http.HTTPStatus(status).phrase}\r\n"
+            "Content-Type: application/json\r\n"
+            f"Content-Length: {len(payload)}\r\n\r\n"
+        )
+        self.wfile.write(head.encode("latin-1") + payload)  # one write
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    collector: FakeCollector
+
+
+class FakeCollector:
+    """`with FakeCollector() as collector:` then export to `collector.url`."""
+
+    def __init__(self, *, mode: str | int = "ok") -> None:
+        self.mode = mode
+        self._received: list[ReceivedExport] = []
+        self._lock = threading.Lock()
+        self._released = threading.Event()
+        #: Set when the first export arrives.
+        self.arrived = threading.Event()
+        self._server: _Server | None = None
+
+    def start(self) -> Self:
+        server = _Server(("127.0.0.1", 0), _Handler)
+        server.collector = self
+        self._server = server
+        threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        self._released.set()  # let hanging handlers go
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        """The collector's base URL, as a user would set VERDRYX_OTLP_ENDPOINT."""
+        assert self._server is not None, "start the collector first"
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    @property
+    def received(self) -> list[ReceivedExport]:
+        with self._lock:
+            return list(self._received)
+
+    def _record(self, export: ReceivedExport) -> None:
+        with self._lock:
+            self._received.append(export)
+        self.arrived.set()
