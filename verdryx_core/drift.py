@@ -1,0 +1,439 @@
+"""Drift: did the agent get worse than its baseline? Statistics and the two verdict rules.
+
+Everything here is signed like the delta, current minus baseline: negative when quality
+dropped. The two-sample comparison (Welch t, bootstrap interval) pools every score of the
+window; the paired comparison works on per-case differences over the cases both runs share.
+Which interval decides, and why the default rule is not the seed's flat threshold, is
+explained in docs/statistics.md (issue 2, part 5).
+
+numpy only at runtime: normal quantiles come from `statistics.NormalDist`.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import os
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from statistics import NormalDist
+from typing import Any, Final
+
+import numpy as np
+
+from verdryx_core.errors import UsageError
+
+__all__ = [
+    "DEFAULT_CONFIDENCE",
+    "DEFAULT_ITERATIONS",
+    "DEFAULT_THRESHOLD",
+    "GATES",
+    "DriftReport",
+    "PairedStats",
+    "compute_drift",
+]
+
+DEFAULT_THRESHOLD: Final = 0.05
+DEFAULT_ITERATIONS: Final = 2000
+DEFAULT_CONFIDENCE: Final = 0.95
+GATES: Final = ("significant", "threshold")
+
+#: Power the minimum detectable drop is quoted at.
+_POWER: Final = 0.8
+#: A drop of exactly the threshold is regressed; 0.75 - 0.8 must not escape by one ulp.
+_THRESHOLD_TOLERANCE: Final = 1e-9
+#: Bootstrap draws held in memory at once (indices plus gathered values: ~4 MB). Small
+#: enough to stay in cache, which on the machines we measured is faster than bigger chunks.
+_CHUNK_ELEMENTS: Final = 1 << 18
+#: Resample through multinomial counts of the distinct values when there are at most
+#: n / this many of them: a binomial draw costs about as much as this many index draws.
+_DISTINCT_RATIO: Final = 16
+
+#: Total draws from which the independent bootstraps run on threads (~30 ms of work).
+_PARALLEL_DRAWS: Final = 1 << 23
+#: Sample size from which bootstrap draws gather float32 (see `_bootstrap_means`).
+_FLOAT32_FROM: Final = 4096
+
+Scores = Sequence[float] | np.ndarray
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PairedStats:
+    """The comparison over matched cases: per-case differences, current minus baseline."""
+
+    n: int
+    mean_diff: float
+    t_statistic: float | None
+    ci_low: float | None
+    ci_high: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "n": self.n,
+            "mean_diff": _json_float(self.mean_diff),
+            "t_statistic": _json_float(self.t_statistic),
+            "ci_low": _json_float(self.ci_low),
+            "ci_high": _json_float(self.ci_high),
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DriftReport:
+    """One drift check. `t_statistic`/`ci_*` are two-sample (Welch, bootstrap); `paired` is
+    the matched-case comparison. `chance` is the one-sided probability, under no change and
+    the normal approximation of the test the verdict used, of a delta at most this low."""
+
+    verdict: str
+    gate: str
+    inconclusive: bool
+    chance: float | None
+    mde: float | None
+    baseline_id: str
+    baseline_mean: float
+    mean_score: float
+    delta: float
+    threshold: float
+    min_effect: float
+    window: int
+    n: int
+    baseline_n: int
+    t_statistic: float | None
+    ci_low: float | None
+    ci_high: float | None
+    paired: PairedStats | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The DESIGN.md section 9 `drift` document plus `chance` and `min_effect`."""
+        return {
+            "verdict": self.verdict,
+            "gate": self.gate,
+            "inconclusive": self.inconclusive,
+            "chance": _json_float(self.chance),
+            "mde": _json_float(self.mde),
+            "baseline_id": self.baseline_id,
+            "baseline_mean": _json_float(self.baseline_mean),
+            "mean_score": _json_float(self.mean_score),
+            "delta": _json_float(self.delta),
+            "threshold": _json_float(self.threshold),
+            "min_effect": _json_float(self.min_effect),
+            "window": self.window,
+            "n": self.n,
+            "baseline_n": self.baseline_n,
+            "t_statistic": _json_float(self.t_statistic),
+            "ci_low": _json_float(self.ci_low),
+            "ci_high": _json_float(self.ci_high),
+            "paired": None if self.paired is None else self.paired.to_dict(),
+        }
+
+    def inconclusive_sentence(self) -> str | None:
+        """The words a summary prints when the delta is past the threshold but not significant."""
+        if not self.inconclusive:
+            return None
+        advice = "add cases or use --verdryx-repeat"
+        if self.chance is None:
+            return (
+                f"inconclusive: a drop of {-self.delta:.3f} cannot be told from chance with fewer "
+                f"than 2 scores on a side; {advice}"
+            )
+        percent = round(self.chance * 100)
+        shown = "<1" if percent < 1 else str(percent)
+        return (
+            f"inconclusive: a drop this size happens by chance {shown}% of the time at this "
+            f"size; {advice}"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Test:
+    """The comparison the verdict rests on: its point estimate, standard error and interval."""
+
+    estimate: float
+    se: float | None
+    ci_high: float | None
+
+
+def compute_drift(
+    current: Scores,
+    baseline: Scores,
+    *,
+    paired_current: Scores | None = None,
+    paired_baseline: Scores | None = None,
+    baseline_id: str = "",
+    baseline_mean: float | None = None,
+    gate: str = "significant",
+    threshold: float = DEFAULT_THRESHOLD,
+    min_effect: float = 0.0,
+    window: int = 1,
+    iterations: int = DEFAULT_ITERATIONS,
+    confidence: float = DEFAULT_CONFIDENCE,
+    seed: int = 0,
+) -> DriftReport:
+    """Compare the pooled `current` scores with `baseline` and decide a verdict by `gate`.
+
+    `paired_current[i]` and `paired_baseline[i]` are the same case in both runs (matched by
+    eval set id and case id). `baseline_mean` defaults to the mean of `baseline`; pass the
+    baseline's frozen snapshot to keep the seed's delta. The same `seed` gives the same
+    intervals.
+    """
+    cur = _scores("current", current)
+    base = _scores("baseline", baseline)
+    if gate not in GATES:
+        raise UsageError(f"unknown drift gate {gate!r}; expected one of {', '.join(GATES)}")
+    _check_settings(threshold, min_effect, window, iterations, confidence, seed)
+    base_mean = float(np.mean(base)) if baseline_mean is None else float(baseline_mean)
+    if not math.isfinite(base_mean):
+        raise UsageError(f"baseline_mean is {baseline_mean!r}; expected a finite number")
+    diffs = _paired_diffs(paired_current, paired_baseline)
+
+    mean_score = float(np.mean(cur))
+    delta = mean_score - base_mean
+    two_sided = cur.size >= 2 and base.size >= 2
+    with_pairs = diffs is not None and diffs.size >= 2
+    # One independent stream per sample, so running them on threads changes nothing.
+    streams = np.random.SeedSequence(seed).spawn(3)
+    jobs = [(cur, streams[0]), (base, streams[1])] if two_sided else []
+    if with_pairs:
+        jobs.append((diffs, streams[2]))
+    resampled = _bootstrap_all(jobs, iterations)
+
+    two_sample = _Test(estimate=mean_score - float(np.mean(base)), se=None, ci_high=None)
+    t_statistic = ci_low = ci_high = None
+    if two_sided:
+        se = math.sqrt(_variance(cur) / cur.size + _variance(base) / base.size)
+        t_statistic = _t(two_sample.estimate, se)
+        ci_low, ci_high = _percentile_interval(resampled[0] - resampled[1], confidence)
+        two_sample = _Test(estimate=two_sample.estimate, se=se, ci_high=ci_high)
+
+    paired = None
+    test = two_sample
+    if diffs is not None:
+        paired, paired_test = _paired(diffs, resampled[-1] if with_pairs else None, confidence)
+        # Matched cases cancel case difficulty, the largest source of noise between runs.
+        if with_pairs:
+            test = paired_test
+
+    below_zero = test.ci_high is not None and test.ci_high < 0
+    past_threshold = delta <= -threshold + _THRESHOLD_TOLERANCE
+    if gate == "significant":
+        regressed = below_zero and -test.estimate >= min_effect - _THRESHOLD_TOLERANCE
+    else:
+        regressed = past_threshold or below_zero
+
+    return DriftReport(
+        verdict="regressed" if regressed else "on-track",
+        gate=gate,
+        inconclusive=past_threshold and not below_zero,
+        chance=_chance(test),
+        mde=_mde(test, confidence),
+        baseline_id=baseline_id,
+        baseline_mean=base_mean,
+        mean_score=mean_score,
+        delta=delta,
+        threshold=float(threshold),
+        min_effect=float(min_effect),
+        window=int(window),
+        n=int(cur.size),
+        baseline_n=int(base.size),
+        t_statistic=t_statistic,
+        ci_low=ci_low,
+        ci_high=ci_high,
+        paired=paired,
+    )
+
+
+def _paired(
+    diffs: np.ndarray, resampled: np.ndarray | None, confidence: float
+) -> tuple[PairedStats, _Test]:
+    mean_diff = float(np.mean(diffs))
+    if resampled is None:  # a single matched case: a difference, but no spread to judge it by
+        stats = PairedStats(
+            n=int(diffs.size), mean_diff=mean_diff, t_statistic=None, ci_low=None, ci_high=None
+        )
+        return stats, _Test(estimate=mean_diff, se=None, ci_high=None)
+    se = math.sqrt(_variance(diffs) / diffs.size)
+    low, high = _percentile_interval(resampled, confidence)
+    stats = PairedStats(
+        n=int(diffs.size),
+        mean_diff=mean_diff,
+        t_statistic=_t(mean_diff, se),
+        ci_low=low,
+        ci_high=high,
+    )
+    return stats, _Test(estimate=mean_diff, se=se, ci_high=high)
+
+
+def _bootstrap_all(
+    jobs: list[tuple[np.ndarray, np.random.SeedSequence]], iterations: int
+) -> list[np.ndarray]:
+    """Resample means for each (values, stream); large jobs run side by side on threads.
+
+    numpy releases the GIL while it draws, gathers and sums, and each job owns its
+    generator, so threads change the speed (about 2x on two idle cores), not the numbers.
+    """
+
+    def run(job: tuple[np.ndarray, np.random.SeedSequence]) -> np.ndarray:
+        values, stream = job
+        return _bootstrap_means(values, iterations, np.random.default_rng(stream))
+
+    draws = iterations * sum(values.size for values, _ in jobs)
+    workers = min(len(jobs), _cpu_count())
+    if workers < 2 or draws < _PARALLEL_DRAWS:
+        return [run(job) for job in jobs]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(run, jobs))
+
+
+def _cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _bootstrap_means(
+    values: np.ndarray,
+    iterations: int,
+    rng: np.random.Generator,
+    *,
+    chunk_elements: int = _CHUNK_ELEMENTS,
+    use_counts: bool | None = None,
+) -> np.ndarray:
+    """Means of `iterations` resamples of `values`, each n draws with replacement.
+
+    Two exact ways to draw the same thing: with few distinct values (pass/fail, judge
+    scales) the counts of each value in a resample are Multinomial(n, share of each), which
+    costs one draw per distinct value instead of one per score; otherwise indices are drawn
+    `chunk_elements` at a time so memory stays bounded whatever n is. `use_counts` forces a
+    way (tests compare them). Row-major chunks consume the generator in the same order, so
+    the chunk size does not change the answer.
+    """
+    n = values.size
+    if values.min() == values.max():
+        # Zero variance: every resample is the sample; np.mean could be an ulp off.
+        return np.full(iterations, float(values[0]))
+    distinct, counts = np.unique(values, return_counts=True)
+    if use_counts is None:
+        use_counts = distinct.size * _DISTINCT_RATIO <= n
+    if use_counts:
+        drawn = rng.multinomial(n, counts / n, size=iterations)
+        return (drawn @ distinct) / n
+    # Gathering is memory-bound: for large samples centred float32 halves the traffic
+    # (about 2x faster where we measured) and rounds each value by < 1e-7 of the score
+    # range, far below the Monte Carlo error of any interval; sums accumulate in float64.
+    # Small samples stay exact, so their intervals are the plain fractions people check.
+    centre, spread = 0.0, values
+    if n >= _FLOAT32_FROM:
+        centre = float(np.mean(values))
+        spread = (values - centre).astype(np.float32)
+    rows = max(1, chunk_elements // n)
+    sums = np.empty(iterations)
+    for start in range(0, iterations, rows):
+        stop = min(iterations, start + rows)
+        picks = rng.integers(0, n, size=(stop - start, n))
+        np.take(spread, picks).sum(axis=1, dtype=np.float64, out=sums[start:stop])
+    return centre + sums / n
+
+
+def _percentile_interval(draws: np.ndarray, confidence: float) -> tuple[float, float]:
+    """The seed's order statistics: sorted[int(tail*B)] and sorted[min(int((1-tail)*B), B-1)]."""
+    count = draws.size
+    tail = (1 - confidence) / 2
+    low = int(tail * count)
+    high = min(int((1 - tail) * count), count - 1)
+    ordered = np.partition(draws, (low, high))
+    return float(ordered[low]), float(ordered[high])
+
+
+def _variance(values: np.ndarray) -> float:
+    # Identical values have variance 0 exactly; np.var can leave ~1e-33 from an ulp-off mean.
+    if values.min() == values.max():
+        return 0.0
+    return float(np.var(values, ddof=1))
+
+
+def _t(estimate: float, se: float) -> float | None:
+    return estimate / se if se > 0 else None
+
+
+def _chance(test: _Test) -> float | None:
+    if test.se is None:
+        return None
+    if test.se == 0:
+        # No noise at all: a drop is certain, not chance; no change or a rise always happens.
+        return 0.0 if test.estimate < 0 else 1.0
+    return NormalDist().cdf(test.estimate / test.se)
+
+
+def _mde(test: _Test, confidence: float) -> float | None:
+    if test.se is None:
+        return None
+    z = NormalDist().inv_cdf
+    return (z(1 - (1 - confidence) / 2) + z(_POWER)) * test.se
+
+
+def _scores(name: str, values: Scores) -> np.ndarray:
+    try:
+        array = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"{name} scores are not numbers ({exc}); pass a list of floats") from exc
+    if array.ndim != 1:
+        raise UsageError(f"{name} scores have shape {array.shape}; expected a flat list of floats")
+    if array.size == 0:
+        raise UsageError(
+            f"{name} scores are empty; drift needs at least one score on each side "
+            "(run the eval set, or name a baseline whose run has scores)"
+        )
+    bad = np.flatnonzero(~np.isfinite(array))
+    if bad.size:
+        raise UsageError(
+            f"{name} score #{bad[0]} is {float(array[bad[0]])!r}; expected a finite number "
+            "(leave unmeasured cases out instead of scoring them NaN)"
+        )
+    return array
+
+
+def _paired_diffs(current: Scores | None, baseline: Scores | None) -> np.ndarray | None:
+    if current is None and baseline is None:
+        return None
+    if current is None or baseline is None:
+        missing = "paired_current" if current is None else "paired_baseline"
+        raise UsageError(f"{missing} is missing; pass both paired arrays or neither")
+    cur = np.asarray(current, dtype=np.float64)
+    base = np.asarray(baseline, dtype=np.float64)
+    if cur.shape != base.shape or cur.ndim != 1:
+        raise UsageError(
+            f"paired arrays have shapes {cur.shape} and {base.shape}; expected two flat lists "
+            "of the same length, one value per matched case, in the same case order"
+        )
+    if cur.size == 0:
+        return None  # no case in common: the two-sample comparison is all there is
+    return _scores("paired_current", cur) - _scores("paired_baseline", base)
+
+
+def _check_settings(
+    threshold: float, min_effect: float, window: int, iterations: int, confidence: float, seed: int
+) -> None:
+    if not (math.isfinite(threshold) and threshold >= 0):
+        raise UsageError(f"threshold is {threshold!r}; expected a number >= 0 such as 0.05")
+    if not (math.isfinite(min_effect) and min_effect >= 0):
+        raise UsageError(f"min_effect is {min_effect!r}; expected a number >= 0 such as 0.02")
+    if not (0 < confidence < 1):
+        raise UsageError(f"confidence is {confidence!r}; expected a level between 0 and 1 (0.95)")
+    _whole("window", window, minimum=1, example="1")
+    _whole("iterations", iterations, minimum=1, example=str(DEFAULT_ITERATIONS))
+    _whole("seed", seed, minimum=0, example="0")
+
+
+def _whole(name: str, value: int, *, minimum: int, example: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise UsageError(
+            f"{name} is {value!r}; expected a whole number >= {minimum} such as {example}"
+        )
+
+
+def _json_float(value: float | None) -> float | None:
+    """JSON has no NaN or infinity; a statistic that is not a finite number is not computed."""
+    if value is None or not math.isfinite(value):
+        return None
+    return float(value)
