@@ -25,7 +25,9 @@ EXIT_USAGE = 2
 
 def _command_modules() -> list[ModuleType]:
     names = sorted(
-        info.name for info in pkgutil.iter_modules(commands.__path__) if not info.name.startswith("_")
+        info.name
+        for info in pkgutil.iter_modules(commands.__path__)
+        if not info.name.startswith("_")
     )
     return [importlib.import_module(f"{commands.__name__}.{name}") for name in names]
 

@@ -1,0 +1,110 @@
+"""The `verdryx` fixture: custom eval cases written in Python.
+
+`grade(output)` grades with the marker's grader and then behaves like an eval item: it returns
+the Score when the case passes, and otherwise fails (or xfails, or skips) the test right there.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from verdryx_core.errors import VerdryxError
+from verdryx_core.graders import GradeContext
+from verdryx_core.model import EvalCase, Score
+from verdryx_core.runner import pass_bar
+
+if TYPE_CHECKING:
+    from pytest_verdryx.session import VerdryxSession
+
+__all__ = ["VerdryxCase"]
+
+
+class VerdryxCase:
+    def __init__(self, item: pytest.Item, session: VerdryxSession) -> None:
+        self._item = item
+        self._session = session
+        marker = item.get_closest_marker("verdryx")
+        kwargs: dict[str, Any] = dict(marker.kwargs) if marker is not None else {}
+        unknown = set(kwargs) - {"case_id", "grader", "expected", "rubric", "min_score", "tags"}
+        if unknown:
+            raise pytest.UsageError(
+                f"{item.nodeid}: @pytest.mark.verdryx got unknown argument(s) "
+                f"{', '.join(sorted(unknown))}; allowed: case_id, grader, expected, rubric, "
+                "min_score"
+            )
+        self.eval_set_id = item.nodeid.split("::", 1)[0]
+        self.case = EvalCase(
+            id=str(kwargs.get("case_id") or item.name),
+            prompt=item.nodeid,
+            grader=str(kwargs.get("grader") or "exact"),
+            expected=kwargs.get("expected"),
+            rubric=kwargs.get("rubric"),
+            min_score=kwargs.get("min_score"),
+        )
+        self.score: Score | None = None
+
+    def grade(self, output: object) -> Score:
+        """Grade `output` with the marker's grader; fails the test when below the bar."""
+        evaluator = self._session.evaluator()
+        grader = evaluator.graders.get(self.case.grader)
+        if grader is None:
+            pytest.skip(f"verdryx: no grader {self.case.grader!r} configured for this session")
+        if self.case.grader in ("exact", "regex") and self.case.expected is None:
+            raise pytest.UsageError(
+                f"{self._item.nodeid}: grader {self.case.grader!r} needs expected=... in "
+                "@pytest.mark.verdryx"
+            )
+        context = GradeContext(eval_set_id=self.eval_set_id, run_id=self._session.run_id)
+        try:
+            grade = grader.grade(self.case, output, context)
+        except VerdryxError as exc:
+            pytest.fail(f"verdryx: {exc}", pytrace=False)
+        return self._finish(
+            value=grade.value,
+            unmeasured=grade.unmeasured,
+            reason=grade.reason,
+            output=output,
+            tokens=grade.tokens,
+            judge_cost_usd=grade.cost_usd,
+        )
+
+    def record(self, score: float, reason: str | None = None) -> Score:
+        """Record a score computed by the test itself (in [0, 1])."""
+        value = float(score)
+        if not 0.0 <= value <= 1.0:
+            raise pytest.UsageError(f"{self._item.nodeid}: verdryx.record({score!r}) not in [0, 1]")
+        return self._finish(value=value, unmeasured=None, reason=reason, output=None)
+
+    def _finish(
+        self,
+        *,
+        value: float | None,
+        unmeasured: str | None,
+        reason: str | None,
+        output: object,
+        tokens: int = 0,
+        judge_cost_usd: float = 0.0,
+    ) -> Score:
+        from pytest_verdryx.items import outcome_for
+
+        bar = pass_bar(self.case.min_score, self._session.settings.min_score)
+        score = Score(
+            case_id=self.case.id,
+            eval_set_id=self.eval_set_id,
+            value=value,
+            unmeasured=unmeasured,
+            grader=self.case.grader,
+            tokens=tokens,
+            judge_cost_usd=judge_cost_usd,
+            fingerprint=self.case.fingerprint(),
+            passed=None if value is None else value >= bar,
+            output=None if output is None else str(output),
+            expected=self.case.expected,
+            reason=reason,
+        )
+        self.score = score
+        self._session.record(self._item, score)
+        outcome_for(score, self.case.min_score, self._session, self.case)
+        return score

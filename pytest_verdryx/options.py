@@ -1,0 +1,292 @@
+"""The `verdryx` option group: every flag is also an ini key (`--verdryx-x-y` -> `verdryx_x_y`).
+
+Flags beat ini keys; converters turn a bad value into a `pytest.UsageError` naming the value
+and the form expected, so a typo is exit 4 with one line, never a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+import pytest
+
+from verdryx_core.drift import DEFAULT_THRESHOLD, GATES
+from verdryx_core.runner import DEFAULT_MIN_SCORE
+
+__all__ = ["DEFAULT_PATTERNS", "OPTIONS", "Settings", "add_options", "read_settings"]
+
+DEFAULT_PATTERNS: Final = ("*.evalset.json",)
+
+
+@dataclass(frozen=True, slots=True)
+class _Option:
+    name: str  # dest, also the ini key
+    help: str
+    default: Any = None
+    kind: str = "string"  # string | bool (flag) | int | float | choice
+    choices: tuple[str, ...] = ()
+    minimum: float | None = None
+    maximum: float | None = None
+    metavar: str | None = None
+
+    @property
+    def flag(self) -> str:
+        if self.name == "no_verdryx_store":
+            return "--no-verdryx-store"
+        return "--" + self.name.replace("_", "-")
+
+
+OPTIONS: Final = (
+    _Option(
+        "verdryx_model",
+        "model under evaluation: 'stub' (offline, deterministic) or a real model id",
+        "stub",
+        metavar="MODEL",
+    ),
+    _Option(
+        "verdryx_judge",
+        "model for llm_judge cases; unset: those cases are skipped, never paid for "
+        "(with the stub model, the stub judge)",
+        metavar="MODEL",
+    ),
+    _Option(
+        "verdryx_db",
+        "the store; default $VERDRYX_DB, else $TAIPAN_HOME/verdryx.db when that folder "
+        "exists, else ./verdryx.db",
+        metavar="PATH",
+    ),
+    _Option("verdryx_baseline", "gate this run against the baseline LABEL", metavar="LABEL"),
+    _Option(
+        "verdryx_save_baseline",
+        "save this run as baseline LABEL in the store and in .verdryx/baselines/LABEL.json",
+        metavar="LABEL",
+    ),
+    _Option(
+        "verdryx_window",
+        "pool this run with the N-1 previous runs of the same eval sets and model (default 1)",
+        1,
+        "int",
+        minimum=1,
+        metavar="N",
+    ),
+    _Option(
+        "verdryx_gate",
+        "verdict rule: 'significant' (default: the 95%% interval lies below zero) or "
+        "'threshold' (delta <= -threshold, or the interval below zero)",
+        "significant",
+        "choice",
+        choices=GATES,
+    ),
+    _Option(
+        "verdryx_threshold",
+        f"drop that the threshold gate calls regressed (default {DEFAULT_THRESHOLD})",
+        DEFAULT_THRESHOLD,
+        "float",
+        minimum=0.0,
+        maximum=1.0,
+        metavar="F",
+    ),
+    _Option(
+        "verdryx_min_effect",
+        "smallest drop the significant gate calls regressed (default 0)",
+        0.0,
+        "float",
+        minimum=0.0,
+        maximum=1.0,
+        metavar="F",
+    ),
+    _Option(
+        "verdryx_min_score",
+        f"pass bar for cases without their own min_score (default {DEFAULT_MIN_SCORE})",
+        DEFAULT_MIN_SCORE,
+        "float",
+        minimum=0.0,
+        maximum=1.0,
+        metavar="F",
+    ),
+    _Option(
+        "verdryx_concurrency",
+        "model calls in flight before the first item runs (default 8)",
+        8,
+        "int",
+        minimum=1,
+        maximum=256,
+        metavar="N",
+    ),
+    _Option(
+        "verdryx_cache",
+        "model response cache: 'on' (default), 'off', or 'replay' (never call; a miss is an error)",
+        "on",
+        "choice",
+        choices=("on", "off", "replay"),
+    ),
+    _Option(
+        "verdryx_repeat",
+        "sample every model case N times; its score is the mean (default 1)",
+        1,
+        "int",
+        minimum=1,
+        maximum=100,
+        metavar="N",
+    ),
+    _Option(
+        "verdryx_events",
+        "append agent-event NDJSON to PATH (default $VERDRYX_EVENTS_PATH; unset: off)",
+        metavar="PATH",
+    ),
+    _Option(
+        "verdryx_agent_id",
+        "the agent this run measures (agent://...), for events and SLO joins",
+        metavar="ID",
+    ),
+    _Option("verdryx_typed_url", "typed verdict service URL; enables typed cases", metavar="URL"),
+    _Option(
+        "verdryx_typed_key_file",
+        "file holding the typed service key (default $VERDRYX_TYPRYX_KEY_FILE)",
+        metavar="PATH",
+    ),
+    _Option(
+        "verdryx_typed_template",
+        "typed verdict template (default eval.outcome_met)",
+        "eval.outcome_met",
+        metavar="ID",
+    ),
+    _Option("verdryx_report", "write a self-contained HTML report to PATH", metavar="PATH"),
+    _Option(
+        "verdryx_allow_model_change",
+        "compare against a baseline of another model or judge anyway",
+        False,
+        "bool",
+    ),
+    _Option("no_verdryx_store", "do not save this run to the store", False, "bool"),
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Settings:
+    model: str
+    judge: str | None
+    db: str | None
+    baseline: str | None
+    save_baseline: str | None
+    window: int
+    gate: str
+    threshold: float
+    min_effect: float
+    min_score: float
+    concurrency: int
+    cache: str
+    repeat: int
+    events: str | None
+    agent_id: str | None
+    typed_url: str | None
+    typed_key_file: str | None
+    typed_template: str
+    report: str | None
+    allow_model_change: bool
+    store: bool
+    patterns: tuple[str, ...]
+    prices: str | None
+
+    @property
+    def judge_model(self) -> str | None:
+        """The judge in effect: the named one, or the stub judge with the stub model."""
+        if self.judge:
+            return self.judge
+        return "stub" if self.model == "stub" else None
+
+
+def add_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("verdryx", "verdryx: eval cases, stored runs and the drift gate")
+    for option in OPTIONS:
+        if option.kind == "bool":
+            group.addoption(
+                option.flag, action="store_true", dest=option.name, default=None, help=option.help
+            )
+            parser.addini(option.name, option.help, type="bool", default=option.default)
+            continue
+        group.addoption(
+            option.flag,
+            dest=option.name,
+            default=None,
+            metavar=option.metavar or option.name.removeprefix("verdryx_").upper(),
+            help=f"{option.help}. ini: {option.name}",
+        )
+        parser.addini(option.name, option.help.replace("%%", "%"), default=option.default)
+    parser.addini(
+        "verdryx_evalset_patterns",
+        "extra glob patterns of eval set files (besides *.evalset.json)",
+        type="linelist",
+        default=[],
+    )
+    parser.addini(
+        "verdryx_prices",
+        "JSON price file overriding the built-in price book (model -> $ per million tokens)",
+        default=None,
+    )
+
+
+def _convert(option: _Option, raw: object, source: str) -> Any:
+    if raw is None or raw == "":
+        return option.default
+    if option.kind == "bool":
+        return bool(raw)
+    text = str(raw).strip()
+    try:
+        if option.kind == "int":
+            value: Any = int(text)
+        elif option.kind == "float":
+            value = float(text)
+        else:
+            value = text
+    except ValueError:
+        expected = "a whole number" if option.kind == "int" else "a number"
+        raise pytest.UsageError(f"{source}: {text!r} is not {expected}") from None
+    if option.kind == "choice" and value not in option.choices:
+        raise pytest.UsageError(f"{source}: {text!r} is not one of {', '.join(option.choices)}")
+    if option.minimum is not None and value < option.minimum:
+        raise pytest.UsageError(f"{source}: {text} is below the minimum {option.minimum:g}")
+    if option.maximum is not None and value > option.maximum:
+        raise pytest.UsageError(f"{source}: {text} is above the maximum {option.maximum:g}")
+    return value
+
+
+def read_settings(config: pytest.Config, env: Mapping[str, str] | None = None) -> Settings:
+    env = os.environ if env is None else env
+    values: dict[str, Any] = {}
+    for option in OPTIONS:
+        flag_value = config.getoption(option.name)
+        if flag_value is not None and flag_value is not False:
+            values[option.name] = _convert(option, flag_value, option.flag)
+        else:
+            values[option.name] = _convert(option, config.getini(option.name), option.name)
+    get: Callable[[str], Any] = values.__getitem__
+    patterns = DEFAULT_PATTERNS + tuple(config.getini("verdryx_evalset_patterns") or ())
+    return Settings(
+        model=get("verdryx_model"),
+        judge=get("verdryx_judge"),
+        db=get("verdryx_db"),
+        baseline=get("verdryx_baseline"),
+        save_baseline=get("verdryx_save_baseline"),
+        window=get("verdryx_window"),
+        gate=get("verdryx_gate"),
+        threshold=get("verdryx_threshold"),
+        min_effect=get("verdryx_min_effect"),
+        min_score=get("verdryx_min_score"),
+        concurrency=get("verdryx_concurrency"),
+        cache=get("verdryx_cache"),
+        repeat=get("verdryx_repeat"),
+        events=get("verdryx_events") or env.get("VERDRYX_EVENTS_PATH") or None,
+        agent_id=get("verdryx_agent_id"),
+        typed_url=get("verdryx_typed_url"),
+        typed_key_file=get("verdryx_typed_key_file") or env.get("VERDRYX_TYPRYX_KEY_FILE") or None,
+        typed_template=get("verdryx_typed_template"),
+        report=get("verdryx_report"),
+        allow_model_change=get("verdryx_allow_model_change"),
+        store=not get("no_verdryx_store"),
+        patterns=patterns,
+        prices=config.getini("verdryx_prices") or None,
+    )

@@ -1,0 +1,676 @@
+"""The per-session plugin object: prefetch, scores in, one stored run out, the gate, the summary.
+
+One instance per pytest session, kept in `config.stash`. Only the controller (or a run without
+xdist) writes the store or a baseline file; workers send plain dicts (see `xdist.py`).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import sys
+import time
+import uuid
+from collections.abc import Generator, Iterable
+from concurrent.futures import Future
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_verdryx.items import EvalCaseItem
+from pytest_verdryx.options import Settings
+from verdryx_core import __version__
+from verdryx_core.baselines import check_label, find_baseline, write_baseline_file
+from verdryx_core.errors import StoreError, VerdryxError
+from verdryx_core.gate import GateResult, check_models, compare_to_baseline, select_window
+from verdryx_core.graders import GradeContext, build_graders
+from verdryx_core.model import Baseline, BaselineCase, EvalRun, Score
+from verdryx_core.runner import CaseEvaluator, is_remote, stability
+from verdryx_core.store import Store, resolve_store_path
+from verdryx_core.summary import fmt_score, gate_lines, run_lines, unmeasured_lines
+
+__all__ = ["SESSION_KEY", "VerdryxSession", "session_of"]
+
+SESSION_KEY = pytest.StashKey["VerdryxSession"]()
+
+
+def session_of(config: pytest.Config) -> VerdryxSession:
+    return config.stash[SESSION_KEY]
+
+
+def _to_usage_error(exc: VerdryxError) -> pytest.UsageError:
+    return pytest.UsageError(f"verdryx: {exc}")
+
+
+class VerdryxSession:
+    def __init__(self, config: pytest.Config, settings: Settings) -> None:
+        self.config = config
+        self.settings = settings
+        self.workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
+        self.is_worker = self.workerinput is not None
+        self.run_id = str(uuid.uuid4())
+        self.started_at = datetime.now(UTC)
+        self.baseline: Baseline | None = None
+        self._baseline_cases: dict[str, BaselineCase] = {}
+        #: nodeid -> (collection index, score)
+        self.scores: dict[str, tuple[int, Score]] = {}
+        self.order: dict[str, int] = {}
+        self.expected: set[str] = set()
+        self.expected_count = 0
+        self.known_keys: set[str] = set()
+        self.worker_interrupted = False
+        self.worker_failures: list[str] = []
+        self.cache_entries: list[Any] = []
+        self.cache_stats: dict[str, float] = {"hits": 0, "misses": 0, "saved_usd": 0.0}
+        self.messages: list[str] = []
+        self.unpriced: set[str] = set()
+        self.run: EvalRun | None = None
+        self.result: GateResult | None = None
+        self.gate_error: str | None = None
+        self.saved_baseline: str | None = None
+        self._store: Store | None = None
+        self._evaluator: CaseEvaluator | None = None
+        self._adapters: list[Any] = []
+        self._futures: dict[str, Future[Score]] = {}
+        self._prefetch_seconds = 0.0
+        self.stability: dict[str, str] = {}
+        self._exporter: Any = None
+        self._typed: Any = None
+        # Read once: DESIGN.md section 5.
+        self.otlp_endpoint = os.environ.get("VERDRYX_OTLP_ENDPOINT") or None
+        if self.workerinput is not None:
+            self._adopt_controller_state(self.workerinput.get("verdryx") or {})
+
+    # -- start ------------------------------------------------------------------------------
+
+    def check_wires(self) -> None:
+        """Opt-in wires are checked at configure time, so a typo is exit 4, not a silent
+        drop at the end of a long run."""
+        from verdryx_core.errors import UsageError
+
+        try:
+            agent_id = self.settings.agent_id
+            if agent_id:
+                from verdryx_core.events import is_canonical_agent_id
+
+                if not is_canonical_agent_id(agent_id):
+                    raise UsageError(
+                        f"--verdryx-agent-id {agent_id!r} is not an agent id of the form "
+                        "agent://host/path (lowercase letters, digits, '.', '_', '/', '-')"
+                    )
+            if self.otlp_endpoint and not self.is_worker:
+                from verdryx_core.otel import SpanExporter
+
+                self._exporter = SpanExporter(self.otlp_endpoint)
+            if self.settings.typed_url:
+                self._typed = self._typed_client()
+        except VerdryxError as exc:
+            raise _to_usage_error(exc) from None
+
+    def load_baseline(self) -> None:
+        """On the controller, at configure time: an unknown label is a usage error (exit 4)
+        before anything is collected or paid for."""
+        if self.is_worker or not self.settings.baseline:
+            return
+        try:
+            baseline = find_baseline(
+                self.settings.baseline, store=self._open_store(), root=self.rootdir
+            )
+            probe = EvalRun(
+                id="-",
+                model=self.settings.model,
+                judge_model=self.settings.judge,
+                started_at=self.started_at,
+            )
+            message = check_models(probe, baseline, allow=self.settings.allow_model_change)
+        except VerdryxError as exc:
+            raise _to_usage_error(exc) from None
+        if message:
+            self.messages.append(f"WARNING: {message}")
+        self._set_baseline(baseline)
+
+    def _set_baseline(self, baseline: Baseline) -> None:
+        self.baseline = baseline
+        self._baseline_cases = baseline.case_map()
+
+    def controller_state(self) -> dict[str, Any]:
+        """What workers need from the controller (sent through xdist's workerinput)."""
+        return {
+            "run_id": self.run_id,
+            "started_at": self.started_at.isoformat(),
+            "baseline": self.baseline.to_dict() if self.baseline else None,
+        }
+
+    def _adopt_controller_state(self, state: dict[str, Any]) -> None:
+        self.run_id = state.get("run_id", self.run_id)
+        if state.get("started_at"):
+            self.started_at = datetime.fromisoformat(state["started_at"])
+        if state.get("baseline"):
+            self._set_baseline(Baseline.from_dict(state["baseline"]))
+
+    @property
+    def rootdir(self) -> Path:
+        return Path(self.config.rootpath)
+
+    @property
+    def baseline_name(self) -> str:
+        if self.baseline is None:
+            return ""
+        return self.baseline.label or self.baseline.id
+
+    def baseline_case(self, key: str) -> BaselineCase | None:
+        return self._baseline_cases.get(key)
+
+    def _open_store(self) -> Store:
+        if self._store is None:
+            path = resolve_store_path(self.settings.db)
+            self._store = Store.open(path)
+        return self._store
+
+    # -- collection -------------------------------------------------------------------------
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.order = {item.nodeid: index for index, item in enumerate(session.items)}
+        self.expected = {
+            item.nodeid
+            for item in session.items
+            if isinstance(item, EvalCaseItem) or item.get_closest_marker("verdryx") is not None
+        }
+        self.expected_count = len(self.expected)
+
+    def note_collected(self, eval_set_id: str, case_ids: Iterable[str]) -> None:
+        self.known_keys.update(f"{eval_set_id}::{case_id}" for case_id in case_ids)
+
+    @property
+    def active(self) -> bool:
+        """Inert unless this session has eval cases or verdryx-marked tests."""
+        return bool(self.expected or self.scores or self.expected_count)
+
+    # -- grading ----------------------------------------------------------------------------
+
+    def evaluator(self) -> CaseEvaluator:
+        if self._evaluator is None:
+            self._evaluator = self._build_evaluator()
+        return self._evaluator
+
+    def _build_evaluator(self) -> CaseEvaluator:
+        items = [item for item in self._session_items() if isinstance(item, EvalCaseItem)]
+        needs_model = any(item.case.needs_model for item in items)
+        judge_name = self.settings.judge_model
+        needs_judge = judge_name is not None and (
+            any(item.case.grader == "llm_judge" for item in items) or self._has_custom_judge_cases()
+        )
+        adapter = judge = None
+        try:
+            if needs_model or needs_judge:
+                adapter, judge = self._model_adapters(needs_model, needs_judge, judge_name)
+        except VerdryxError as exc:
+            raise _to_usage_error(exc) from None
+        graders = build_graders(judge=judge, typed_client=self._typed)
+        return CaseEvaluator(
+            graders=graders,
+            adapter=adapter,
+            repeat=self.settings.repeat,
+            min_score=self.settings.min_score,
+        )
+
+    def _has_custom_judge_cases(self) -> bool:
+        for item in self._session_items():
+            marker = item.get_closest_marker("verdryx")
+            if marker is not None and marker.kwargs.get("grader") == "llm_judge":
+                return True
+        return False
+
+    def _model_adapters(
+        self, needs_model: bool, needs_judge: bool, judge_name: str | None
+    ) -> tuple[Any, Any]:
+        from verdryx_core.llm import CachedAdapter, PriceBook, make_adapter
+
+        prices = PriceBook.from_file(self.settings.prices) if self.settings.prices else None
+        store = self._open_store()
+        adapter = judge = None
+        if needs_model:
+            adapter = CachedAdapter(
+                make_adapter(self.settings.model, prices=prices), store, self.settings.cache
+            )
+            self._adapters.append(adapter)
+        if needs_judge and judge_name is not None:
+            judge = CachedAdapter(
+                make_adapter(judge_name, prices=prices), store, self.settings.cache
+            )
+            self._adapters.append(judge)
+        return adapter, judge
+
+    def _typed_client(self) -> Any:
+        from verdryx_core.errors import UsageError
+        from verdryx_core.typryx import TypryxClient, read_key_file
+
+        if not self.settings.typed_key_file:
+            raise UsageError(
+                "--verdryx-typed-url was given with no key: pass --verdryx-typed-key-file PATH "
+                "or set $VERDRYX_TYPRYX_KEY_FILE"
+            )
+        key = read_key_file(self.settings.typed_key_file)
+        return TypryxClient(
+            self.settings.typed_url or "", key, template=self.settings.typed_template
+        )
+
+    def _session_items(self) -> list[pytest.Item]:
+        session = getattr(self, "_pytest_session", None)
+        return list(session.items) if session is not None else []
+
+    def context_for(self, item: EvalCaseItem) -> GradeContext:
+        return GradeContext(
+            eval_set_id=item.evalset.id, eval_set_path=item.evalset.path, run_id=self.run_id
+        )
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
+        self._pytest_session = session
+        if not self.is_worker and not session.config.option.collectonly and self.expected:
+            self._prefetch(session)
+        try:
+            return (yield)
+        finally:
+            self._finish_adapters()
+
+    def _prefetch(self, session: pytest.Session) -> None:
+        """Start every model call the selected items need, before the first item runs, and
+        wait for them with a progress line; items then read their own result in order."""
+        items = [item for item in session.items if isinstance(item, EvalCaseItem)]
+        evaluator = self.evaluator()
+        remote = [item for item in items if is_remote(item.case, evaluator.graders)]
+        if not remote:
+            return
+        from verdryx_core.llm import CallPool
+        from verdryx_core.llm.progress import Progress
+
+        started = time.perf_counter()
+        stream = _TerminalStream(self.config)
+        progress = Progress(len(remote), stream=stream)
+        pool = CallPool(self.settings.concurrency, progress=progress)
+        try:
+            for item in remote:
+                self._futures[item.nodeid] = pool.submit(
+                    evaluator.evaluate, item.case, self.context_for(item)
+                )
+            concurrent.futures.wait(self._futures.values())
+        except KeyboardInterrupt:
+            for future in self._futures.values():
+                future.cancel()
+            raise
+        finally:
+            pool.close()
+            progress.close()
+            self._prefetch_seconds = time.perf_counter() - started
+
+    def score_item(self, item: EvalCaseItem) -> Score:
+        future = self._futures.pop(item.nodeid, None)
+        if future is not None:
+            score = future.result()
+        else:
+            score = self.evaluator().evaluate(item.case, self.context_for(item))
+        self.record(item, score)
+        return score
+
+    def record(self, item: pytest.Item, score: Score) -> None:
+        self.scores[item.nodeid] = (self.order.get(item.nodeid, len(self.order)), score)
+        properties = [
+            ("verdryx.score", "" if score.value is None else f"{score.value:.6g}"),
+            ("verdryx.grader", score.grader),
+            ("verdryx.cost_usd", f"{score.cost_usd + score.judge_cost_usd:.6g}"),
+        ]
+        if score.samples:
+            label = stability(score.samples, score_bar(item, self.settings.min_score)) or ""
+            self.stability[score.key] = label
+            properties.append(("verdryx.stability", label))
+        if score.value is None:
+            properties.append(("verdryx.unmeasured", score.unmeasured or ""))
+        item.user_properties.extend(properties)
+
+    def _finish_adapters(self) -> None:
+        for adapter in self._adapters:
+            stats = getattr(adapter, "stats", None)
+            if stats is not None:
+                self.cache_stats["hits"] += getattr(stats, "hits", 0)
+                self.cache_stats["misses"] += getattr(stats, "misses", 0)
+                self.cache_stats["saved_usd"] += getattr(stats, "saved_usd", 0.0)
+            self.cache_entries.extend(adapter.take_pending())
+            prices = getattr(getattr(adapter, "inner", None), "prices", None)
+            self.unpriced.update(getattr(prices, "unpriced", ()) or ())
+        self._adapters.clear()
+
+    # -- end --------------------------------------------------------------------------------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if self.is_worker:
+            from pytest_verdryx.xdist import worker_payload
+
+            assert self.workerinput is not None
+            self.config.workeroutput["verdryx"] = worker_payload(self, session)  # type: ignore[attr-defined]
+            return
+        if not self.active:
+            self._close_store()
+            return
+        try:
+            self._finish(session, exitstatus)
+        finally:
+            self._close_store()
+
+    def _finish(self, session: pytest.Session, exitstatus: int) -> None:
+        interrupted = (
+            exitstatus == pytest.ExitCode.INTERRUPTED
+            or bool(session.shouldfail)
+            or bool(session.shouldstop)
+            or self.worker_interrupted
+            or bool(self.worker_failures)
+            or len(self.scores) < self.expected_count
+        )
+        run = self._build_run(complete=not interrupted)
+        self.run = run
+        try:
+            if self.settings.store:
+                store = self._open_store()
+                if self.cache_entries:
+                    store.cache_put_many(self.cache_entries)
+                store.save_run(run)
+                self._save_contract_verdicts(store, run)
+        except StoreError as exc:
+            self.messages.append(f"ERROR: the run was not stored: {exc}")
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if self.baseline is not None:
+            self._gate(session, run)
+        if self.settings.save_baseline:
+            self._save_baseline(session, run)
+        self._add_junit_properties(run)
+        self._emit_wires(run)
+        self._write_report(run)
+
+    def _build_run(self, *, complete: bool) -> EvalRun:
+        ordered = [score for _, score in sorted(self.scores.values(), key=lambda pair: pair[0])]
+        judged = any(score.grader == "llm_judge" and score.value is not None for score in ordered)
+        return EvalRun(
+            id=self.run_id,
+            model=self.settings.model,
+            judge_model=self.settings.judge_model if judged else None,
+            agent_id=self.settings.agent_id,
+            started_at=self.started_at,
+            finished_at=datetime.now(UTC),
+            eval_set_ids=tuple(sorted({score.eval_set_id for score in ordered})),
+            scores=tuple(ordered),
+            complete=complete,
+            plugin_version=__version__,
+        )
+
+    def _gate(self, session: pytest.Session, run: EvalRun) -> None:
+        assert self.baseline is not None
+        if not run.complete:
+            self.gate_error = (
+                "not gated: the session was interrupted, so this run is incomplete "
+                "(stored as incomplete)"
+            )
+            return
+        try:
+            window = [run]
+            if self.settings.window > 1:
+                window = select_window(self._open_store(), run, self.settings.window)
+            self.result = compare_to_baseline(
+                window,
+                self.baseline,
+                known_keys=self.known_keys or None,
+                gate=self.settings.gate,
+                threshold=self.settings.threshold,
+                min_effect=self.settings.min_effect,
+                allow_model_change=self.settings.allow_model_change,
+            )
+        except VerdryxError as exc:
+            self.gate_error = f"gate refused: {exc}"
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
+            return
+        if self.result.regressed and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _save_baseline(self, session: pytest.Session, run: EvalRun) -> None:
+        label = self.settings.save_baseline or ""
+        if not run.complete:
+            self.messages.append(
+                f"baseline {label!r} NOT saved: the session was interrupted and the run is "
+                "incomplete"
+            )
+            return
+        try:
+            baseline = Baseline.from_run(run, id=str(uuid.uuid4()), label=check_label(label))
+            if self.settings.store:
+                self._open_store().save_baseline(baseline)
+            path = write_baseline_file(self.rootdir, baseline)
+        except (ValueError, VerdryxError, OSError) as exc:
+            self.messages.append(f"ERROR: baseline {label!r} not saved: {exc}")
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            return
+        self.saved_baseline = f"{label} (mean {baseline.mean:.3f}) -> {path}"
+
+    def _save_contract_verdicts(self, store: Store, run: EvalRun) -> None:
+        verdicts = []
+        for score in run.scores:
+            if score.grader != "contract":
+                continue
+            verdict = "FLAG" if score.value is None else ("PASS" if score.value >= 1.0 else "FAIL")
+            verdicts.append(
+                {
+                    "agent_id": run.agent_id,
+                    "task_id": score.case_id,
+                    "verdict": verdict,
+                    "reason": score.reason or score.unmeasured or "",
+                    "run_id": run.id,
+                }
+            )
+        if verdicts:
+            store.save_contract_verdicts(verdicts)
+
+    def _add_junit_properties(self, run: EvalRun) -> None:
+        xml = _junit_xml(self.config)
+        if xml is None:
+            return
+        report = self.result.report if self.result else None
+        properties: dict[str, object] = {
+            "verdryx.run_id": run.id,
+            "verdryx.model": run.model,
+            "verdryx.mean_score": "" if run.mean_score is None else f"{run.mean_score:.6g}",
+            "verdryx.baseline": self.baseline_name,
+            "verdryx.delta": "" if report is None else f"{report.delta:.6g}",
+            "verdryx.ci_low": _num(report.ci_low if report else None),
+            "verdryx.ci_high": _num(report.ci_high if report else None),
+            "verdryx.verdict": "" if report is None else report.verdict,
+            "verdryx.unmeasured": len(run.unmeasured),
+            "verdryx.cost_usd": f"{run.total_cost_usd:.6g}",
+            "verdryx.complete": str(run.complete).lower(),
+        }
+        if report is not None and report.paired is not None:
+            properties["verdryx.paired_ci_low"] = _num(report.paired.ci_low)
+            properties["verdryx.paired_ci_high"] = _num(report.paired.ci_high)
+        for name, value in properties.items():
+            xml.add_global_property(name, value)
+
+    def _emit_wires(self, run: EvalRun) -> None:
+        """The two outbound wires (events, OTLP): opt-in, and never fail the eval."""
+        report = self.result.report if self.result else None
+        if self.settings.events:
+            self._emit_events(run, report)
+        if self._exporter is not None:
+            from verdryx_core.otel import run_span_attributes
+
+            try:
+                self._exporter.export(
+                    "eval_run", run.id, run_span_attributes(run), agent_id=run.agent_id
+                )
+                if report is not None:
+                    # The current run's id, so the drift check joins the run's trace.
+                    self._exporter.export(
+                        "quality_drift", run.id, report.to_dict(), agent_id=run.agent_id
+                    )
+                delivered = self._exporter.wait()
+            except Exception as exc:  # the OTLP wire never fails the eval
+                self.messages.append(f"otlp: not exported ({exc})")
+                return
+            state = "delivered" if delivered else "NOT delivered (collector did not answer)"
+            self.messages.append(f"otlp: spans {state} to {self.otlp_endpoint}")
+
+    def _emit_events(self, run: EvalRun, report: Any) -> None:
+        from verdryx_core.events import EventLog, drift_events, run_events
+
+        try:
+            log = EventLog(self.settings.events or "")
+            if log.torn_tail:
+                self.messages.append(f"WARNING: events: {log.torn_tail}")
+            events = run_events(run)
+            if report is not None:
+                events += drift_events(report.to_dict(), run.id)
+            for kind, data, run_id in events:
+                log.emit(kind, run.agent_id, data, run_id=run_id)
+        except Exception as exc:  # the event wire never fails the eval
+            self.messages.append(f"events: not written ({exc})")
+            return
+        line = f"events: {log.written} written to {self.settings.events}"
+        if log.skipped_no_agent:
+            line += f", {log.skipped_no_agent} skipped (no --verdryx-agent-id)"
+        if log.rejected:
+            line += f", {log.rejected} rejected"
+        if log.write_failures:
+            line += f", {log.write_failures} failed to write"
+        self.messages.append(line)
+
+    def _write_report(self, run: EvalRun) -> None:
+        if not self.settings.report:
+            return
+        try:
+            from verdryx_core.report import write_report
+
+            path = write_report(
+                self._open_store(),
+                Path(self.settings.report),
+                run_id=run.id,
+                baseline=self.baseline,
+            )
+            self.messages.append(f"report: {path}")
+        except Exception as exc:
+            self.messages.append(f"report: not written ({exc})")
+
+    def _close_store(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    # -- summary ----------------------------------------------------------------------------
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.is_worker or self.run is None:
+            return
+        run = self.run
+        tr = terminalreporter
+        tr.write_sep("=", "verdryx")
+        passed = sum(1 for score in run.scores if score.passed)
+        failed = sum(1 for score in run.scores if score.passed is False)
+        for line in run_lines(run, passed=passed, failed=failed):
+            tr.write_line(line)
+        if self.cache_stats["hits"] or self.cache_stats["misses"]:
+            tr.write_line(
+                f"model cache: {int(self.cache_stats['hits'])} hits, "
+                f"{int(self.cache_stats['misses'])} misses, "
+                f"${self.cache_stats['saved_usd']:.4f} saved"
+            )
+        if self._prefetch_seconds:
+            tr.write_line(
+                f"model calls: {self._prefetch_seconds:.2f}s with concurrency "
+                f"{self.settings.concurrency}"
+            )
+        for model in sorted(self.unpriced):
+            tr.write_line(
+                f"NOTE: no price for {model!r}: priced at the fallback rate; add it to the "
+                "price file named by ini verdryx_prices"
+            )
+        flaky = sorted(key for key, label in self.stability.items() if label == "flaky")
+        if flaky:
+            tr.write_line(f"flaky across {self.settings.repeat} samples: {', '.join(flaky)}")
+        if run.unmeasured:
+            tr.write_line("unmeasured (skipped, counted apart):")
+            for line in unmeasured_lines(run.unmeasured):
+                tr.write_line(line)
+        if self.settings.store:
+            tr.write_line(f"stored: {self.run_id} in {resolve_store_path(self.settings.db)}")
+        if self.result is not None:
+            for line in gate_lines(self.result):
+                color = {"red": True} if line.startswith("verdict: REGRESSED") else {}
+                tr.write_line(line, bold=bool(color), **color)
+        if self.gate_error:
+            tr.write_line(self.gate_error, red=True)
+        if self.saved_baseline:
+            tr.write_line(f"baseline saved: {self.saved_baseline}")
+        for message in self.messages:
+            tr.write_line(message, red=message.startswith(("ERROR", "WARNING")))
+        tr.write_line(self._next_step(run))
+
+    def _next_step(self, run: EvalRun) -> str:
+        if self.result is not None and self.result.regressed:
+            return (
+                "next: look at the worst cases above; if the drop is intended, save a new "
+                "baseline with --verdryx-save-baseline=LABEL and commit .verdryx/baselines/"
+            )
+        if self.baseline is None and not self.settings.save_baseline:
+            return (
+                "next: save this run as a baseline with --verdryx-save-baseline=v1, commit "
+                ".verdryx/baselines/v1.json, then gate CI with --verdryx-baseline=v1"
+            )
+        if not run.complete:
+            return "next: re-run the whole session to get a complete, gated run"
+        return f"mean {fmt_score(run.mean_score)}; nothing to do"
+
+
+def score_bar(item: pytest.Item, default: float) -> float:
+    case = getattr(item, "case", None)
+    if case is not None and case.min_score is not None:
+        return float(case.min_score)
+    marker = item.get_closest_marker("verdryx")
+    if marker is not None and marker.kwargs.get("min_score") is not None:
+        return float(marker.kwargs["min_score"])
+    return default
+
+
+def _num(value: float | None) -> str:
+    return "" if value is None else f"{value:.6g}"
+
+
+def _junit_xml(config: pytest.Config) -> Any:
+    try:  # guarded private import: the junitxml plugin object, to add suite properties
+        from _pytest.junitxml import xml_key
+    except ImportError:  # pragma: no cover
+        return None
+    return config.stash.get(xml_key, None)
+
+
+class _TerminalStream:
+    """A text stream onto pytest's terminal writer, for the prefetch progress line."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        self._writer = getattr(reporter, "_tw", None)
+        self._fallback = sys.stderr
+
+    def write(self, text: str) -> int:
+        if self._writer is not None:
+            self._writer.write(text, flush=True)
+        else:
+            self._fallback.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        if self._writer is None:
+            self._fallback.flush()
+
+    def isatty(self) -> bool:
+        if self._writer is not None:
+            return bool(getattr(self._writer, "hasmarkup", False))
+        return self._fallback.isatty()

@@ -1,0 +1,190 @@
+"""The session gate end to end: real pytest sessions (pytester), a real SQLite store, real
+baseline files, JUnit XML read back with a parser (issue 3)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from junitparser import JUnitXml, Properties
+from plugin_support import FULL, PARTIAL, exact_case, stored_runs, trace_case, write_evalset
+
+XDIST_MODES = [pytest.param([], id="no-xdist"), pytest.param(["-n", "2"], id="xdist-2")]
+
+
+def _baseline_then_current(
+    pytester: pytest.Pytester, drop: int, *, total: int = 20, extra: list[str] | None = None
+) -> tuple[pytest.RunResult, Path]:
+    """Save baseline v1 with every case perfect, then run with `drop` cases partly wrong."""
+    db = pytester.path / "store.db"
+    write_evalset(
+        pytester.path, "agent", "agent", [trace_case(f"c{i}", FULL) for i in range(total)]
+    )
+    saved = pytester.runpytest(f"--verdryx-db={db}", "--verdryx-save-baseline=v1")
+    saved.assert_outcomes(passed=total)
+    cases = [trace_case(f"c{i}", PARTIAL if i < drop else FULL) for i in range(total)]
+    write_evalset(pytester.path, "agent", "agent", cases)
+    result = pytester.runpytest(f"--verdryx-db={db}", "--verdryx-baseline=v1", *(extra or []))
+    return result, db
+
+
+@pytest.mark.parametrize("mode", XDIST_MODES)
+def test_a_drop_of_a_tenth_fails_the_session_although_every_item_passed(
+    pytester: pytest.Pytester, mode: list[str]
+) -> None:
+    # 6 of 20 cases fall from 1.0 to 0.667: the mean drops by 0.1, each item still passes.
+    result, db = _baseline_then_current(pytester, drop=6, extra=mode)
+    result.assert_outcomes(passed=20)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*delta: -0.100*", "*verdict: REGRESSED*", "*worst regressed*"])
+    runs = stored_runs(db)
+    assert len(runs) == 2
+    current = runs[0]
+    assert current.complete
+    assert len(current.scores) == 20  # every case once, whatever the worker count
+    assert current.mean_score == pytest.approx(1 - 6 / 20 / 3)
+
+
+def test_an_unchanged_run_is_on_track(pytester: pytest.Pytester) -> None:
+    result, _ = _baseline_then_current(pytester, drop=0)
+    result.assert_outcomes(passed=20)
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["*delta: +0.000*", "*verdict: ON-TRACK*"])
+
+
+def test_a_fresh_runner_with_an_empty_store_gates_on_the_committed_file(
+    pytester: pytest.Pytester,
+) -> None:
+    result, _db = _baseline_then_current(pytester, drop=0)
+    assert (pytester.path / ".verdryx" / "baselines" / "v1.json").is_file()
+    cases = [trace_case(f"c{i}", PARTIAL if i < 6 else FULL) for i in range(20)]
+    write_evalset(pytester.path, "agent", "agent", cases)
+    fresh = pytester.path / "fresh.db"
+    result = pytester.runpytest(f"--verdryx-db={fresh}", "--verdryx-baseline=v1")
+    result.assert_outcomes(passed=20)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*verdict: REGRESSED*"])
+
+
+def test_an_unknown_baseline_is_a_usage_error_listing_known_labels(
+    pytester: pytest.Pytester,
+) -> None:
+    _baseline_then_current(pytester, drop=0)
+    result = pytester.runpytest(
+        f"--verdryx-db={pytester.path / 'store.db'}", "--verdryx-baseline=v9"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*unknown baseline 'v9'; known baselines: v1*"])
+    assert "Traceback" not in result.stderr.str()
+
+
+def test_a_k_subset_is_judged_against_the_same_subset(pytester: pytest.Pytester) -> None:
+    # Only c0..c9 are selected; of those, 6 dropped: judged over 10 matched cases, not 20.
+    db = pytester.path / "store.db"
+    cases = [trace_case(f"c{i}", FULL, tags=["first" if i < 10 else "second"]) for i in range(20)]
+    write_evalset(pytester.path, "agent", "agent", cases)
+    pytester.runpytest(f"--verdryx-db={db}", "--verdryx-save-baseline=v1").assert_outcomes(
+        passed=20
+    )
+    cases = [
+        trace_case(f"c{i}", PARTIAL if i < 6 else FULL, tags=["first" if i < 10 else "second"])
+        for i in range(20)
+    ]
+    write_evalset(pytester.path, "agent", "agent", cases)
+    result = pytester.runpytest(f"--verdryx-db={db}", "--verdryx-baseline=v1", "-k", "first")
+    result.assert_outcomes(passed=10, deselected=10)
+    result.stdout.fnmatch_lines(["*over 10 matched cases*", "*delta: -0.200*"])
+    assert "removed since the baseline" not in result.stdout.str()
+
+
+def test_a_changed_prompt_is_reported_and_left_out(pytester: pytest.Pytester) -> None:
+    db = pytester.path / "store.db"
+    write_evalset(pytester.path, "agent", "agent", [trace_case(f"c{i}", FULL) for i in range(5)])
+    pytester.runpytest(f"--verdryx-db={db}", "--verdryx-save-baseline=v1")
+    cases = [trace_case(f"c{i}", FULL) for i in range(5)]
+    cases[2]["prompt"] = "a reworded task"
+    cases[3] = trace_case("c3", PARTIAL)
+    cases.append(trace_case("new-case", FULL))
+    del cases[4]
+    write_evalset(pytester.path, "agent", "agent", cases)
+    result = pytester.runpytest(f"--verdryx-db={db}", "--verdryx-baseline=v1")
+    result.stdout.fnmatch_lines(
+        [
+            "*over 3 matched cases*",
+            "*added since the baseline (not compared): 1: agent::new-case*",
+            "*removed since the baseline: 1: agent::c4*",
+            "*changed since the baseline (not compared): 1: agent::c2*",
+        ]
+    )
+
+
+def test_a_different_model_is_refused_unless_allowed(pytester: pytest.Pytester) -> None:
+    db = pytester.path / "store.db"
+    write_evalset(pytester.path, "agent", "agent", [trace_case(f"c{i}", FULL) for i in range(3)])
+    pytester.runpytest(f"--verdryx-db={db}", "--verdryx-save-baseline=v1").assert_outcomes(passed=3)
+    refused = pytester.runpytest(
+        f"--verdryx-db={db}", "--verdryx-baseline=v1", "--verdryx-model=claude-other"
+    )
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    refused.stderr.fnmatch_lines(["*model 'claude-other' (baseline: 'stub')*allow-model-change*"])
+    allowed = pytester.runpytest(
+        f"--verdryx-db={db}",
+        "--verdryx-baseline=v1",
+        "--verdryx-model=claude-other",
+        "--verdryx-allow-model-change",
+    )
+    assert allowed.ret == pytest.ExitCode.OK
+    allowed.stdout.fnmatch_lines(["*WARNING*model 'claude-other'*"])
+
+
+@pytest.mark.parametrize("mode", XDIST_MODES)
+def test_junit_xml_carries_scores_and_the_verdict(
+    pytester: pytest.Pytester, mode: list[str]
+) -> None:
+    result, _ = _baseline_then_current(
+        pytester, drop=6, extra=[*mode, f"--junitxml={pytester.path / 'q.xml'}"]
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert "record_property" not in result.stdout.str()  # no xunit2 warning
+    xml = JUnitXml.fromfile(str(pytester.path / "q.xml"))
+    suite = next(iter(xml))
+    props = {prop.name: prop.value for prop in suite.properties()}
+    assert props["verdryx.verdict"] == "regressed"
+    assert props["verdryx.baseline"] == "v1"
+    assert float(props["verdryx.delta"]) == pytest.approx(-0.1, abs=1e-6)
+    assert float(props["verdryx.ci_high"]) < 0 or float(props["verdryx.paired_ci_high"]) < 0
+    assert props["verdryx.run_id"]
+    cases = {case.name: case for case in suite}
+    assert len(cases) == 20
+    c0 = {prop.name: prop.value for group in cases["c0"].iterchildren(Properties) for prop in group}
+    assert float(c0["verdryx.score"]) == pytest.approx(2 / 3, abs=1e-5)
+    assert c0["verdryx.grader"] == "tool_trace"
+    assert float(c0["verdryx.cost_usd"]) == 0.0
+
+
+def test_interrupted_with_x_is_stored_incomplete_and_not_gated(pytester: pytest.Pytester) -> None:
+    db = pytester.path / "store.db"
+    write_evalset(pytester.path, "agent", "agent", [exact_case(f"c{i}", "yes") for i in range(4)])
+    pytester.runpytest(f"--verdryx-db={db}", "--verdryx-save-baseline=v1").assert_outcomes(passed=4)
+    cases = [exact_case(f"c{i}", "no" if i == 1 else "yes") for i in range(4)]
+    write_evalset(pytester.path, "agent", "agent", cases)
+    result = pytester.runpytest(f"--verdryx-db={db}", "--verdryx-baseline=v1", "-x")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*INCOMPLETE*", "*not gated*"])
+    assert "verdict:" not in result.stdout.str()
+    newest = stored_runs(db)[0]
+    assert not newest.complete
+    assert len(newest.scores) == 2
+
+
+def test_saving_a_baseline_writes_a_small_reviewable_file(pytester: pytest.Pytester) -> None:
+    db = pytester.path / "store.db"
+    write_evalset(pytester.path, "agent", "agent", [exact_case(f"c{i}", "yes") for i in range(3)])
+    pytester.runpytest(f"--verdryx-db={db}", "--verdryx-save-baseline=v1").assert_outcomes(passed=3)
+    data = json.loads((pytester.path / ".verdryx" / "baselines" / "v1.json").read_text())
+    assert data["label"] == "v1"
+    assert data["model"] == "stub"
+    assert data["mean"] == 1.0
+    assert [case["case_id"] for case in data["cases"]] == ["c0", "c1", "c2"]
+    assert all(len(case["fingerprint"]) == 64 for case in data["cases"])
