@@ -7,6 +7,7 @@ Every failure is one `EvalSetError` naming the file, the case and the field.
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -16,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-import regex
 
 from verdryx_core.errors import EvalSetError
+from verdryx_core.graders.regex import compile_pattern
 from verdryx_core.model import GRADER_KINDS, EvalCase
 
 __all__ = ["EvalSet", "evalset_schema", "load_evalset"]
@@ -53,16 +54,33 @@ def load_evalset(path: str | Path) -> EvalSet:
     """Read, validate and build an eval set; raises `EvalSetError` on any problem."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        # utf-8-sig: editors on Windows save a byte order mark, which is not an error.
+        text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise EvalSetError(path, f"cannot read: {exc}") from None
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
         raise EvalSetError(
             path, f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
         ) from None
+    except _NonFiniteNumber as exc:
+        raise EvalSetError(
+            path,
+            f"not valid JSON: {exc.args[0]} is not a JSON number (JSON has no NaN or "
+            "Infinity); use a finite number",
+        ) from None
     return evalset_from_data(data, path)
+
+
+class _NonFiniteNumber(ValueError):
+    pass
+
+
+def _reject_constant(name: str) -> Any:
+    # Python's json reads NaN and Infinity, which JSON does not have; a NaN min_score would
+    # pass every range check (all comparisons with NaN are false).
+    raise _NonFiniteNumber(name)
 
 
 def evalset_from_data(data: object, path: str | Path) -> EvalSet:
@@ -98,17 +116,36 @@ def _check_schema(data: Mapping[str, Any], path: str | Path) -> None:
     error = min(errors, key=lambda e: (_sort_key(e), -len(e.absolute_path)))
     location = list(error.absolute_path)
     case: str | None = None
-    field: str | None = None
+    parts: list[Any] = location
     if len(location) >= 2 and location[0] == "cases" and isinstance(location[1], int):
         index = location[1]
         case = _case_label(data["cases"][index], index)
-        if len(location) >= 3:
-            field = "".join(
-                str(part) if i == 0 else f"[{part}]" for i, part in enumerate(location[2:])
-            )
-    elif location:
-        field = str(location[0])
-    raise EvalSetError(path, _describe(error, data, field), case=case, field=field)
+        parts = location[2:]
+    # `required` and `additionalProperties` are reported on the object that holds the field;
+    # the field a reader must fix is the missing or the unknown one.
+    named = _named_field(error)
+    if named is not None:
+        parts = [*parts, named]
+    field = (
+        "".join(str(part) if i == 0 else f"[{part}]" for i, part in enumerate(parts))
+        if parts
+        else None
+    )
+    raise EvalSetError(path, _describe(error, field), case=case, field=field)
+
+
+def _named_field(error: jsonschema.ValidationError) -> str | None:
+    instance = error.instance
+    if not isinstance(instance, Mapping):
+        return None
+    if error.validator == "required":
+        missing = [name for name in error.validator_value if name not in instance]
+        return missing[0] if missing else None
+    if error.validator == "additionalProperties":
+        known = error.schema.get("properties", {})
+        unknown = [name for name in instance if name not in known]
+        return unknown[0] if unknown else None
+    return None
 
 
 def _sort_key(error: jsonschema.ValidationError) -> tuple[int, int]:
@@ -118,15 +155,17 @@ def _sort_key(error: jsonschema.ValidationError) -> tuple[int, int]:
     return (0, 0)
 
 
-def _describe(error: jsonschema.ValidationError, data: Mapping[str, Any], field: str | None) -> str:
+def _describe(error: jsonschema.ValidationError, field: str | None) -> str:
     validator = error.validator
     if validator == "required":
-        missing = error.message.split("'")[1] if "'" in error.message else error.message
-        return f"missing the required field '{missing}'"
+        return "required but missing; add it"
     if validator == "enum" and field == "grader":
         return f"{error.instance!r} is not a grader; expected one of {', '.join(GRADER_KINDS)}"
     if validator == "additionalProperties":
-        return f"{error.message}; remove it or check its spelling"
+        known = sorted(error.schema.get("properties", {}))
+        close = difflib.get_close_matches(field or "", known, n=1)
+        hint = f"did you mean '{close[0]}'? " if close else ""
+        return f"not a known field; {hint}remove it or use one of {', '.join(known)}"
     if validator == "type":
         expected = error.validator_value
         expected_text = " or ".join(expected) if isinstance(expected, list) else expected
@@ -165,9 +204,9 @@ def _check_case_rules(case: Mapping[str, Any], index: int, path: str | Path) -> 
         raise fail("expected", f"grader {grader!r} requires the field 'expected'")
     if grader == "regex":
         try:
-            regex.compile(case["expected"], flags=regex.VERSION0)
-        except regex.error as exc:
-            raise fail("expected", f"not a valid regex: {exc}") from None
+            compile_pattern(case["expected"])
+        except ValueError as exc:
+            raise fail("expected", str(exc)) from None
     if grader == "llm_judge" and not case.get("rubric"):
         raise fail("rubric", "grader 'llm_judge' requires a non-empty 'rubric'")
     if grader == "contract":

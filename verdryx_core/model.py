@@ -243,6 +243,13 @@ class EvalRun:
     complete: bool = True
     plugin_version: str = ""
 
+    def __post_init__(self) -> None:
+        # The eval sets are a set: the store keeps them sorted (runs are matched by the exact
+        # set) and "" is no agent, so both are normalised here, or a run read back from the
+        # store would not equal the run that was saved.
+        object.__setattr__(self, "eval_set_ids", tuple(sorted(set(self.eval_set_ids))))
+        object.__setattr__(self, "agent_id", self.agent_id or None)
+
     @property
     def measured(self) -> tuple[Score, ...]:
         return tuple(score for score in self.scores if score.value is not None)
@@ -363,6 +370,15 @@ class Baseline:
                 f"({len(run.unmeasured)} unmeasured): a baseline of an unmeasured mean "
                 "would be a fabricated number"
             )
+        seen: set[str] = set()
+        for score in run.measured:
+            if score.key in seen:
+                # A baseline remembers one score per case; which of two would it keep?
+                raise ValueError(
+                    f"eval run {run.id!r} scores case {score.key!r} more than once (was an "
+                    "eval set given twice?): a baseline needs one score per case"
+                )
+            seen.add(score.key)
         return cls(
             id=id,
             label=label,
@@ -418,4 +434,3 @@ class Baseline:
 
 def pool_values(runs: Iterable[EvalRun]) -> list[float]:
     return [score.value for run in runs for score in run.scores if score.value is not None]
-

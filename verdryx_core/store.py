@@ -238,6 +238,9 @@ class Store:
                 f"verdryx understands ({SCHEMA_VERSION}); upgrade verdryx to read it"
             )
         try:
+            # Five seconds of patience when another process holds the write lock; first, since
+            # switching to WAL below needs the lock too.
+            self._db.execute("PRAGMA busy_timeout = 5000")
             # Referential integrity: scores never outlive their run.
             self._db.execute("PRAGMA foreign_keys = ON")
             if self.path != ":memory:":
@@ -245,8 +248,6 @@ class Store:
                 self._db.execute("PRAGMA journal_mode = WAL")
                 # NORMAL is durable across application crashes in WAL mode, and much faster.
                 self._db.execute("PRAGMA synchronous = NORMAL")
-            # Five seconds of patience when another process holds the write lock.
-            self._db.execute("PRAGMA busy_timeout = 5000")
             with self._transaction():
                 self._run_script(_SCHEMA)
                 self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
@@ -281,7 +282,10 @@ class Store:
             try:
                 yield self._db
             except BaseException:
-                self._db.execute("ROLLBACK")
+                # SQLite rolls back by itself on some errors (disk full, I/O); a second
+                # ROLLBACK would then raise and hide the original error.
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
                 raise
             else:
                 self._db.execute("COMMIT")
@@ -356,9 +360,10 @@ class Store:
         if run is not None:
             return run
         with self._errors("look up runs"), self._lock:
+            # substr, not LIKE: LIKE ignores ASCII case, so 'AB' would find run 'ab...'.
             rows = self._db.execute(
-                "SELECT id FROM runs WHERE id LIKE ? ESCAPE '\\' LIMIT 2",
-                (_like_prefix(prefix),),
+                "SELECT id FROM runs WHERE substr(id, 1, ?) = ? LIMIT 2",
+                (len(prefix), prefix),
             ).fetchall()
         if len(rows) > 1:
             raise UsageError(f"run id prefix {prefix!r} is ambiguous; give more characters")
@@ -437,7 +442,10 @@ class Store:
     # -- baselines --------------------------------------------------------------------------
 
     def save_baseline(self, baseline: Baseline) -> None:
-        with self._errors(f"save baseline {baseline.label or baseline.id}"), self._transaction() as db:
+        with (
+            self._errors(f"save baseline {baseline.label or baseline.id}"),
+            self._transaction() as db,
+        ):
             db.execute("DELETE FROM baseline_cases WHERE baseline_id = ?", (baseline.id,))
             db.execute(
                 "INSERT OR REPLACE INTO baselines VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -586,11 +594,6 @@ def _has_sql(statement: str) -> bool:
     return any(
         line.strip() and not line.strip().startswith("--") for line in statement.splitlines()
     )
-
-
-def _like_prefix(prefix: str) -> str:
-    escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return escaped + "%"
 
 
 def _score_row(run_id: str, seq: int, score: Score) -> tuple[Any, ...]:

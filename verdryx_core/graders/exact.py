@@ -15,4 +15,9 @@ class ExactGrader:
     kind: ClassVar[str] = "exact"
 
     def grade(self, case: EvalCase, output: Any, context: GradeContext) -> Grade:
+        if case.expected is None:
+            # Without this, a case lacking `expected` would score 1.0 on a None output.
+            raise ValueError(
+                f"grader 'exact' requires case.expected (the literal); case {case.id!r} has none"
+            )
         return Grade(value=1.0 if output == case.expected else 0.0)

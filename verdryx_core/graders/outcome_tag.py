@@ -22,6 +22,12 @@ class OutcomeTagGrader:
         # Copied, so a caller mutating its table (or ours) never changes the defaults.
         self.mapping = dict(DEFAULT_OUTCOME_SCORES if mapping is None else mapping)
         self.default = default
+        # Checked here, once, rather than as a failed Score per case halfway through a run.
+        for tag, value in [*self.mapping.items(), ("(default)", default)]:
+            if not (isinstance(value, int | float) and 0.0 <= value <= 1.0):
+                raise ValueError(
+                    f"outcome tag {tag!r} maps to {value!r}; scores are numbers in [0, 1]"
+                )
 
     def grade(self, case: EvalCase, output: Any, context: GradeContext) -> Grade:
         tag = str(output).strip()

@@ -1,11 +1,16 @@
 """`regex`: the expected pattern searched anywhere in the output, in bounded time.
 
-The `regex` package in VERSION0 mode reads patterns as stdlib `re` does, and unlike `re`
-it can stop a catastrophically backtracking search, so one bad pattern cannot hang CI.
+The contract is stdlib `re.search` with no flags. Matching uses the `regex` package in
+VERSION0 mode, which reads patterns as `re` does and, unlike `re`, can stop a catastrophically
+backtracking search, so one bad pattern cannot hang CI. `regex` accepts more syntax than `re`
+(`\\p{L}`, `\\K`, recursion, POSIX classes), so a pattern must also compile under `re`, without
+`re`'s ambiguity warning, to be accepted: what passes here means what it means in `re`.
 """
 
 from __future__ import annotations
 
+import re
+import warnings
 from functools import lru_cache
 from typing import Any, ClassVar, Final, final
 
@@ -14,14 +19,33 @@ import regex
 from verdryx_core.graders.base import Grade, GradeContext
 from verdryx_core.model import EvalCase
 
-__all__ = ["DEFAULT_REGEX_TIMEOUT_S", "RegexGrader"]
+__all__ = ["DEFAULT_REGEX_TIMEOUT_S", "RegexGrader", "compile_pattern"]
 
 DEFAULT_REGEX_TIMEOUT_S: Final = 1.0
 
 
 @lru_cache(maxsize=4096)
-def _compiled(pattern: str) -> regex.Pattern[str]:
-    return regex.compile(pattern, flags=regex.VERSION0)
+def compile_pattern(pattern: str) -> regex.Pattern[str]:
+    """The pattern compiled for matching; ValueError `not a valid regex: ...` when stdlib `re`
+    rejects it, or reads it ambiguously (`[[:alpha:]]` is a POSIX class to `regex` but a plain
+    set to `re`), or `regex` cannot compile it."""
+    try:
+        with warnings.catch_warnings():
+            # re warns (FutureWarning) where its reading of a set may change; regex already
+            # reads it the other way, so the two would disagree on the same text.
+            warnings.simplefilter("error", FutureWarning)
+            re.compile(pattern)
+    except FutureWarning as exc:
+        raise ValueError(
+            f"not a valid regex: {pattern!r} is ambiguous ({exc}); escape '[' inside a "
+            "character class as '\\['"
+        ) from None
+    except re.error as exc:
+        raise ValueError(f"not a valid regex: {pattern!r}: {exc}") from None
+    try:
+        return regex.compile(pattern, flags=regex.VERSION0)
+    except regex.error as exc:  # pragma: no cover - re accepted it; kept as a guard
+        raise ValueError(f"not a valid regex: {pattern!r}: {exc}") from None
 
 
 @final
@@ -32,12 +56,16 @@ class RegexGrader:
         self.timeout_s = timeout_s
 
     def grade(self, case: EvalCase, output: Any, context: GradeContext) -> Grade:
-        assert case.expected is not None  # guaranteed by eval set validation
+        if case.expected is None:
+            raise ValueError(
+                f"grader 'regex' requires case.expected (the pattern); case {case.id!r} has none"
+            )
+        compiled = compile_pattern(case.expected)
         try:
-            found = _compiled(case.expected).search(str(output), timeout=self.timeout_s)
+            found = compiled.search(str(output), timeout=self.timeout_s)
         except TimeoutError:
             return Grade.unmeasured_because(
                 f"regex {case.expected!r} did not finish within {self.timeout_s:g}s "
                 "(catastrophic backtracking); simplify the pattern"
             )
-        return Grade(value=1.0 if found else 0.0)
+        return Grade(value=1.0 if found is not None else 0.0)

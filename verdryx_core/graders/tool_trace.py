@@ -39,7 +39,16 @@ class ToolTraceGrader:
     kind: ClassVar[str] = "tool_trace"
 
     def grade(self, case: EvalCase, output: Any, context: GradeContext) -> Grade:
-        actual = [str(name) for name in output] if isinstance(output, list | tuple) else []
+        if output is None:
+            actual: list[str] = []  # no completion recorded: no tool was called
+        elif isinstance(output, list | tuple):
+            actual = [str(name) for name in output]
+        else:
+            # A string here is a model's text, not a trace; scoring it as "no calls" would
+            # invent a measurement.
+            return Grade.unmeasured_because(
+                f"a tool_trace output is the list of tool names called, got {type(output).__name__}"
+            )
         expected = list(case.expected_tools or ())
         value = trace_score(actual, expected)
         reason = None if value == 1.0 else f"called {actual}, expected {expected}"

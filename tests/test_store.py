@@ -1,0 +1,558 @@
+"""The SQLite store (issue 2, item 4): round trips, a model-agreement state machine,
+atomic saves, PRAGMAs, refusals, and the path resolution order of DESIGN.md section 5.
+
+Real SQLite files in tmp_path throughout; the only failure injection is through the store's
+own methods or through rows SQLite itself refuses.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    Bundle,
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+)
+
+from verdryx_core.errors import StoreError, UsageError, VerdryxError
+from verdryx_core.model import Baseline, BaselineCase, EvalRun, Score
+from verdryx_core.store import SCHEMA_VERSION, Store, resolve_store_path
+
+T0 = datetime(2025, 3, 1, 12, 0, 0, 250_000, tzinfo=UTC)
+
+
+def make_score(case_id: str, value: float | None, **extra: object) -> Score:
+    fields: dict[str, object] = {
+        "case_id": case_id,
+        "eval_set_id": "support",
+        "value": value,
+        "grader": "exact",
+    }
+    if value is None:
+        fields["unmeasured"] = "the judge gave no number"
+    fields.update(extra)
+    return Score(**fields)  # type: ignore[arg-type]
+
+
+def make_run(run_id: str, values: list[float | None], **extra: object) -> EvalRun:
+    fields: dict[str, object] = {
+        "id": run_id,
+        "model": "stub",
+        "started_at": T0,
+        "finished_at": T0 + timedelta(seconds=3),
+        "eval_set_ids": ("support",),
+        "scores": tuple(make_score(f"c{i}", v) for i, v in enumerate(values)),
+    }
+    fields.update(extra)
+    return EvalRun(**fields)  # type: ignore[arg-type]
+
+
+def one_line_store_error(excinfo: pytest.ExceptionInfo[StoreError], path: Path) -> str:
+    message = str(excinfo.value)
+    assert isinstance(excinfo.value, VerdryxError)
+    assert "\n" not in message
+    assert str(path) in message, message
+    return message
+
+
+# -- round trips -----------------------------------------------------------------------------
+
+
+def test_a_run_round_trips_with_every_field(tmp_path: Path) -> None:
+    scores = (
+        make_score(
+            "refund",
+            0.75,
+            tokens=120,
+            cost_usd=0.0125,
+            judge_cost_usd=0.002,
+            fingerprint="f" * 64,
+            passed=True,
+            samples=(0.5, 1.0),
+            output="Refunds within 30 days \u2713\x00tail",
+            expected="within 30 days",
+            reason="judge: mostly right",
+            grader="llm_judge",
+        ),
+        make_score("unmeasured-one", None, grader="typed", tokens=7, judge_cost_usd=0.01),
+        make_score("failed", 0.0, passed=False, eval_set_id="tools"),
+    )
+    run = EvalRun(
+        id="run-1",
+        model="claude-x",
+        judge_model="stub",
+        agent_id="agent-7",
+        started_at=datetime(2025, 3, 1, 14, 0, tzinfo=timezone(timedelta(hours=2))),
+        finished_at=None,
+        eval_set_ids=("tools", "support"),
+        scores=scores,
+        complete=False,
+        plugin_version="0.2.0",
+    )
+    with Store.open(tmp_path / "v.db") as store:
+        store.save_run(run)
+    with Store.open(tmp_path / "v.db") as store:
+        loaded = store.load_run("run-1")
+        summary = store.list_runs()[0]
+    assert loaded == run
+    assert loaded is not None and loaded.unmeasured[0].unmeasured == "the judge gave no number"
+    assert summary.cases == 2 and summary.unmeasured == 1
+    assert summary.mean_score == pytest.approx(0.375)
+    assert summary.total_tokens == 127
+    assert summary.model_cost_usd == pytest.approx(0.0125)
+    assert summary.judge_cost_usd == pytest.approx(0.012)
+    assert summary.complete is False
+    assert summary.eval_set_ids == ("support", "tools")
+    assert summary.to_dict()["run_id"] == "run-1"
+
+
+def test_a_run_with_nothing_measured_has_no_mean(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "v.db") as store:
+        store.save_run(make_run("r", [None, None]))
+        assert store.list_runs()[0].mean_score is None
+        loaded = store.load_run("r")
+    assert loaded is not None and loaded.mean_score is None and len(loaded.unmeasured) == 2
+
+
+def test_saving_a_run_again_replaces_it(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "v.db") as store:
+        store.save_run(make_run("r", [1.0, 1.0, 1.0]))
+        store.save_run(make_run("r", [0.0]))
+        loaded = store.load_run("r")
+        assert [s.value for s in loaded.scores] == [0.0] if loaded else False
+        assert len(store.list_runs()) == 1
+        assert store.load_run("missing") is None
+
+
+def test_list_runs_filters_and_orders_newest_first(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "v.db") as store:
+        store.save_run(make_run("old", [1.0], started_at=T0))
+        store.save_run(make_run("new", [0.5], started_at=T0 + timedelta(hours=1)))
+        store.save_run(make_run("other-model", [0.5], model="m2", started_at=T0))
+        store.save_run(make_run("partial", [0.5], complete=False, started_at=T0))
+        store.save_run(
+            make_run("two-sets", [0.5], eval_set_ids=("tools", "support"), started_at=T0)
+        )
+        assert [r.id for r in store.list_runs(model="stub", eval_set_ids=["support"])] == [
+            "new",
+            "partial",
+            "old",
+        ]
+        assert [r.id for r in store.list_runs(complete_only=True, limit=2)] == [
+            "new",
+            "two-sets",
+        ]
+        assert [r.id for r in store.list_runs(eval_set_ids=["support", "tools"])] == ["two-sets"]
+        before = store.list_runs(before=(T0 + timedelta(minutes=1)).isoformat())
+        assert "new" not in {r.id for r in before} and len(before) == 4
+        scores = store.case_scores(["old", "new"])
+        assert sorted(s.value for s in scores) == [0.5, 1.0]
+        assert store.case_scores([]) == []
+
+
+def test_find_run_by_unique_exact_prefix(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "v.db") as store:
+        store.save_run(make_run("abc123", [1.0]))
+        store.save_run(make_run("abd456", [1.0]))
+        store.save_run(make_run("a_%x", [1.0]))
+        assert store.find_run("abc").id == "abc123"  # type: ignore[union-attr]
+        assert store.find_run("abd456").id == "abd456"  # type: ignore[union-attr]
+        # LIKE would ignore case and read _ and % as wildcards.
+        assert store.find_run("ABC") is None
+        assert store.find_run("a_%").id == "a_%x"  # type: ignore[union-attr]
+        assert store.find_run("zzz") is None
+        with pytest.raises(UsageError, match="ambiguous"):
+            store.find_run("ab")
+
+
+def test_baselines_round_trip_with_their_cases(tmp_path: Path) -> None:
+    run = make_run("r", [0.25, None, 1.0])
+    baseline = Baseline.from_run(run, id="b-1", label="v1", created_at=T0)
+    assert [c.case_id for c in baseline.cases] == ["c0", "c2"]  # unmeasured cases left out
+    assert baseline.mean == pytest.approx(0.625)
+    newer = Baseline.from_run(
+        make_run("r2", [0.5]), id="b-2", label="v1", created_at=T0 + timedelta(days=1)
+    )
+    with Store.open(tmp_path / "v.db") as store:
+        store.save_baseline(baseline)
+        store.save_baseline(newer)
+    with Store.open(tmp_path / "v.db") as store:
+        assert store.get_baseline("b-1") == baseline
+        assert store.get_baseline("v1") == newer  # a label means its newest baseline
+        assert store.get_baseline("v2") is None
+        assert [row[0] for row in store.list_baselines()] == ["b-2", "b-1"]
+
+
+def test_a_baseline_needs_a_measured_case() -> None:
+    with pytest.raises(ValueError, match="zero measured cases"):
+        Baseline.from_run(make_run("r", [None]), id="b", label="v1")
+
+
+def test_the_model_cache_round_trips(tmp_path: Path) -> None:
+    response = {"text": "h\u00e9llo", "tool_names": ["a"], "tokens": 12}
+    with Store.open(tmp_path / "v.db") as store:
+        store.cache_put_many([("k1", "stub", response, 0.5), ("k2", "stub", {"text": ""}, 0.0)])
+        store.cache_put_many([])
+    with Store.open(tmp_path / "v.db") as store:
+        found = store.cache_get_many(["k1", "k2", "absent"])
+        many = store.cache_get_many([f"key-{i}" for i in range(1200)])  # beyond one chunk
+    assert found == {"k1": (response, 0.5), "k2": ({"text": ""}, 0.0)}
+    assert many == {}
+
+
+def test_contract_verdicts_round_trip(tmp_path: Path) -> None:
+    verdicts = [
+        {
+            "agent_id": "a1",
+            "task_id": "t1",
+            "verdict": "PASS",
+            "reason": "all checks",
+            "bundle_hash": "h1",
+            "run_id": "r1",
+            "created_at": "2025-03-01T00:00:00+00:00",
+        },
+        {
+            "agent_id": "a2",
+            "task_id": "t2",
+            "verdict": "FAIL",
+            "reason": "missing file",
+            "bundle_hash": None,
+            "run_id": None,
+            "created_at": "2025-03-02T00:00:00+00:00",
+        },
+    ]
+    with Store.open(tmp_path / "v.db") as store:
+        store.save_contract_verdicts(verdicts)
+    with Store.open(tmp_path / "v.db") as store:
+        assert store.contract_verdicts() == list(reversed(verdicts))
+        assert store.contract_verdicts("a1") == [verdicts[0]]
+        assert store.contract_verdicts("nobody") == []
+
+
+# -- atomicity -------------------------------------------------------------------------------
+
+
+def test_a_run_whose_score_violates_a_constraint_leaves_nothing(tmp_path: Path) -> None:
+    bad = make_score("bad", 0.5, grader=None)  # NOT NULL: SQLite refuses the third row
+    run = make_run("r", [1.0, 1.0])
+    broken = EvalRun(
+        id="r2", model="stub", started_at=T0, scores=(*run.scores, bad), eval_set_ids=("s",)
+    )
+    with Store.open(tmp_path / "v.db") as store:
+        store.save_run(run)
+        with pytest.raises(StoreError) as info:
+            store.save_run(broken)
+        assert "r2" in one_line_store_error(info, tmp_path / "v.db")
+        assert store.load_run("r2") is None
+        assert store.case_scores(["r2"]) == []
+        assert [r.id for r in store.list_runs()] == ["r"]
+        # A failed replacement keeps the run it would have replaced, scores and all.
+        replacement = EvalRun(id="r", model="stub", started_at=T0, scores=(bad,))
+        with pytest.raises(StoreError):
+            store.save_run(replacement)
+        assert store.load_run("r") == run
+        # The store is still usable after the rollback.
+        store.save_run(make_run("r3", [0.5]))
+        assert {r.id for r in store.list_runs()} == {"r", "r3"}
+
+
+class InterruptedStore(Store):
+    """A store whose process is interrupted after the rows are written but before COMMIT."""
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with super()._transaction() as db:
+            yield db
+            if db.execute("SELECT count(*) FROM scores").fetchone()[0]:
+                raise KeyboardInterrupt
+
+
+def test_an_interrupt_before_commit_leaves_no_partial_run(tmp_path: Path) -> None:
+    path = tmp_path / "v.db"
+    with InterruptedStore.open(path) as store:
+        with pytest.raises(KeyboardInterrupt):
+            store.save_run(make_run("r", [1.0, 0.0, None]))
+        assert store.load_run("r") is None
+    with Store.open(path) as store:
+        assert store.list_runs() == [] and store.case_scores(["r"]) == []
+
+
+# -- PRAGMAs and refusals --------------------------------------------------------------------
+
+
+def test_wal_and_the_schema_version_are_set(tmp_path: Path) -> None:
+    path = tmp_path / "v.db"
+    with Store.open(path):
+        pass
+    connection = sqlite3.connect(path)
+    try:
+        assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    finally:
+        connection.close()
+
+
+def test_a_file_that_is_not_sqlite_is_refused_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "notes.db"
+    content = b"these are my notes, not a database\n" * 20
+    path.write_bytes(content)
+    with pytest.raises(StoreError) as info:
+        Store.open(path)
+    assert "not a verdryx store" in one_line_store_error(info, path)
+    assert path.read_bytes() == content
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.db"]
+
+
+def test_a_store_stamped_newer_than_the_build_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "future.db"
+    connection = sqlite3.connect(path)
+    connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    connection.close()
+    with pytest.raises(StoreError) as info:
+        Store.open(path)
+    message = one_line_store_error(info, path)
+    assert f"version {SCHEMA_VERSION + 1}" in message and "upgrade verdryx" in message
+    connection = sqlite3.connect(path)
+    try:
+        assert connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION + 1
+        assert connection.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
+    finally:
+        connection.close()
+
+
+def test_a_store_in_a_missing_directory_creates_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "no" / "such" / "dir" / "v.db"
+    with pytest.raises(StoreError) as info:
+        Store.open(path)
+    message = one_line_store_error(info, path)
+    assert "does not exist" in message
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_directory_is_not_a_store(tmp_path: Path) -> None:
+    with pytest.raises(StoreError) as info:
+        Store.open(tmp_path)
+    one_line_store_error(info, tmp_path)
+
+
+def test_a_closed_store_raises_a_store_error(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "v.db") as store:
+        pass
+    with pytest.raises(StoreError, match=r"v\.db"):
+        store.list_runs()
+
+
+def test_an_older_store_gains_the_schema_and_keeps_its_runs(tmp_path: Path) -> None:
+    path = tmp_path / "v.db"
+    with Store.open(path) as store:
+        store.save_run(make_run("r", [1.0]))
+    connection = sqlite3.connect(path)
+    connection.execute("DROP TABLE contract_verdicts")
+    connection.execute("PRAGMA user_version = 0")
+    connection.commit()
+    connection.close()
+    with Store.open(path) as store:
+        assert store.load_run("r") is not None
+        assert store.contract_verdicts() == []
+
+
+def test_a_reader_sees_only_committed_runs(tmp_path: Path) -> None:
+    path = tmp_path / "v.db"
+    with Store.open(path) as writer, Store.open(path) as reader:
+        writer.save_run(make_run("r1", [1.0]))
+        assert [r.id for r in reader.list_runs()] == ["r1"]
+        writer.save_run(make_run("r2", [1.0]))
+        assert {r.id for r in reader.list_runs()} == {"r1", "r2"}
+
+
+# -- path resolution (DESIGN.md section 5) ---------------------------------------------------
+
+
+def test_the_flag_wins(tmp_path: Path) -> None:
+    env = {"VERDRYX_DB": "/env.db", "TAIPAN_HOME": str(tmp_path), "HOME": str(tmp_path)}
+    assert resolve_store_path("flag.db", env) == Path("flag.db")
+
+
+def test_verdryx_db_is_taken_verbatim_even_if_missing(tmp_path: Path) -> None:
+    missing = str(tmp_path / "nowhere" / "x.db")
+    env = {"VERDRYX_DB": missing, "TAIPAN_HOME": str(tmp_path)}
+    assert resolve_store_path(None, env) == Path(missing)
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_taipan_home_only_when_it_is_a_directory(tmp_path: Path) -> None:
+    assert resolve_store_path(None, {"TAIPAN_HOME": str(tmp_path)}) == tmp_path / "verdryx.db"
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    missing = tmp_path / "missing"
+    for home in (a_file, missing):
+        # A TAIPAN_HOME that is not a folder falls through to ./verdryx.db, not ~/.taipan.
+        env = {"TAIPAN_HOME": str(home), "HOME": str(tmp_path)}
+        assert resolve_store_path(None, env) == Path("verdryx.db")
+    assert not missing.exists()
+
+
+def test_the_default_taipan_home_is_dot_taipan_under_home(tmp_path: Path) -> None:
+    assert resolve_store_path(None, {"HOME": str(tmp_path)}) == Path("verdryx.db")
+    (tmp_path / ".taipan").mkdir()
+    assert resolve_store_path(None, {"HOME": str(tmp_path)}) == tmp_path / ".taipan" / "verdryx.db"
+
+
+def test_empty_values_are_unset(tmp_path: Path) -> None:
+    env = {"VERDRYX_DB": "", "TAIPAN_HOME": str(tmp_path)}
+    assert resolve_store_path("", env) == tmp_path / "verdryx.db"
+
+
+# -- the store agrees with an in-memory model (hypothesis stateful) ---------------------------
+
+_RUN_IDS = st.sampled_from(["r1", "r2", "r3", "r4"])
+_TIMES = st.integers(0, 3).map(lambda minutes: T0 + timedelta(minutes=minutes))
+_values = st.one_of(st.none(), st.floats(0.0, 1.0))
+_labels = st.sampled_from(["v1", "v2", "b1"])  # "b1" is also a baseline id: ids win
+_BASELINE_IDS = st.sampled_from(["b1", "b2", "b3"])
+
+
+class StoreAgreesWithAModel(RuleBasedStateMachine):
+    """Runs and baselines saved, replaced and read: the store must say what a dict says."""
+
+    runs_saved = Bundle("runs_saved")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.directory = tempfile.mkdtemp(prefix="verdryx-state-")
+        self.path = os.path.join(self.directory, "v.db")
+        self.store = Store.open(self.path)
+        self.runs: dict[str, tuple[EvalRun, int]] = {}  # id -> (run, save counter)
+        self.baselines: dict[str, tuple[Baseline, int]] = {}
+        self.saves = 0
+
+    @initialize()
+    def empty(self) -> None:
+        assert self.store.list_runs() == []
+
+    @rule(
+        target=runs_saved,
+        run_id=_RUN_IDS,
+        started=_TIMES,
+        values=st.lists(_values, max_size=4),
+        model=st.sampled_from(["stub", "m2"]),
+        complete=st.booleans(),
+        output=st.one_of(st.none(), st.text(max_size=5)),
+    )
+    def save_run(
+        self,
+        run_id: str,
+        started: datetime,
+        values: list[float | None],
+        model: str,
+        complete: bool,
+        output: str | None,
+    ) -> str:
+        scores = tuple(make_score(f"c{i}", v, output=output) for i, v in enumerate(values))
+        run = EvalRun(id=run_id, model=model, started_at=started, scores=scores, complete=complete)
+        self.store.save_run(run)
+        self.saves += 1
+        self.runs[run_id] = (run, self.saves)
+        return run_id
+
+    @rule(run_id=runs_saved)
+    def load_saved_run(self, run_id: str) -> None:
+        assert self.store.load_run(run_id) == self.runs[run_id][0]
+
+    @rule(run_id=_RUN_IDS)
+    def load_any_run(self, run_id: str) -> None:
+        expected = self.runs.get(run_id)
+        assert self.store.load_run(run_id) == (expected[0] if expected else None)
+
+    @rule(model=st.one_of(st.none(), st.sampled_from(["stub", "m2"])), complete=st.booleans())
+    def list_runs(self, model: str | None, complete: bool) -> None:
+        # Newest first; among runs started at the same moment, the last saved first.
+        wanted = [
+            (run, counter)
+            for run, counter in self.runs.values()
+            if (model is None or run.model == model) and (run.complete or not complete)
+        ]
+        wanted.sort(key=lambda item: (item[0].started_at, item[1]), reverse=True)
+        listed = self.store.list_runs(model=model, complete_only=complete)
+        assert [s.id for s in listed] == [run.id for run, _ in wanted]
+        for summary, (run, _) in zip(listed, wanted, strict=True):
+            assert summary.mean_score == run.mean_score
+            assert summary.cases == len(run.measured)
+
+    @rule(
+        baseline_id=_BASELINE_IDS,
+        label=_labels,
+        run_values=st.lists(st.floats(0.0, 1.0), min_size=1, max_size=3),
+        created=_TIMES,
+    )
+    def save_baseline(
+        self, baseline_id: str, label: str, run_values: list[float], created: datetime
+    ) -> None:
+        run = make_run(f"run-of-{baseline_id}", list(run_values))
+        baseline = Baseline.from_run(run, id=baseline_id, label=label, created_at=created)
+        self.store.save_baseline(baseline)
+        self.saves += 1
+        self.baselines[baseline_id] = (baseline, self.saves)
+
+    @rule(name=st.one_of(_BASELINE_IDS, _labels, st.just("nope")))
+    def get_baseline(self, name: str) -> None:
+        found = self.store.get_baseline(name)
+        if name in self.baselines:
+            assert found == self.baselines[name][0]
+            return
+        labelled = [b for b, _ in self.baselines.values() if b.label == name]
+        if not labelled:
+            assert found is None
+            return
+        newest = max(b.created_at for b in labelled)
+        # Several baselines of one label created at the same moment: any of them.
+        assert found in [b for b in labelled if b.created_at == newest]
+
+    @invariant()
+    def baselines_listed(self) -> None:
+        listed = self.store.list_baselines()
+        assert sorted(row[0] for row in listed) == sorted(self.baselines)
+        created = [row[3] for row in listed]
+        assert created == sorted(created, reverse=True)
+
+    @precondition(lambda self: bool(self.runs))
+    @rule()
+    def reopen(self) -> None:
+        self.store.close()
+        self.store = Store.open(self.path)
+
+    def teardown(self) -> None:
+        self.store.close()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+StoreAgreesWithAModel.TestCase.settings = settings(
+    max_examples=25,
+    stateful_step_count=20,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+test_store_agrees_with_a_model = StoreAgreesWithAModel.TestCase
+
+
+def test_scores_survive_the_round_trip_as_json(tmp_path: Path) -> None:
+    run = make_run("r", [0.1, None], agent_id="")
+    assert EvalRun.from_dict(run.to_dict()) == run
+    with Store.open(tmp_path / "v.db") as store:
+        store.save_run(run)
+        assert store.load_run("r") == run
+    assert BaselineCase.from_dict(BaselineCase(eval_set_id="s", case_id="c", value=1).to_dict())
