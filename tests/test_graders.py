@@ -35,7 +35,7 @@ def _in_unit_interval(grade: Grade) -> bool:
 # -- exact -----------------------------------------------------------------------------------
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)
 @given(expected=_text, output=_text)
 def test_exact_is_one_iff_equal(expected: str, output: str) -> None:
     grade = ExactGrader().grade(EvalCase(id="c", prompt="p", expected=expected), output, CONTEXT)
@@ -183,7 +183,7 @@ def test_a_table_outside_the_unit_interval_is_refused(table: dict[str, object]) 
         OutcomeTagGrader(table)  # type: ignore[arg-type]
 
 
-@settings(max_examples=100)
+@settings(max_examples=100, deadline=None)
 @given(
     table=st.dictionaries(st.text(max_size=5), st.floats(0.0, 1.0), max_size=4),
     tag=st.text(max_size=6),
@@ -217,13 +217,13 @@ def brute_force_lcs(a: Sequence[str], b: Sequence[str]) -> int:
 _names = st.lists(st.sampled_from(["a", "b", "c", "d"]), max_size=7)
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)
 @given(a=_names, b=_names)
 def test_lcs_matches_a_brute_force_reference(a: list[str], b: list[str]) -> None:
     assert lcs_length(a, b) == brute_force_lcs(a, b)
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(a=_names, b=_names)
 def test_lcs_and_trace_score_properties(a: list[str], b: list[str]) -> None:
     length = lcs_length(a, b)
