@@ -1,0 +1,433 @@
+"""A fake Anthropic Messages API on 127.0.0.1 for tests and benchmarks (issue 4).
+
+The real SDK talks to it through `base_url`. It speaks HTTP/1.1 keep-alive and sends status,
+headers and body in ONE write (split writes cost a keep-alive client ~40 ms a call through
+delayed ACK, which would hide real concurrency figures). It checks the shape of every request
+the SDK sends and records a violation (answered with a 400) for anything the real API would
+reject or verdryx should never send, so tests assert `server.violations == []`.
+
+Behaviour is scripted: `script(...)` queues replies served first-in first-out; after that the
+default answers by request kind (a judge request gets a `record_verdict` call, a request with
+tools gets `tool_use` blocks, anything else a text echo). `responder` replaces the default.
+"""
+
+from __future__ import annotations
+
+import http
+import json
+import re
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any, Self
+
+__all__ = [
+    "FakeAnthropic",
+    "RecordedRequest",
+    "Reply",
+    "error_reply",
+    "message_body",
+    "message_reply",
+]
+
+DEFAULT_KEY = "sk-ant-fake-0123456789abcdef"
+_TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+_TOP_LEVEL = frozenset(
+    {"model", "max_tokens", "messages", "system", "tools", "tool_choice", "temperature"}
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reply:
+    status: int = 200
+    body: Mapping[str, Any] | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    #: Extra seconds before answering, on top of the server's latency.
+    delay: float = 0.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RecordedRequest:
+    method: str
+    path: str
+    #: Lower-cased names; the credential header's value is replaced by "ok" or "wrong".
+    headers: Mapping[str, str]
+    body: Any
+    received_at: float
+    #: The client's port: requests sharing one are on one keep-alive connection.
+    client_port: int
+
+    @property
+    def user_text(self) -> str:
+        content = self.body["messages"][-1]["content"]
+        if isinstance(content, str):
+            return content
+        return "".join(part.get("text", "") for part in content)
+
+
+def message_body(
+    *,
+    text: str | None = None,
+    tool_uses: Iterable[tuple[str, Any]] = (),
+    usage: tuple[int, int] = (10, 5),
+    stop_reason: str | None = None,
+    model: str = "fake-model",
+) -> dict[str, Any]:
+    """A Messages API response body."""
+    content: list[dict[str, Any]] = []
+    if text is not None:
+        content.append({"type": "text", "text": text})
+    for index, (name, data) in enumerate(tool_uses):
+        content.append(
+            {"type": "tool_use", "id": f"toolu_{index:04d}", "name": name, "input": data}
+        )
+    if stop_reason is None:
+        stop_reason = (
+            "tool_use" if any(block["type"] == "tool_use" for block in content) else "end_turn"
+        )
+    return {
+        "id": "msg_fake",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": stop_reason,
+        "stop_sequence": None,
+        "usage": {"input_tokens": usage[0], "output_tokens": usage[1]},
+    }
+
+
+def message_reply(**kwargs: Any) -> Reply:
+    return Reply(body=message_body(**kwargs))
+
+
+def error_reply(
+    status: int,
+    kind: str,
+    message: str,
+    *,
+    retry_after: str | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> Reply:
+    extra = dict(headers or {})
+    if retry_after is not None:
+        extra["retry-after"] = retry_after
+    return Reply(
+        status=status,
+        body={"type": "error", "error": {"type": kind, "message": message}},
+        headers=extra,
+    )
+
+
+def _shape_problems(body: Any) -> list[str]:
+    """What the real Messages API would reject, or verdryx should never send."""
+    if not isinstance(body, dict):
+        return [f"body is {type(body).__name__}, expected an object"]
+    problems = [f"unexpected top-level field {key!r}" for key in sorted(set(body) - _TOP_LEVEL)]
+    if not isinstance(body.get("model"), str) or not body["model"]:
+        problems.append("model missing or not a string")
+    max_tokens = body.get("max_tokens")
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+        problems.append(f"max_tokens {max_tokens!r} is not a positive integer")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        problems.append("messages missing or empty")
+    else:
+        for index, item in enumerate(messages):
+            if not isinstance(item, dict) or item.get("role") not in ("user", "assistant"):
+                problems.append(f"messages[{index}] has no valid role")
+            elif not isinstance(item.get("content"), str | list):
+                problems.append(f"messages[{index}].content is not a string or list")
+        if isinstance(messages[0], dict) and messages[0].get("role") != "user":
+            problems.append("the first message is not from the user")
+    if "system" in body and not isinstance(body["system"], str | list):
+        problems.append("system is not a string or list")
+    names: list[str] = []
+    if "tools" in body:
+        tools = body["tools"]
+        if not isinstance(tools, list):
+            problems.append("tools is not a list")
+            tools = []
+        for index, tool in enumerate(tools):
+            name = tool.get("name") if isinstance(tool, dict) else None
+            if not isinstance(name, str) or not _TOOL_NAME.match(name):
+                problems.append(f"tools[{index}].name {name!r} is not a valid tool name")
+                continue
+            names.append(name)
+            schema = tool.get("input_schema")
+            if not isinstance(schema, dict) or schema.get("type") != "object":
+                problems.append(f"tools[{index}].input_schema is not an object schema")
+    if "tool_choice" in body:
+        choice = body["tool_choice"]
+        kind = choice.get("type") if isinstance(choice, dict) else None
+        if kind not in ("auto", "any", "tool", "none"):
+            problems.append(f"tool_choice type {kind!r} is not valid")
+        elif kind == "tool" and choice.get("name") not in names:
+            problems.append(f"tool_choice names {choice.get('name')!r}, which is not in tools")
+    if "temperature" in body:
+        value = body["temperature"]
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+            problems.append(f"temperature {value!r} is not a number in [0, 1]")
+    return problems
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def setup(self) -> None:
+        super().setup()
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def log_message(self, format: str, *args: Any) -> None:  # silence stderr
+        pass
+
+    def do_GET(self) -> None:
+        self._handle()
+
+    def do_POST(self) -> None:
+        self._handle()
+
+    def _handle(self) -> None:
+        fake = self.server.fake
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        fake._enter()
+        try:
+            reply = fake._respond(
+                self.command, self.path, self.headers, raw, self.client_address[1]
+            )
+            pause = fake.latency + reply.delay
+            if pause > 0:
+                time.sleep(pause)
+            self._send(reply)
+        finally:
+            fake._leave()
+
+    def _send(self, reply: Reply) -> None:
+        payload = json.dumps(reply.body if reply.body is not None else {}).encode()
+        try:
+            phrase = http.HTTPStatus(reply.status).phrase
+        except ValueError:
+            phrase = {529: "Overloaded"}.get(reply.status, "Unknown")
+        headers = {
+            "Content-Type": "application/json",
+            "Content-Length": str(len(payload)),
+            "request-id": "req_fake_0001",
+            **reply.headers,
+        }
+        head = f"HTTP/1.1 {reply.status} {phrase}\r\n" + "".join(
+            f"{name}: {value}\r\n" for name, value in headers.items()
+        )
+        # One write: status, headers and body leave together.
+        self.wfile.write(head.encode("latin-1") + b"\r\n" + payload)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256
+    fake: FakeAnthropic
+
+
+class FakeAnthropic:
+    """Use as `with FakeAnthropic(latency=0.05) as server:` and point the SDK at `server.url`."""
+
+    def __init__(
+        self,
+        *,
+        api_key: str = DEFAULT_KEY,
+        latency: float = 0.0,
+        judge_score: Any = 0.75,
+        judge_reason: str = "fake judge reason",
+        tool_calls: Sequence[str] | None = None,
+        usage: tuple[int, int] = (10, 5),
+    ) -> None:
+        self.api_key = api_key
+        self.latency = latency
+        self.judge_score = judge_score
+        self.judge_reason = judge_reason
+        self.tool_calls = tool_calls
+        self.usage = usage
+        self.responder: Callable[[RecordedRequest], Reply] | None = None
+        self._script: deque[Reply] = deque()
+        self._requests: list[RecordedRequest] = []
+        self._violations: list[str] = []
+        self._in_flight = 0
+        self._max_in_flight = 0
+        self._lock = threading.Lock()
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> Self:
+        server = _Server(("127.0.0.1", 0), _Handler)
+        server.fake = self
+        self._server = server
+        # A short poll interval keeps shutdown (and so each test's teardown) quick.
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None, "start the fake server first"
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def env(self, *, api_key: str | None = None) -> dict[str, str]:
+        """The environment `make_adapter` needs to talk to this server."""
+        return {
+            "ANTHROPIC_BASE_URL": self.url,
+            "ANTHROPIC_API_KEY": self.api_key if api_key is None else api_key,
+        }
+
+    # -- scripting and inspection ----------------------------------------------------------
+
+    def script(self, *replies: Reply) -> None:
+        with self._lock:
+            self._script.extend(replies)
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def violations(self) -> list[str]:
+        with self._lock:
+            return list(self._violations)
+
+    @property
+    def max_in_flight(self) -> int:
+        with self._lock:
+            return self._max_in_flight
+
+    def reset(self) -> None:
+        with self._lock:
+            self._requests.clear()
+            self._violations.clear()
+            self._script.clear()
+            self._max_in_flight = 0
+
+    # -- the server side -------------------------------------------------------------------
+
+    def _enter(self) -> None:
+        with self._lock:
+            self._in_flight += 1
+            self._max_in_flight = max(self._max_in_flight, self._in_flight)
+
+    def _leave(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
+
+    def _credential(self, headers: Any) -> str | None:
+        key = headers.get("x-api-key")
+        if key is None:
+            auth = headers.get("authorization") or ""
+            key = auth[len("Bearer ") :] if auth.startswith("Bearer ") else None
+        return key
+
+    def _respond(self, method: str, path: str, headers: Any, raw: bytes, port: int) -> Reply:
+        credential = self._credential(headers)
+        seen = {name.lower(): value for name, value in headers.items()}
+        for name in ("x-api-key", "authorization"):
+            if name in seen:
+                seen[name] = "ok" if credential == self.api_key else "wrong"
+        try:
+            body = json.loads(raw) if raw else None
+        except json.JSONDecodeError:
+            body = None
+        request = RecordedRequest(
+            method=method,
+            path=path,
+            headers=seen,
+            body=body,
+            received_at=time.monotonic(),
+            client_port=port,
+        )
+        problems: list[str] = []
+        if method != "POST" or path != "/v1/messages":
+            problems.append(f"{method} {path}: only POST /v1/messages exists")
+        if "anthropic-version" not in seen:
+            problems.append("no anthropic-version header")
+        if not seen.get("content-type", "").startswith("application/json"):
+            problems.append("content-type is not application/json")
+        problems += _shape_problems(body)
+        with self._lock:
+            self._requests.append(request)
+            self._violations.extend(problems)
+            scripted = self._script.popleft() if self._script else None
+        if problems:
+            return error_reply(400, "invalid_request_error", "; ".join(problems))
+        if credential != self.api_key:
+            return error_reply(401, "authentication_error", "invalid x-api-key")
+        if scripted is not None:
+            return scripted
+        if self.responder is not None:
+            return self.responder(request)
+        return self._default(request)
+
+    def _default(self, request: RecordedRequest) -> Reply:
+        body = request.body
+        choice = body.get("tool_choice") or {}
+        if choice.get("name") == "record_verdict":
+            verdict = {"score": self.judge_score, "reason": self.judge_reason}
+            return message_reply(tool_uses=[("record_verdict", verdict)], usage=self.usage)
+        if body.get("tools"):
+            names = self.tool_calls
+            if names is None:
+                names = [body["tools"][0]["name"]]
+            return message_reply(
+                text="Let me look that up.",
+                tool_uses=[(name, {}) for name in names],
+                usage=self.usage,
+            )
+        return message_reply(text=f"echo: {request.user_text}", usage=self.usage)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Serve in a process of its own (benchmarks: the client then has the GIL to itself, as
+    with a remote provider). Prints the URL, serves until stdin closes, then prints one JSON
+    line: {"requests": N, "violations": [...]}."""
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(description="fake Anthropic Messages API")
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds per request")
+    parser.add_argument("--api-key", default=DEFAULT_KEY)
+    args = parser.parse_args(argv)
+    with FakeAnthropic(latency=args.latency, api_key=args.api_key) as server:
+        print(server.url, flush=True)
+        sys.stdin.read()
+        summary = {"requests": len(server.requests), "violations": server.violations}
+    print(json.dumps(summary), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,151 @@
+"""The call pool and its progress line (issue 4, item 4), against the fake server's latency."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.fakes.anthropic_server import FakeAnthropic
+from verdryx_core.errors import ModelCallError, UsageError
+from verdryx_core.llm import CachedAdapter, CallPool, Progress, make_adapter
+
+ROOT = Path(__file__).resolve().parent.parent
+MODEL = "claude-haiku-4-5"
+
+
+@pytest.fixture
+def server() -> Iterator[FakeAnthropic]:
+    with FakeAnthropic(latency=0.05) as fake:
+        yield fake
+        assert fake.violations == []
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+class Clock:
+    """Time that moves only when told to."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_calls_run_concurrently_up_to_the_bound_and_keep_order(server: FakeAnthropic) -> None:
+    adapter = CachedAdapter(make_adapter(MODEL, env=server.env()), None, "off")
+    started = time.monotonic()
+    with CallPool(4) as pool:
+        futures = [pool.submit(adapter.complete, f"case {index}") for index in range(24)]
+        texts = [future.result().text for future in futures]
+    wall = time.monotonic() - started
+    assert texts == [f"echo: case {index}" for index in range(24)]
+    assert server.max_in_flight == 4  # bounded, and the bound is reached
+    assert wall < 24 * 0.05 / 2  # serial would take 1.2 s; ideal at 4 is 0.3 s
+
+
+def test_sixteen_at_once_is_far_faster_than_one_at_a_time(server: FakeAnthropic) -> None:
+    adapter = make_adapter(MODEL, env=server.env())
+    adapter.complete("warm up")
+    timings = {}
+    for concurrency in (1, 16):
+        started = time.monotonic()
+        with CallPool(concurrency) as pool:
+            for future in [pool.submit(adapter.complete, f"c{i}") for i in range(16)]:
+                future.result()
+        timings[concurrency] = time.monotonic() - started
+    assert timings[1] >= 16 * 0.05
+    assert timings[16] < timings[1] / 4  # ideal 16x; a loose bound for a busy CI machine
+
+
+def test_a_failed_call_fails_only_its_own_future(server: FakeAnthropic) -> None:
+    bad = make_adapter(MODEL, env=server.env(api_key="wrong"))
+    good = make_adapter(MODEL, env=server.env())
+    with CallPool(2) as pool:
+        failing = pool.submit(bad.complete, "p")
+        passing = pool.submit(good.complete, "p")
+        with pytest.raises(ModelCallError):
+            failing.result()
+        assert passing.result().text == "echo: p"
+
+
+@pytest.mark.parametrize("concurrency", [0, -1, True, 2.5])
+def test_a_bad_concurrency_is_a_usage_error(concurrency: object) -> None:
+    with pytest.raises(UsageError, match="--verdryx-concurrency"):
+        CallPool(concurrency)  # type: ignore[arg-type]
+
+
+def test_progress_advances_as_calls_end_and_closes_with_the_pool() -> None:
+    stream = io.StringIO()
+    progress = Progress(10, stream=stream)
+    gate = threading.Event()
+    with CallPool(3, progress=progress) as pool:
+        futures = [pool.submit(gate.wait, 5) for _ in range(10)]
+        assert progress.done == 0
+        gate.set()
+        for future in futures:
+            future.result()
+    assert progress.done == 10
+    assert stream.getvalue().rstrip("\n").splitlines()[-1].startswith("model calls: 10/10")
+
+
+def test_progress_in_a_log_writes_a_few_lines_not_one_per_call() -> None:
+    clock = Clock()
+    stream = io.StringIO()
+    progress = Progress(1000, stream=stream, clock=clock)
+    for _ in range(1000):
+        clock.now += 0.02  # 20 s in all
+        progress.advance()
+    progress.close()
+    lines = stream.getvalue().splitlines()
+    assert 5 <= len(lines) <= 11  # ~every 2 s and 10 %, plus the final line
+    assert "\r" not in stream.getvalue()
+    assert lines[-1] == "model calls: 1000/1000, 50.0/s, done in 20s"
+    assert lines[0].startswith("model calls: ") and "ETA" in lines[0]
+
+
+def test_progress_on_a_terminal_rewrites_one_line() -> None:
+    clock = Clock()
+    stream = Terminal()
+    progress = Progress(4, stream=stream, clock=clock, label="judge calls")
+    for _ in range(3):
+        clock.now += 1.0
+        progress.advance()
+    text = stream.getvalue()
+    assert text.count("\r") == 3 and "\n" not in text
+    assert text.endswith("judge calls: 3/4, 1.0/s, ETA 1s")
+    clock.now += 1.0
+    progress.advance()
+    progress.close()
+    assert stream.getvalue().endswith("\rjudge calls: 4/4, 1.0/s, done in 4s\n")
+
+
+def test_progress_with_nothing_to_do_prints_nothing() -> None:
+    stream = io.StringIO()
+    progress = Progress(0, stream=stream)
+    progress.close()
+    progress.close()
+    assert stream.getvalue() == ""
+
+
+def test_the_benchmark_runs_quick() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "concurrency.py"), "--quick", "--in-process"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "concurrency 16:" in result.stdout
+    assert "32 requests" in result.stdout

@@ -1,0 +1,54 @@
+"""`llm_judge`: a judge model scores the output against the case's rubric (issue 4, item 2).
+
+The judge's reason travels in the Grade (shown in failure reports); an unreadable answer is
+unmeasured with the reason, never clamped into a score. The judge call is paid either way,
+so tokens and cost are kept on both paths.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, final
+
+from verdryx_core.errors import UsageError
+from verdryx_core.graders.base import Grade, GradeContext
+from verdryx_core.llm.base import Judgement, ModelAdapter
+from verdryx_core.model import EvalCase
+
+__all__ = ["LLMJudgeGrader"]
+
+
+@final
+class LLMJudgeGrader:
+    kind: ClassVar[str] = "llm_judge"
+
+    def __init__(self, judge: ModelAdapter) -> None:
+        self.judge = judge
+
+    def grade(
+        self, case: EvalCase, output: Any, context: GradeContext, *, repeat: int = 0
+    ) -> Grade:
+        """Judge `output`; `repeat` is the sample index under `--verdryx-repeat` (each index
+        is a separate cached verdict)."""
+        if not case.rubric:
+            raise UsageError(
+                f"case {case.id} of {context.eval_set_id}: an llm_judge case needs a non-empty "
+                "rubric; add a 'rubric' field saying what a good output does"
+            )
+        judgement = self.judge.judge(case.prompt, str(output), case.rubric, repeat=repeat)
+        return self.to_grade(judgement)
+
+    def to_grade(self, judgement: Judgement) -> Grade:
+        """The Grade for a verdict already in hand (the plugin prefetches verdicts in a pool)."""
+        tokens = judgement.input_tokens + judgement.output_tokens
+        if judgement.score is None:
+            return Grade.unmeasured_because(
+                f"judge {self.judge.model}: {judgement.unmeasured or 'no verdict'}",
+                tokens=tokens,
+                cost_usd=judgement.cost_usd,
+            )
+        return Grade(
+            value=judgement.score,
+            reason=judgement.reason or None,
+            tokens=tokens,
+            cost_usd=judgement.cost_usd,
+        )

@@ -1,0 +1,62 @@
+"""Model calls: one adapter protocol, the stub and Anthropic adapters, the response cache,
+the bounded call pool with its progress line, and the price book (DESIGN.md section 6)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from verdryx_core.llm.anthropic_adapter import AnthropicAdapter, import_sdk
+from verdryx_core.llm.base import CALL_KINDS, Completion, Judgement, ModelAdapter
+from verdryx_core.llm.cache import CACHE_MODES, CachedAdapter, CacheStats
+from verdryx_core.llm.pool import CallPool
+from verdryx_core.llm.prices import ModelPrice, PriceBook
+from verdryx_core.llm.progress import Progress
+from verdryx_core.llm.stub import StubAdapter, StubCall
+
+__all__ = [
+    "CACHE_MODES",
+    "CALL_KINDS",
+    "AnthropicAdapter",
+    "CacheStats",
+    "CachedAdapter",
+    "CallPool",
+    "Completion",
+    "Judgement",
+    "ModelAdapter",
+    "ModelPrice",
+    "PriceBook",
+    "Progress",
+    "StubAdapter",
+    "StubCall",
+    "make_adapter",
+]
+
+
+def make_adapter(
+    model: str,
+    *,
+    env: Mapping[str, str] | None = None,
+    prices: PriceBook | None = None,
+    max_retries: int = 4,
+    temperature: float | None = None,
+) -> ModelAdapter:
+    """`stub` is the offline stub; any other name is a real Anthropic model.
+
+    The endpoint and credential come from the environment (`ANTHROPIC_BASE_URL`,
+    `ANTHROPIC_API_KEY`, else `ANTHROPIC_AUTH_TOKEN`), read here once; there is deliberately
+    no way to pass a key as an argument a command line could carry.
+    """
+    if model == "stub":
+        return StubAdapter()
+    env = os.environ if env is None else env
+    import_sdk()  # fail now, with the install hint, rather than at the first call
+    return AnthropicAdapter(
+        model,
+        api_key=env.get("ANTHROPIC_API_KEY") or None,
+        auth_token=env.get("ANTHROPIC_AUTH_TOKEN") or None,
+        base_url=env.get("ANTHROPIC_BASE_URL") or None,
+        prices=prices,
+        max_retries=max_retries,
+        temperature=temperature,
+    )

@@ -1,0 +1,295 @@
+"""The Anthropic adapter: the official `anthropic` SDK behind the adapter protocol.
+
+The SDK is an optional extra, imported on first use. Retries are the SDK's own: it retries
+408, 409, 429 and every 5xx (529 "overloaded" included) with exponential backoff and jitter,
+and waits exactly what `retry-after` / `retry-after-ms` asks when the server says (see
+`anthropic._base_client.BaseClient._calculate_retry_timeout`); `max_retries` bounds it. A
+401/403 is never retried. Whatever still fails becomes a `ModelCallError` carrying the HTTP
+status and naming what to do; the credential never appears in it (it is redacted even from
+the provider's own message).
+"""
+
+from __future__ import annotations
+
+import threading
+import urllib.parse
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+from verdryx_core.errors import ModelCallError, VerdryxError
+from verdryx_core.llm.base import Completion, Judgement
+from verdryx_core.llm.judge_prompt import (
+    JUDGE_SYSTEM,
+    RECORD_VERDICT_TOOL,
+    TOOL_CHOICE,
+    parse_verdict,
+    render_judge_prompt,
+)
+from verdryx_core.llm.prices import PriceBook
+
+if TYPE_CHECKING:
+    import anthropic
+
+__all__ = ["DEFAULT_BASE_URL", "INSTALL_HINT", "AnthropicAdapter", "import_sdk"]
+
+DEFAULT_BASE_URL: Final = "https://api.anthropic.com"
+INSTALL_HINT: Final = "pip install 'verdryx[anthropic]'"
+_KEY_VARIABLE: Final = "ANTHROPIC_API_KEY"
+_MESSAGE_PREVIEW: Final = 300
+
+
+def import_sdk() -> Any:
+    """The `anthropic` module, or a VerdryxError saying how to install it."""
+    try:
+        import anthropic
+    except ImportError:
+        raise VerdryxError(
+            "a real model was named but the Anthropic SDK is not installed; install it with "
+            f"{INSTALL_HINT}, or use --verdryx-model=stub"
+        ) from None
+    return anthropic
+
+
+def _display_url(url: str) -> str:
+    """A URL fit for an error message: any user:password part is dropped."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host += f":{parts.port}"
+    return urllib.parse.urlunsplit(parts._replace(netloc=host))
+
+
+class AnthropicAdapter:
+    """Claude through the Messages API. Thread-safe: one SDK client (one connection pool) is
+    built on first use and shared by every pool thread.
+
+    Credentials come from the caller (`make_adapter` reads `ANTHROPIC_API_KEY`, or
+    `ANTHROPIC_AUTH_TOKEN` for proxies that want a bearer token), never from a flag. With no
+    credential, the first call fails naming the variable; building the adapter does not, so a
+    replay run needs no key.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        auth_token: str | None = None,
+        base_url: str | None = None,
+        prices: PriceBook | None = None,
+        max_retries: int = 4,
+        temperature: float | None = None,
+        max_tokens: int = 1024,
+        judge_max_tokens: int = 1024,
+        timeout: float | None = None,
+    ) -> None:
+        self.model = model
+        self.base_url = base_url or DEFAULT_BASE_URL
+        self.prices = prices if prices is not None else PriceBook.default()
+        self.max_retries = max_retries
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.judge_max_tokens = judge_max_tokens
+        self.timeout = timeout
+        self._api_key = api_key or None
+        self._auth_token = auth_token or None
+        self._sdk: Any = None
+        self._client: anthropic.Anthropic | None = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"AnthropicAdapter(model={self.model!r}, base_url={_display_url(self.base_url)!r})"
+
+    @property
+    def parameters(self) -> Mapping[str, Any]:
+        """What changes the answers (the base URL does not: a proxy serves the same model)."""
+        return {
+            "max_tokens": self.max_tokens,
+            "judge_max_tokens": self.judge_max_tokens,
+            "temperature": self.temperature,
+        }
+
+    # -- the protocol ----------------------------------------------------------------------
+
+    def complete(self, prompt: str, *, repeat: int = 0) -> Completion:
+        message = self._create(
+            max_tokens=self.max_tokens,
+            messages=[{"role": "user", "content": prompt}],
+        )
+        return self._completion(message)
+
+    def complete_with_tools(
+        self, prompt: str, tools: Sequence[Mapping[str, Any]], *, repeat: int = 0
+    ) -> Completion:
+        # Single turn: the names of the tool_use blocks of this first response are the trace;
+        # no tool is executed and nothing is sent back.
+        message = self._create(
+            max_tokens=self.max_tokens,
+            messages=[{"role": "user", "content": prompt}],
+            tools=[dict(tool) for tool in tools],
+        )
+        return self._completion(message)
+
+    def judge(self, prompt: str, output: str, rubric: str, *, repeat: int = 0) -> Judgement:
+        message = self._create(
+            max_tokens=self.judge_max_tokens,
+            system=JUDGE_SYSTEM,
+            messages=[{"role": "user", "content": render_judge_prompt(prompt, output, rubric)}],
+            tools=[dict(RECORD_VERDICT_TOOL)],
+            tool_choice=dict(TOOL_CHOICE),
+        )
+        verdict = parse_verdict(
+            [_block(block) for block in message.content], getattr(message, "stop_reason", None)
+        )
+        input_tokens, output_tokens, cost = self._usage(message)
+        return Judgement(
+            score=verdict.score,
+            reason=verdict.reason,
+            unmeasured=verdict.unmeasured,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cost_usd=cost,
+        )
+
+    # -- the wire --------------------------------------------------------------------------
+
+    def _get_client(self) -> anthropic.Anthropic:
+        with self._lock:
+            if self._client is None:
+                if not (self._api_key or self._auth_token):
+                    raise ModelCallError(
+                        f"model {self.model}: no Anthropic credential; set {_KEY_VARIABLE} in "
+                        "the environment (verdryx never takes a key on the command line)"
+                    )
+                sdk = import_sdk()
+                kwargs: dict[str, Any] = {
+                    # Always explicit, so the SDK never falls back to os.environ or a profile
+                    # behind the caller's back.
+                    "base_url": self.base_url,
+                    "max_retries": self.max_retries,
+                }
+                if self._api_key:
+                    kwargs["api_key"] = self._api_key
+                else:
+                    kwargs["auth_token"] = self._auth_token
+                if self.timeout is not None:
+                    kwargs["timeout"] = self.timeout
+                self._sdk = sdk
+                self._client = sdk.Anthropic(**kwargs)
+            return self._client
+
+    def _create(self, **request: Any) -> Any:
+        client = self._get_client()
+        if self.temperature is not None:
+            # Sent only when configured (0.0 included); this SDK has no keyword for it.
+            request["extra_body"] = {"temperature": self.temperature}
+        try:
+            return client.messages.create(model=self.model, **request)
+        except self._sdk.AnthropicError as exc:
+            raise self._error(exc) from None
+
+    def _completion(self, message: Any) -> Completion:
+        blocks = [_block(block) for block in message.content]
+        input_tokens, output_tokens, cost = self._usage(message)
+        return Completion(
+            text="".join(block["text"] or "" for block in blocks if block["type"] == "text"),
+            tool_names=tuple(str(block["name"]) for block in blocks if block["type"] == "tool_use"),
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cost_usd=cost,
+        )
+
+    def _usage(self, message: Any) -> tuple[int, int, float]:
+        usage = getattr(message, "usage", None)
+        plain = int(getattr(usage, "input_tokens", 0) or 0)
+        cache_read = int(getattr(usage, "cache_read_input_tokens", 0) or 0)
+        cache_write = int(getattr(usage, "cache_creation_input_tokens", 0) or 0)
+        output = int(getattr(usage, "output_tokens", 0) or 0)
+        cost = self.prices.cost(
+            self.model,
+            plain,
+            output,
+            cache_read_tokens=cache_read,
+            cache_write_tokens=cache_write,
+        )
+        return plain + cache_read + cache_write, output, cost
+
+    def _error(self, exc: Exception) -> ModelCallError:
+        sdk = self._sdk
+        where = _display_url(self.base_url)
+        if isinstance(exc, sdk.APIStatusError):
+            status = int(exc.status_code)
+            detail = self._provider_detail(exc)
+            if status in (401, 403):
+                message = (
+                    f"model {self.model}: {where} refused the credential (HTTP {status}{detail}); "
+                    f"set {_KEY_VARIABLE} to a valid key for this endpoint"
+                )
+            elif status in (408, 409, 429) or status >= 500:
+                hint = (
+                    "lower --verdryx-concurrency or raise your rate limit"
+                    if status == 429
+                    else "retry later"
+                )
+                message = (
+                    f"model {self.model}: HTTP {status}{detail} from {where}, still failing "
+                    f"after {self.max_retries} retries; {hint}"
+                )
+            else:
+                message = (
+                    f"model {self.model}: {where} rejected the request (HTTP {status}{detail}); "
+                    "check the model id and the request"
+                )
+            return ModelCallError(self._redact(message), status=status)
+        if isinstance(exc, sdk.APITimeoutError):
+            message = (
+                f"model {self.model}: {where} timed out, still failing after "
+                f"{self.max_retries} retries; check the endpoint or retry later"
+            )
+        elif isinstance(exc, sdk.APIConnectionError):
+            cause = exc.__cause__ or exc
+            message = (
+                f"model {self.model}: cannot reach {where} ({type(cause).__name__}: {cause}), "
+                f"still failing after {self.max_retries} retries; check ANTHROPIC_BASE_URL "
+                "and the network"
+            )
+        else:
+            message = f"model {self.model}: the Anthropic SDK failed: {type(exc).__name__}: {exc}"
+        return ModelCallError(self._redact(message))
+
+    def _provider_detail(self, exc: Any) -> str:
+        """`: <error type>: <message>` from an Anthropic error body, plus the request id."""
+        body = getattr(exc, "body", None)
+        error = body.get("error") if isinstance(body, Mapping) else None
+        parts: list[str] = []
+        if isinstance(error, Mapping):
+            if isinstance(error.get("type"), str):
+                parts.append(error["type"])
+            if isinstance(error.get("message"), str):
+                text = " ".join(error["message"].split())
+                if len(text) > _MESSAGE_PREVIEW:
+                    text = text[: _MESSAGE_PREVIEW - 3] + "..."
+                parts.append(text)
+        detail = "".join(f": {part}" for part in parts)
+        request_id = getattr(exc, "request_id", None)
+        if request_id:
+            detail += f", request id {request_id}"
+        return detail
+
+    def _redact(self, text: str) -> str:
+        for secret in (self._api_key, self._auth_token):
+            if secret:
+                text = text.replace(secret, "[redacted]")
+        return text
+
+
+def _block(block: Any) -> dict[str, Any]:
+    """An SDK content block as the plain fields verdryx reads."""
+    return {
+        "type": getattr(block, "type", None),
+        "name": getattr(block, "name", None),
+        "input": getattr(block, "input", None),
+        "text": getattr(block, "text", None),
+    }

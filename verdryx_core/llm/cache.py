@@ -1,0 +1,306 @@
+"""The response cache: an unchanged re-run calls nothing (issue 4, item 6).
+
+Every answer is keyed by the sha256 of a canonical JSON of (call kind, model, system prompt,
+prompt, tools, parameters, repeat index) and kept in the store's `model_cache` table. Modes:
+
+* `on` (default): a hit is served without a call; a miss calls and is remembered.
+* `off`: always calls, neither reads nor writes the cache.
+* `replay`: never calls; a miss is a `ModelCallError`.
+
+New entries are buffered in memory and written by `flush()` in one transaction, so a pool of
+threads never contends for the SQLite write lock and an interrupted run writes nothing half.
+Concurrent calls with the same key (two cases with one prompt) share one request.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any, Final, TypeVar
+
+from verdryx_core.errors import ModelCallError, UsageError
+from verdryx_core.llm.base import Completion, Judgement, ModelAdapter
+from verdryx_core.llm.judge_prompt import (
+    JUDGE_SYSTEM,
+    RECORD_VERDICT_TOOL,
+    TOOL_CHOICE,
+    render_judge_prompt,
+)
+from verdryx_core.store import Store
+
+__all__ = ["CACHE_MODES", "CacheStats", "CachedAdapter"]
+
+CACHE_MODES: Final = ("off", "on", "replay")
+# Bumped when the stored response shape or the key recipe changes: old entries then miss.
+_KEY_FORMAT: Final = 1
+_PROMPT_PREVIEW: Final = 60
+
+_Answer = TypeVar("_Answer", Completion, Judgement)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CacheStats:
+    """What the cache did: `saved_usd` is what the hits cost when they were first paid."""
+
+    hits: int = 0
+    misses: int = 0
+    saved_usd: float = 0.0
+
+    def __add__(self, other: CacheStats) -> CacheStats:
+        return CacheStats(
+            hits=self.hits + other.hits,
+            misses=self.misses + other.misses,
+            saved_usd=self.saved_usd + other.saved_usd,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"hits": self.hits, "misses": self.misses, "saved_usd": self.saved_usd}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CacheStats:
+        return cls(
+            hits=int(data.get("hits", 0)),
+            misses=int(data.get("misses", 0)),
+            saved_usd=float(data.get("saved_usd", 0.0)),
+        )
+
+
+def _plain(value: Any) -> Any:
+    """JSON-ready builtins, so mappings and tuples hash like the dicts and lists they mirror."""
+    if isinstance(value, Mapping):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    return value
+
+
+def _preview(prompt: str) -> str:
+    text = " ".join(prompt.split())
+    return repr(text if len(text) <= _PROMPT_PREVIEW else text[: _PROMPT_PREVIEW - 3] + "...")
+
+
+class CachedAdapter:
+    """`inner` behind the response cache; itself a `ModelAdapter`. Thread-safe."""
+
+    def __init__(self, inner: ModelAdapter, store: Store | None, mode: str = "on") -> None:
+        if mode not in CACHE_MODES:
+            raise UsageError(
+                f"cache mode {mode!r} is not known; expected one of {', '.join(CACHE_MODES)} "
+                "(--verdryx-cache)"
+            )
+        self.inner = inner
+        self.model = inner.model
+        self.store = store
+        self.mode = mode
+        self._lock = threading.Lock()
+        # key -> (response dict, cost): everything read, preloaded or answered this session.
+        self._known: dict[str, tuple[dict[str, Any], float]] = {}
+        # Keys a preload found absent from the store: no need to ask it again.
+        self._absent: set[str] = set()
+        self._inflight: dict[str, Future[tuple[dict[str, Any], float]]] = {}
+        self._pending: list[tuple[str, str, dict[str, Any], float]] = []
+        self._hits = 0
+        self._misses = 0
+        self._saved = 0.0
+
+    # -- stats -----------------------------------------------------------------------------
+
+    @property
+    def hits(self) -> int:
+        with self._lock:
+            return self._hits
+
+    @property
+    def misses(self) -> int:
+        with self._lock:
+            return self._misses
+
+    @property
+    def saved_usd(self) -> float:
+        with self._lock:
+            return self._saved
+
+    @property
+    def stats(self) -> CacheStats:
+        with self._lock:
+            return CacheStats(hits=self._hits, misses=self._misses, saved_usd=self._saved)
+
+    @property
+    def parameters(self) -> Mapping[str, Any]:
+        return getattr(self.inner, "parameters", {})
+
+    # -- keys ------------------------------------------------------------------------------
+
+    def cache_key(
+        self,
+        kind: str,
+        prompt: str,
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        output: str | None = None,
+        rubric: str | None = None,
+        repeat: int = 0,
+    ) -> str:
+        """The key of one call; `kind` is "complete", "tools" or "judge"."""
+        system: str | None = None
+        parameters = dict(_plain(getattr(self.inner, "parameters", {})))
+        if kind == "judge":
+            # The judge's whole request: its prompt template and tool are part of the key, so
+            # changing them invalidates old verdicts.
+            system = JUDGE_SYSTEM
+            prompt = render_judge_prompt(prompt, output or "", rubric or "")
+            tools = [RECORD_VERDICT_TOOL]
+            parameters["tool_choice"] = _plain(TOOL_CHOICE)
+        elif kind == "complete":
+            tools = None
+        elif kind != "tools":
+            raise ValueError(f"unknown call kind {kind!r}")
+        material = {
+            "format": _KEY_FORMAT,
+            "kind": kind,
+            "model": self.model,
+            "system": system,
+            "prompt": prompt,
+            "tools": None if tools is None else _plain(list(tools)),
+            "parameters": parameters,
+            "repeat": repeat,
+        }
+        text = json.dumps(material, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def preload(self, keys: Iterable[str]) -> int:
+        """Read many keys in one query before the pool starts; returns how many were found."""
+        if self.mode == "off" or self.store is None:
+            return 0
+        wanted = [key for key in dict.fromkeys(keys) if key not in self._known]
+        found = self.store.cache_get_many(wanted)
+        with self._lock:
+            self._known.update(found)
+            self._absent.update(key for key in wanted if key not in found)
+        return len(found)
+
+    # -- the protocol ----------------------------------------------------------------------
+
+    def complete(self, prompt: str, *, repeat: int = 0) -> Completion:
+        key = self.cache_key("complete", prompt, repeat=repeat)
+        return self._answer(
+            key,
+            "complete",
+            prompt,
+            lambda: self.inner.complete(prompt, repeat=repeat),
+            Completion,
+        )
+
+    def complete_with_tools(
+        self, prompt: str, tools: Sequence[Mapping[str, Any]], *, repeat: int = 0
+    ) -> Completion:
+        key = self.cache_key("tools", prompt, tools=tools, repeat=repeat)
+        return self._answer(
+            key,
+            "tools",
+            prompt,
+            lambda: self.inner.complete_with_tools(prompt, tools, repeat=repeat),
+            Completion,
+        )
+
+    def judge(self, prompt: str, output: str, rubric: str, *, repeat: int = 0) -> Judgement:
+        key = self.cache_key("judge", prompt, output=output, rubric=rubric, repeat=repeat)
+        return self._answer(
+            key,
+            "judge",
+            prompt,
+            lambda: self.inner.judge(prompt, output, rubric, repeat=repeat),
+            Judgement,
+        )
+
+    def take_pending(self) -> list[tuple[str, str, dict[str, Any], float]]:
+        """Hand over the answers gathered since the last flush without writing them: an xdist
+        worker sends them to the controller, the only process that writes the store."""
+        with self._lock:
+            pending, self._pending = self._pending, []
+        return pending
+
+    def flush(self) -> int:
+        """Write the answers gathered since the last flush in one transaction; returns how
+        many. Without a store they stay in memory only."""
+        with self._lock:
+            pending, self._pending = self._pending, []
+        if self.store is not None and pending:
+            self.store.cache_put_many(pending)
+        return len(pending)
+
+    # -- the machinery ---------------------------------------------------------------------
+
+    def _answer(
+        self,
+        key: str,
+        kind: str,
+        prompt: str,
+        call: Callable[[], _Answer],
+        kind_type: type[_Answer],
+    ) -> _Answer:
+        if self.mode == "off":
+            with self._lock:
+                self._misses += 1
+            return call()
+        with self._lock:
+            entry = self._known.get(key)
+            waiting = self._inflight.get(key) if entry is None else None
+            owner = entry is None and waiting is None
+            if owner:
+                waiting = self._inflight[key] = Future()
+        if entry is not None:
+            return self._hit(kind_type, entry)
+        if not owner:
+            assert waiting is not None
+            return self._hit(kind_type, waiting.result())
+        assert waiting is not None
+        try:
+            entry = self._fetch(key, kind, prompt, call)
+        except BaseException as exc:
+            with self._lock:
+                del self._inflight[key]
+            waiting.set_exception(exc)
+            raise
+        with self._lock:
+            del self._inflight[key]
+        waiting.set_result(entry)
+        return kind_type.from_dict(entry[0])
+
+    def _fetch(
+        self, key: str, kind: str, prompt: str, call: Callable[[], Completion | Judgement]
+    ) -> tuple[dict[str, Any], float]:
+        """The owner's path: the store, else (unless replaying) the model."""
+        if self.store is not None and key not in self._absent:
+            stored = self.store.cache_get_many([key]).get(key)
+            if stored is not None:
+                with self._lock:
+                    self._known[key] = stored
+                    self._hits += 1
+                    self._saved += stored[1]
+                return stored[0] | {"cached": True}, stored[1]
+        if self.mode == "replay":
+            with self._lock:
+                self._misses += 1
+            raise ModelCallError(
+                f"model {self.model}: the {kind} call for prompt {_preview(prompt)} is not in "
+                "the cache (--verdryx-cache=replay); record it first with --verdryx-cache=on"
+            )
+        answer = call()
+        response = answer.to_dict() | {"cached": False}
+        entry = (response, answer.cost_usd)
+        with self._lock:
+            self._misses += 1
+            self._known[key] = entry
+            self._pending.append((key, self.model, response, answer.cost_usd))
+        return entry
+
+    def _hit(self, kind_type: type[_Answer], entry: tuple[dict[str, Any], float]) -> _Answer:
+        with self._lock:
+            self._hits += 1
+            self._saved += entry[1]
+        return kind_type.from_dict(entry[0] | {"cached": True})
