@@ -37,6 +37,10 @@ def build_graders(
         "outcome_tag": OutcomeTagGrader(outcome_map),
         "tool_trace": ToolTraceGrader(),
     }
+    # Free and deterministic, so always present; imported lazily like the paid graders.
+    from verdryx_core.graders.contract import ContractGrader
+
+    graders["contract"] = ContractGrader()
     if judge is not None:
         from verdryx_core.graders.llm_judge import LLMJudgeGrader
 

@@ -1,0 +1,127 @@
+"""`verdryx verify CONTRACT --base-path DIR | --bundle F`: did the agent do what it promised?
+
+Exit codes (DESIGN.md section 8): 0 PASS, 1 FAIL, 2 FLAG, 3 usage or I/O error. argparse's
+own usage errors (a missing or unknown flag) exit 2 before this command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from typing import Final
+
+from verdryx_core.commands._common import add_json_argument, print_json
+from verdryx_core.contracts.evidence import (
+    load_bundle,
+    verify_and_collect,
+    verify_bundle,
+    write_bundle,
+)
+from verdryx_core.contracts.model import ERROR, FAIL, FAILED, FLAG, PASS, PASSED, Verdict
+from verdryx_core.contracts.validate import load_contract
+from verdryx_core.errors import UsageError, VerdryxError
+from verdryx_core.store import Store, resolve_store_path
+
+__all__ = ["EXIT_CODES", "EXIT_ERROR", "HELP", "NAME", "add_arguments", "run"]
+
+NAME = "verify"
+HELP = (
+    "check an agent's contract against the files it produced or an evidence bundle "
+    "(exit 0 PASS, 1 FAIL, 2 FLAG, 3 error)"
+)
+
+EXIT_CODES: Final = {PASS: 0, FAIL: 1, FLAG: 2}
+EXIT_ERROR: Final = 3
+
+_STATUS_ORDER: Final = {FAILED: 0, ERROR: 1, PASSED: 2}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("contract", metavar="CONTRACT", help="the contract JSON file")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "--base-path", metavar="DIR", help="check the files under DIR (the agent's workspace)"
+    )
+    source.add_argument(
+        "--bundle",
+        metavar="F",
+        help="re-check an evidence bundle alone: recompute every hash, re-run every check",
+    )
+    parser.add_argument(
+        "--bundle-out",
+        metavar="F",
+        help="with --base-path: also write the evidence bundle the checks saw to F",
+    )
+    add_json_argument(parser)
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="list every check, passed ones included"
+    )
+    store = parser.add_mutually_exclusive_group()
+    store.add_argument("--db", metavar="PATH", help="save the verdict to this verdryx store")
+    store.add_argument(
+        "--store",
+        action="store_true",
+        help="save the verdict to the default store ($VERDRYX_DB, else "
+        "$TAIPAN_HOME/verdryx.db when that folder exists, else ./verdryx.db)",
+    )
+    parser.add_argument(
+        "--agent-id",
+        metavar="ID",
+        help="the agent the verdict belongs to (default: the contract's agent_id)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        return _run(args)
+    except VerdryxError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.bundle and args.bundle_out:
+        raise UsageError("--bundle-out writes a new bundle, so it needs --base-path, not --bundle")
+    contract = load_contract(args.contract)
+    notes: list[str] = []
+    if args.bundle:
+        verdict = verify_bundle(contract, load_bundle(args.bundle))
+    else:
+        verdict, bundle = verify_and_collect(contract, args.base_path)
+        if args.bundle_out:
+            write_bundle(bundle, args.bundle_out)
+            notes.append(f"evidence bundle written to {args.bundle_out}")
+    if args.agent_id:
+        verdict = dataclasses.replace(verdict, agent_id=args.agent_id)
+    if args.db or args.store:
+        path = resolve_store_path(args.db)
+        with Store.open(path) as store:
+            store.save_contract_verdicts([verdict.to_record()])
+        notes.append(f"verdict saved to {path} (agent {verdict.agent_id or '-'})")
+    if args.json:
+        print_json(verdict.to_dict())
+    else:
+        _print_text(verdict, verbose=args.verbose, notes=notes)
+    return EXIT_CODES[verdict.verdict]
+
+
+def _print_text(verdict: Verdict, *, verbose: bool, notes: list[str]) -> None:
+    agent = f" (agent {verdict.agent_id})" if verdict.agent_id else ""
+    print(f"{verdict.verdict}  task {verdict.task_id}{agent}: {verdict.summary}")
+    for problem in verdict.integrity_problems:
+        print(f"  tampered  {problem}")
+    results = sorted(verdict.check_results, key=lambda result: _STATUS_ORDER[result.status])
+    shown = [result for result in results if verbose or result.status != PASSED]
+    width = max((len(result.check_id) for result in shown), default=0)
+    for result in shown:
+        print(f"  {result.status:<5}  {result.check_id:<{width}}  {result.type}: {result.evidence}")
+    hidden = len(results) - len(shown)
+    if hidden:
+        print(f"  ({hidden} passed; -v lists them)")
+    for claim in verdict.unverifiable_claims:
+        print(f"  unverifiable  {claim}")
+    if verdict.bundle_hash:
+        print(f"  bundle_hash {verdict.bundle_hash}")
+    for note in notes:
+        print(note)

@@ -1,0 +1,58 @@
+"""Contracts: verify what an agent said it would do, with evidence anyone can re-check."""
+
+from __future__ import annotations
+
+from verdryx_core.contracts.checks import run_check, run_checks
+from verdryx_core.contracts.errors import BundleError, CheckError, ContractError
+from verdryx_core.contracts.evidence import (
+    BUNDLE_FORMAT,
+    bundle_hash,
+    collect_evidence,
+    load_bundle,
+    verify_and_collect,
+    verify_bundle,
+    verify_workspace,
+    write_bundle,
+)
+from verdryx_core.contracts.model import (
+    CHECK_TYPES,
+    FAIL,
+    FLAG,
+    PASS,
+    CheckResult,
+    Contract,
+    Criterion,
+    Limits,
+    Verdict,
+)
+from verdryx_core.contracts.rubric import decide
+from verdryx_core.contracts.validate import contract_from_data, contract_schema, load_contract
+
+__all__ = [
+    "BUNDLE_FORMAT",
+    "CHECK_TYPES",
+    "FAIL",
+    "FLAG",
+    "PASS",
+    "BundleError",
+    "CheckError",
+    "CheckResult",
+    "Contract",
+    "ContractError",
+    "Criterion",
+    "Limits",
+    "Verdict",
+    "bundle_hash",
+    "collect_evidence",
+    "contract_from_data",
+    "contract_schema",
+    "decide",
+    "load_bundle",
+    "load_contract",
+    "run_check",
+    "run_checks",
+    "verify_and_collect",
+    "verify_bundle",
+    "verify_workspace",
+    "write_bundle",
+]
