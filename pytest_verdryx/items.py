@@ -66,7 +66,14 @@ class EvalCaseItem(pytest.Item):
         return session_of(self.config)
 
     def setup(self) -> None:
-        self.score = self._session.score_item(self)
+        # Setup failures are reported by pytest without `repr_failure`: fail with the
+        # message alone, so an infrastructure error reads as one line, not a traceback.
+        try:
+            self.score = self._session.score_item(self)
+        except ModelCallError as exc:
+            pytest.fail(f"infrastructure error (not a score): {exc}", pytrace=False)
+        except VerdryxError as exc:
+            pytest.fail(f"{self.nodeid}: {exc}", pytrace=False)
 
     def runtest(self) -> None:
         assert self.score is not None
