@@ -573,8 +573,9 @@ class VerdryxSession:
         tr = terminalreporter
         tr.write_sep("=", "verdryx")
         passed = sum(1 for score in run.scores if score.passed)
-        failed = sum(1 for score in run.scores if score.passed is False)
-        for line in run_lines(run, passed=passed, failed=failed):
+        below = [score for score in run.scores if score.passed is False]
+        xfailed = sum(1 for score in below if self._below_in_baseline(score))
+        for line in run_lines(run, passed=passed, failed=len(below) - xfailed, xfailed=xfailed):
             tr.write_line(line)
         if self.cache_stats["hits"] or self.cache_stats["misses"]:
             tr.write_line(
@@ -613,6 +614,10 @@ class VerdryxSession:
             tr.write_line(message, red=message.startswith(("ERROR", "WARNING")))
         tr.write_line(self._next_step(run))
 
+    def _below_in_baseline(self, score: Score) -> bool:
+        base = self.baseline_case(score.key)
+        return base is not None and base.passed is False
+
     def _next_step(self, run: EvalRun) -> str:
         if self.result is not None and self.result.regressed:
             return (
@@ -626,7 +631,9 @@ class VerdryxSession:
             )
         if not run.complete:
             return "next: re-run the whole session to get a complete, gated run"
-        return f"mean {fmt_score(run.mean_score)}; nothing to do"
+        if self.result is not None and self.result.report is not None:
+            return f"next: nothing to do: quality is on track against {self.baseline_name}"
+        return f"mean {fmt_score(run.mean_score)}"
 
 
 def score_bar(item: pytest.Item, default: float) -> float:

@@ -227,18 +227,16 @@ def test_a_bad_label_is_a_usage_error(capsys: pytest.CaptureFixture[str], tmp_pa
     assert "'../v1'" in assert_one_error_line(err)
 
 
-def test_a_run_of_the_same_set_twice_is_no_baseline(
+def test_the_same_set_twice_is_refused_before_grading(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     db = tmp_path / "v.db"
     code, out, err = run_cli(
         capsys, "eval", str(SUPPORT), str(SUPPORT), "--model", "stub", "--db", str(db), "--json"
     )
-    assert code == 0, err
-    run_id = json.loads(out)["run_id"]
-    code, _, err = run_cli(capsys, "baseline", run_id, "--label", "v1", "--db", str(db))
-    assert code == 2
+    assert code == 2 and out == ""
     assert "more than once" in assert_one_error_line(err)
+    assert not db.exists()
 
 
 @needs_drift

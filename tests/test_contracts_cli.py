@@ -195,7 +195,9 @@ def test_argparse_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFix
     with pytest.raises(SystemExit) as info:
         main(argv)
     assert info.value.code == 2
-    assert "usage:" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1  # one line, no usage block
+    assert "verdryx verify --help" in err
 
 
 def test_verdicts_are_stored_per_agent(

@@ -13,6 +13,7 @@ import pkgutil
 import sys
 from collections.abc import Sequence
 from types import ModuleType
+from typing import NoReturn
 
 from verdryx_core import __version__, commands
 from verdryx_core.errors import VerdryxError
@@ -32,8 +33,15 @@ def _command_modules() -> list[ModuleType]:
     return [importlib.import_module(f"{commands.__name__}.{name}") for name in names]
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors are one line on stderr and exit 2 (DESIGN.md section 9), not a usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"error: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="verdryx",
         description="Grade an agent's outputs, store every run, and gate on quality drift.",
     )

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import fastjsonschema
 import jsonschema
 
 from verdryx_core.errors import EvalSetError
@@ -108,7 +109,19 @@ def evalset_from_data(data: object, path: str | Path) -> EvalSet:
     return EvalSet(id=data["id"], cases=tuple(cases), path=Path(path))
 
 
+@cache
+def _fast_validator() -> Callable[[Any], Any]:
+    return fastjsonschema.compile(evalset_schema())
+
+
 def _check_schema(data: Mapping[str, Any], path: str | Path) -> None:
+    # The compiled validator is ~20x faster on a valid file (thousands of cases in CI); on a
+    # failure, jsonschema finds every error so the message can name the first case.
+    try:
+        _fast_validator()(data)
+        return
+    except fastjsonschema.JsonSchemaException:
+        pass
     errors = list(_validator().iter_errors(data))
     if not errors:
         return
@@ -212,6 +225,14 @@ def _check_case_rules(case: Mapping[str, Any], index: int, path: str | Path) -> 
     if grader == "contract":
         if "contract" not in case:
             raise fail("contract", "grader 'contract' requires the field 'contract'")
+        # A bad contract is a collection error now, not an error at grading time.
+        from verdryx_core.contracts.validate import contract_from_data
+        from verdryx_core.errors import VerdryxError
+
+        try:
+            contract_from_data(case["contract"], source="contract", default_task_id=case["id"])
+        except VerdryxError as exc:
+            raise fail("contract", str(exc)) from None
     elif "contract" in case:
         raise fail("contract", f"only valid with grader 'contract' (this case is {grader!r})")
 

@@ -99,7 +99,8 @@ class EvalCase:
         so it is left out (a new recording is a new measurement, not a different case)."""
         return _canonical_hash(
             {
-                "prompt": self.prompt,
+                # An outcome_tag case's prompt is its recorded outcome: the thing measured.
+                "prompt": None if self.grader == "outcome_tag" else self.prompt,
                 "grader": self.grader,
                 "expected": self.expected,
                 "rubric": self.rubric,

@@ -26,7 +26,9 @@ def fmt_usd(value: float) -> str:
     return f"${value:.4f}" if value >= 0.01 else f"${value:.6f}"
 
 
-def run_lines(run: EvalRun, *, passed: int | None = None, failed: int | None = None) -> list[str]:
+def run_lines(
+    run: EvalRun, *, passed: int | None = None, failed: int | None = None, xfailed: int = 0
+) -> list[str]:
     measured = len(run.measured)
     asked = len(run.scores)
     mean = run.mean_score
@@ -41,7 +43,10 @@ def run_lines(run: EvalRun, *, passed: int | None = None, failed: int | None = N
     ]
     lines.append(f"mean score: {mean_text}")
     if passed is not None and failed is not None:
-        lines.append(f"cases: {passed} passed, {failed} failed, {len(run.unmeasured)} unmeasured")
+        known = f", {xfailed} below the bar as in the baseline" if xfailed else ""
+        lines.append(
+            f"cases: {passed} passed, {failed} failed{known}, {len(run.unmeasured)} unmeasured"
+        )
     elif run.unmeasured:
         lines.append(f"unmeasured: {len(run.unmeasured)} of {asked} (counted apart, never as 0)")
     cost = run.total_cost_usd
@@ -82,7 +87,7 @@ def gate_lines(result: GateResult, *, worst: int = 5, list_limit: int = 10) -> l
         )
         interval = _interval(report)
         lines.append(f"delta: {report.delta:+.3f}   {interval}")
-        if report.mde is not None:
+        if report.mde is not None and report.mde > 0:
             lines.append(
                 f"smallest drop these {result.matched} cases can detect (80% power): "
                 f"{report.mde:.3f}"

@@ -11,6 +11,7 @@ from typing import Any
 
 from verdryx_core import __version__
 from verdryx_core.commands._common import add_db_argument, add_json_argument, open_store, print_json
+from verdryx_core.errors import UsageError
 from verdryx_core.evalset import EvalSet, load_evalset
 from verdryx_core.graders import GradeContext, build_graders
 from verdryx_core.model import EvalRun, Score
@@ -43,6 +44,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     sets = [load_evalset(Path(path)) for path in args.evalsets]
+    ids = [evalset.id for evalset in sets]
+    duplicated = sorted({set_id for set_id in ids if ids.count(set_id) > 1})
+    if duplicated:
+        raise UsageError(
+            f"eval set id {', '.join(map(repr, duplicated))} given more than once; each set "
+            "is graded once per run (cases are compared by eval set id and case id)"
+        )
     with open_store(args) as store:
         evaluator, flush = _evaluator(args, sets, store)
         run_id = str(uuid.uuid4())
