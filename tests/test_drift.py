@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import subprocess
@@ -16,6 +17,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
+from verdryx_core import drift
 from verdryx_core.drift import (
     DEFAULT_CONFIDENCE,
     DEFAULT_ITERATIONS,
@@ -245,6 +247,22 @@ def test_chunk_size_does_not_change_the_resamples(size: int) -> None:
     assert np.all((values.min() - 1e-7 <= one_row) & (one_row <= values.max() + 1e-7))
 
 
+def test_threads_change_the_speed_not_the_numbers(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(11)
+    current, baseline = rng.random(300), rng.random(300)
+    monkeypatch.setattr(drift, "_PARALLEL_DRAWS", 1)  # cut even this small check into parts
+
+    def check() -> DriftReport:
+        return compute_drift(current, baseline, paired_current=current, paired_baseline=baseline)
+
+    monkeypatch.setattr(drift, "_cpu_count", lambda: 1)
+    serial = check()
+    monkeypatch.setattr(drift, "_cpu_count", lambda: 2)
+    threaded = check()
+    assert threaded == serial
+    assert serial.ci_low < serial.delta < serial.ci_high
+
+
 def test_same_seed_same_report_and_another_seed_another_interval() -> None:
     rng = np.random.default_rng(5)
     current, baseline = rng.random(60), rng.random(60)
@@ -293,6 +311,12 @@ def test_a_drop_of_exactly_the_threshold_fails_the_threshold_gate_but_is_inconcl
             f"inconclusive: a drop this size happens by chance {percent}% of the time at this "
             "size; add cases or use --verdryx-repeat"
         )
+
+
+def test_the_sentence_never_says_zero_percent() -> None:
+    report = compute_drift([0.5, 0.6], [0.7, 0.8], gate="threshold")
+    rare = dataclasses.replace(report, inconclusive=True, chance=0.004)
+    assert "by chance <1% of the time" in rare.inconclusive_sentence()
 
 
 def test_significant_gate_uses_the_paired_interval_when_cases_match() -> None:
@@ -390,7 +414,8 @@ def test_an_improvement_is_on_track_under_both_gates() -> None:
         ({"current": []}, "current scores are empty"),
         ({"baseline": []}, "baseline scores are empty"),
         ({"gate": "strict"}, "unknown drift gate 'strict'; expected one of significant, threshold"),
-        ({"paired_current": [1, 0], "paired_baseline": [1]}, "shapes (2,) and (1,)"),
+        ({"paired_current": [1, 0], "paired_baseline": [1]}, "paired arrays have 2 and 1 values"),
+        ({"paired_current": ["a"], "paired_baseline": [1]}, "paired_current scores are not"),
         ({"paired_current": [1, 0]}, "paired_baseline is missing"),
         ({"current": [0.5, float("nan")]}, "current score #1 is nan"),
         ({"baseline": [[1.0]]}, "baseline scores have shape (1, 1)"),

@@ -52,6 +52,8 @@ _DISTINCT_RATIO: Final = 16
 
 #: Total draws from which the independent bootstraps run on threads (~30 ms of work).
 _PARALLEL_DRAWS: Final = 1 << 23
+#: Parts a large bootstrap is cut into for the threads (see `_bootstrap_all`).
+_SEGMENTS: Final = 4
 #: Sample size from which bootstrap draws gather float32 (see `_bootstrap_means`).
 _FLOAT32_FROM: Final = 4096
 
@@ -268,20 +270,35 @@ def _bootstrap_all(
 ) -> list[np.ndarray]:
     """Resample means for each (values, stream); large jobs run side by side on threads.
 
-    numpy releases the GIL while it draws, gathers and sums, and each job owns its
-    generator, so threads change the speed (about 2x on two idle cores), not the numbers.
+    numpy releases the GIL while it draws, gathers and sums. A large job is cut into
+    `_SEGMENTS` parts, each with its own child stream, so three jobs still share two cores
+    evenly; the cut depends only on the sizes, so the worker count never changes a number.
     """
-
-    def run(job: tuple[np.ndarray, np.random.SeedSequence]) -> np.ndarray:
-        values, stream = job
-        return _bootstrap_means(values, iterations, np.random.default_rng(stream))
-
     draws = iterations * sum(values.size for values, _ in jobs)
-    workers = min(len(jobs), _cpu_count())
-    if workers < 2 or draws < _PARALLEL_DRAWS:
-        return [run(job) for job in jobs]
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(run, jobs))
+    segments = _SEGMENTS if draws >= _PARALLEL_DRAWS else 1
+    bounds = np.linspace(0, iterations, segments + 1).astype(int)
+    tasks = [
+        (values, child, int(stop - start))
+        for values, stream in jobs
+        for child, start, stop in zip(
+            stream.spawn(segments) if segments > 1 else [stream],
+            bounds[:-1],
+            bounds[1:],
+            strict=True,
+        )
+    ]
+
+    def run(task: tuple[np.ndarray, np.random.SeedSequence, int]) -> np.ndarray:
+        values, stream, count = task
+        return _bootstrap_means(values, count, np.random.default_rng(stream))
+
+    workers = min(len(tasks), _cpu_count())
+    if segments == 1 or workers < 2:
+        parts = [run(task) for task in tasks]
+    else:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            parts = list(pool.map(run, tasks))
+    return [np.concatenate(parts[i : i + segments]) for i in range(0, len(parts), segments)]
 
 
 def _cpu_count() -> int:
@@ -372,14 +389,14 @@ def _mde(test: _Test, confidence: float) -> float | None:
     return (z(1 - (1 - confidence) / 2) + z(_POWER)) * test.se
 
 
-def _scores(name: str, values: Scores) -> np.ndarray:
+def _scores(name: str, values: Scores, *, allow_empty: bool = False) -> np.ndarray:
     try:
         array = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise UsageError(f"{name} scores are not numbers ({exc}); pass a list of floats") from exc
     if array.ndim != 1:
         raise UsageError(f"{name} scores have shape {array.shape}; expected a flat list of floats")
-    if array.size == 0:
+    if array.size == 0 and not allow_empty:
         raise UsageError(
             f"{name} scores are empty; drift needs at least one score on each side "
             "(run the eval set, or name a baseline whose run has scores)"
@@ -399,16 +416,16 @@ def _paired_diffs(current: Scores | None, baseline: Scores | None) -> np.ndarray
     if current is None or baseline is None:
         missing = "paired_current" if current is None else "paired_baseline"
         raise UsageError(f"{missing} is missing; pass both paired arrays or neither")
-    cur = np.asarray(current, dtype=np.float64)
-    base = np.asarray(baseline, dtype=np.float64)
-    if cur.shape != base.shape or cur.ndim != 1:
+    cur = _scores("paired_current", current, allow_empty=True)
+    base = _scores("paired_baseline", baseline, allow_empty=True)
+    if cur.size != base.size:
         raise UsageError(
-            f"paired arrays have shapes {cur.shape} and {base.shape}; expected two flat lists "
-            "of the same length, one value per matched case, in the same case order"
+            f"paired arrays have {cur.size} and {base.size} values; expected one value per "
+            "matched case on each side, in the same case order"
         )
     if cur.size == 0:
         return None  # no case in common: the two-sample comparison is all there is
-    return _scores("paired_current", cur) - _scores("paired_baseline", base)
+    return cur - base
 
 
 def _check_settings(
