@@ -188,3 +188,36 @@ def test_saving_a_baseline_writes_a_small_reviewable_file(pytester: pytest.Pytes
     assert data["mean"] == 1.0
     assert [case["case_id"] for case in data["cases"]] == ["c0", "c1", "c2"]
     assert all(len(case["fingerprint"]) == 64 for case in data["cases"])
+
+
+def test_a_drop_that_is_not_significant_is_called_inconclusive_in_words(
+    pytester: pytest.Pytester,
+) -> None:
+    # One of four cases drops a third: past the 0.05 threshold, but four cases cannot tell
+    # that from chance. The default gate stays on track and says why; the seed's rule fails.
+    result, db = _baseline_then_current(pytester, drop=1, total=4)
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(
+        [
+            "*delta: -0.083*",
+            "*inconclusive: a drop this size happens by chance *% of the time at this size; "
+            "add cases or use --verdryx-repeat*",
+            "*verdict: ON-TRACK*",
+        ]
+    )
+    strict = pytester.runpytest(
+        f"--verdryx-db={db}", "--verdryx-baseline=v1", "--verdryx-gate=threshold"
+    )
+    assert strict.ret == pytest.ExitCode.TESTS_FAILED
+    strict.stdout.fnmatch_lines(["*verdict: REGRESSED  (gate: threshold)*"])
+
+
+def test_the_window_pools_previous_runs(pytester: pytest.Pytester) -> None:
+    result, db = _baseline_then_current(pytester, drop=6)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    # A third run recovers; pooled with the regressed one the window still shows the drop.
+    write_evalset(pytester.path, "agent", "agent", [trace_case(f"c{i}", FULL) for i in range(20)])
+    pooled = pytester.runpytest(f"--verdryx-db={db}", "--verdryx-baseline=v1", "--verdryx-window=2")
+    pooled.stdout.fnmatch_lines(["*current: 0.950 (window of 2 runs)*", "*delta: -0.050*"])
+    alone = pytester.runpytest(f"--verdryx-db={db}", "--verdryx-baseline=v1")
+    alone.stdout.fnmatch_lines(["*delta: +0.000*", "*verdict: ON-TRACK*"])
