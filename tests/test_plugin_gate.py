@@ -221,3 +221,25 @@ def test_the_window_pools_previous_runs(pytester: pytest.Pytester) -> None:
     pooled.stdout.fnmatch_lines(["*current: 0.950 (window of 2 runs)*", "*delta: -0.050*"])
     alone = pytester.runpytest(f"--verdryx-db={db}", "--verdryx-baseline=v1")
     alone.stdout.fnmatch_lines(["*delta: +0.000*", "*verdict: ON-TRACK*"])
+
+
+def test_ctrl_c_stores_the_run_as_incomplete(pytester: pytest.Pytester) -> None:
+    db = pytester.path / "store.db"
+    write_evalset(pytester.path, "a_first", "agent", [exact_case(f"c{i}", "yes") for i in range(3)])
+    pytester.makepyfile(
+        test_z_interrupt="""
+        import pytest
+
+        @pytest.mark.verdryx(case_id="late")
+        def test_interrupt(verdryx):
+            raise KeyboardInterrupt
+        """
+    )
+    # A subprocess: an in-process session would pass the interrupt on to this one.
+    result = pytester.runpytest_subprocess(f"--verdryx-db={db}", "--verdryx-save-baseline=v1")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*INCOMPLETE*", "*baseline 'v1' NOT saved*"])
+    run = stored_runs(db)[0]
+    assert not run.complete
+    assert [score.case_id for score in run.scores] == ["c0", "c1", "c2"]
+    assert not (pytester.path / ".verdryx").exists()
