@@ -22,9 +22,10 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
-from typing import Any, Self
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+
+from .loopback import LoopbackServer, ServerWithFake
 
 __all__ = [
     "FakeAnthropic",
@@ -178,7 +179,7 @@ def _shape_problems(body: Any) -> list[str]:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    server: _Server
+    server: ServerWithFake
 
     def setup(self) -> None:
         super().setup()
@@ -228,14 +229,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(head.encode("latin-1") + b"\r\n" + payload)
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 256
-    fake: FakeAnthropic
-
-
-class FakeAnthropic:
+class FakeAnthropic(LoopbackServer):
     """Use as `with FakeAnthropic(latency=0.05) as server:` and point the SDK at `server.url`."""
+
+    handler = _Handler
 
     def __init__(
         self,
@@ -260,44 +257,6 @@ class FakeAnthropic:
         self._in_flight = 0
         self._max_in_flight = 0
         self._lock = threading.Lock()
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
-
-    # -- lifecycle -------------------------------------------------------------------------
-
-    def start(self) -> Self:
-        server = _Server(("127.0.0.1", 0), _Handler)
-        server.fake = self
-        self._server = server
-        # A short poll interval keeps shutdown (and so each test's teardown) quick.
-        self._thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    @property
-    def url(self) -> str:
-        assert self._server is not None, "start the fake server first"
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
 
     def env(self, *, api_key: str | None = None) -> dict[str, str]:
         """The environment `make_adapter` needs to talk to this server."""

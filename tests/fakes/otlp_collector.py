@@ -13,9 +13,10 @@ import json
 import socket
 import threading
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
-from typing import Any, Self
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+
+from .loopback import LoopbackServer, ServerWithFake
 
 __all__ = ["FakeCollector", "ReceivedExport"]
 
@@ -33,7 +34,7 @@ class ReceivedExport:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    server: _Server
+    server: ServerWithFake
 
     def setup(self) -> None:
         super().setup()
@@ -43,7 +44,7 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_POST(self) -> None:
-        collector = self.server.collector
+        collector = self.server.fake
         length = int(self.headers.get("content-length") or 0)
         body = self.rfile.read(length) if length else b""
         collector._record(
@@ -70,13 +71,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(head.encode("latin-1") + payload)  # one write
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    collector: FakeCollector
-
-
-class FakeCollector:
+class FakeCollector(LoopbackServer):
     """`with FakeCollector() as collector:` then export to `collector.url`."""
+
+    handler = _Handler
 
     def __init__(self, *, mode: str | int = "ok") -> None:
         self.mode = mode
@@ -85,39 +83,9 @@ class FakeCollector:
         self._released = threading.Event()
         #: Set when the first export arrives.
         self.arrived = threading.Event()
-        self._server: _Server | None = None
 
-    def start(self) -> Self:
-        server = _Server(("127.0.0.1", 0), _Handler)
-        server.collector = self
-        self._server = server
-        threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()
-        return self
-
-    def stop(self) -> None:
+    def _before_stop(self) -> None:
         self._released.set()  # let hanging handlers go
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    @property
-    def url(self) -> str:
-        """The collector's base URL, as a user would set VERDRYX_OTLP_ENDPOINT."""
-        assert self._server is not None, "start the collector first"
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
 
     @property
     def received(self) -> list[ReceivedExport]:

@@ -21,9 +21,10 @@ import uuid
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
-from typing import Any, Self
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+
+from .loopback import LoopbackServer, ServerWithFake
 
 __all__ = ["DEFAULT_KEY", "FakeTypryx", "RecordedRequest", "Reply", "Template"]
 
@@ -71,7 +72,7 @@ class RecordedRequest:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    server: _Server
+    server: ServerWithFake
 
     def setup(self) -> None:
         super().setup()
@@ -99,17 +100,14 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(head.encode("latin-1") + payload)  # one write
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    fake: FakeTypryx
-
-
 def _error(status: int, code: str) -> Reply:
     return Reply(status=status, body={"error": code})
 
 
-class FakeTypryx:
+class FakeTypryx(LoopbackServer):
     """`with FakeTypryx() as service:` then `TypryxClient(service.url, DEFAULT_KEY)`."""
+
+    handler = _Handler
 
     def __init__(
         self,
@@ -130,37 +128,6 @@ class FakeTypryx:
         self._answers: dict[str, tuple[str, dict[str, Any]]] = {}
         self.outcomes: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
-        self._server: _Server | None = None
-
-    def start(self) -> Self:
-        server = _Server(("127.0.0.1", 0), _Handler)
-        server.fake = self
-        self._server = server
-        threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    @property
-    def url(self) -> str:
-        assert self._server is not None, "start the fake service first"
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
 
     def script(self, *replies: Reply) -> None:
         with self._lock:
