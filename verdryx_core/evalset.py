@@ -21,6 +21,7 @@ import jsonschema
 
 from verdryx_core.errors import EvalSetError
 from verdryx_core.graders.regex import compile_pattern
+from verdryx_core.jsonwords import item_label, json_kind
 from verdryx_core.model import GRADER_KINDS, EvalCase
 
 __all__ = ["EvalSet", "evalset_schema", "load_evalset"]
@@ -87,7 +88,7 @@ def _reject_constant(name: str) -> Any:
 def evalset_from_data(data: object, path: str | Path) -> EvalSet:
     if not isinstance(data, dict):
         raise EvalSetError(
-            path, f"top level must be a JSON object with 'id' and 'cases', got {_kind(data)}"
+            path, f"top level must be a JSON object with 'id' and 'cases', got {json_kind(data)}"
         )
     _check_schema(data, path)
     cases_data: list[dict[str, Any]] = data["cases"]
@@ -100,7 +101,7 @@ def evalset_from_data(data: object, path: str | Path) -> EvalSet:
                 path,
                 f"duplicate id: case #{seen[case_id] + 1} already uses it "
                 "(ids must be unique in a set so runs can be compared case by case)",
-                case=_case_label(case_data, index),
+                case=item_label(case_data, index),
                 field="id",
             )
         seen[case_id] = index
@@ -132,7 +133,7 @@ def _check_schema(data: Mapping[str, Any], path: str | Path) -> None:
     parts: list[Any] = location
     if len(location) >= 2 and location[0] == "cases" and isinstance(location[1], int):
         index = location[1]
-        case = _case_label(data["cases"][index], index)
+        case = item_label(data["cases"][index], index)
         parts = location[2:]
     # `required` and `additionalProperties` are reported on the object that holds the field;
     # the field a reader must fix is the missing or the unknown one.
@@ -182,7 +183,7 @@ def _describe(error: jsonschema.ValidationError, field: str | None) -> str:
     if validator == "type":
         expected = error.validator_value
         expected_text = " or ".join(expected) if isinstance(expected, list) else expected
-        return f"expected {expected_text}, got {_kind(error.instance)}"
+        return f"expected {expected_text}, got {json_kind(error.instance)}"
     if validator == "minItems" and list(error.absolute_path) == ["cases"]:
         return "the eval set has no cases; add at least one"
     if validator == "pattern" and field == "id":
@@ -195,7 +196,7 @@ def _describe(error: jsonschema.ValidationError, field: str | None) -> str:
 
 def _check_case_rules(case: Mapping[str, Any], index: int, path: str | Path) -> None:
     grader = case.get("grader", "exact")
-    label = _case_label(case, index)
+    label = item_label(case, index)
 
     def fail(field: str, message: str) -> EvalSetError:
         return EvalSetError(path, message, case=label, field=field)
@@ -235,21 +236,3 @@ def _check_case_rules(case: Mapping[str, Any], index: int, path: str | Path) -> 
             raise fail("contract", str(exc)) from None
     elif "contract" in case:
         raise fail("contract", f"only valid with grader 'contract' (this case is {grader!r})")
-
-
-def _case_label(case: object, index: int) -> str:
-    if isinstance(case, Mapping) and isinstance(case.get("id"), str) and case["id"]:
-        return f"{case['id']!r} (#{index + 1})"
-    return f"#{index + 1}"
-
-
-def _kind(value: object) -> str:
-    return {
-        dict: "an object",
-        list: "an array",
-        str: "a string",
-        bool: "a boolean",
-        int: "a number",
-        float: "a number",
-        type(None): "null",
-    }.get(type(value), type(value).__name__)

@@ -22,6 +22,7 @@ import regex
 from verdryx_core.contracts.errors import ContractError
 from verdryx_core.contracts.model import CHECK_TYPES, Contract
 from verdryx_core.contracts.paths import lexical_problem
+from verdryx_core.jsonwords import item_label, json_kind
 
 __all__ = ["contract_from_data", "contract_schema", "load_contract", "pattern_flags"]
 
@@ -83,7 +84,7 @@ def contract_from_data(
     """Validate and build; `default_task_id` fills a missing task_id (an eval case's id)."""
     if not isinstance(data, Mapping):
         raise ContractError(
-            source, f"a contract is a JSON object with 'success_criteria', got {_kind(data)}"
+            source, f"a contract is a JSON object with 'success_criteria', got {json_kind(data)}"
         )
     if default_task_id is not None and "task_id" not in data:
         data = {**data, "task_id": default_task_id}
@@ -91,7 +92,7 @@ def contract_from_data(
     criteria: list[Mapping[str, Any]] = list(data["success_criteria"])
     seen: dict[str, int] = {}
     for index, criterion in enumerate(criteria):
-        label = _label(criterion, index)
+        label = item_label(criterion, index)
 
         def fail(field: str, message: str, label: str = label) -> ContractError:
             return ContractError(source, message, criterion=label, field=field)
@@ -145,7 +146,7 @@ def _check_schema(data: Mapping[str, Any], source: str) -> None:
     field: str | None = None
     if len(location) >= 2 and location[0] == "success_criteria" and isinstance(location[1], int):
         index = location[1]
-        criterion = _label(data["success_criteria"][index], index)
+        criterion = item_label(data["success_criteria"][index], index)
         if len(location) >= 3:
             field = str(location[2])
     elif location:
@@ -188,7 +189,7 @@ def _describe(error: jsonschema.ValidationError, field: str | None) -> str:
     if validator == "type":
         expected = error.validator_value
         expected_text = " or ".join(expected) if isinstance(expected, list) else expected
-        return f"expected {expected_text}, got {_kind(error.instance)}"
+        return f"expected {expected_text}, got {json_kind(error.instance)}"
     if validator == "minimum":
         return f"must be at least {error.validator_value}, got {error.instance!r}"
     if validator == "minLength":
@@ -199,21 +200,3 @@ def _describe(error: jsonschema.ValidationError, field: str | None) -> str:
             "not starting with a digit); quoted or dotted names are not accepted"
         )
     return error.message
-
-
-def _label(criterion: object, index: int) -> str:
-    if isinstance(criterion, Mapping) and isinstance(criterion.get("id"), str) and criterion["id"]:
-        return f"{criterion['id']!r} (#{index + 1})"
-    return f"#{index + 1}"
-
-
-def _kind(value: object) -> str:
-    return {
-        dict: "an object",
-        list: "an array",
-        str: "a string",
-        bool: "a boolean",
-        int: "an integer",
-        float: "a number",
-        type(None): "null",
-    }.get(type(value), type(value).__name__)
