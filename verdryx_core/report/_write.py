@@ -1,0 +1,67 @@
+"""Writing the report file: read the store, build the page, replace the file atomically."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from verdryx_core.drift import DEFAULT_THRESHOLD
+from verdryx_core.errors import UsageError
+from verdryx_core.gate import GateResult
+from verdryx_core.model import Baseline
+from verdryx_core.report._collect import collect_report
+from verdryx_core.report._html import build_report_html
+from verdryx_core.store import Store
+
+__all__ = ["write_report"]
+
+
+def write_report(
+    store: Store,
+    path: Path,
+    *,
+    run_id: str | None = None,
+    baseline: Baseline | None = None,
+    eval_set_id: str | None = None,
+    model: str | None = None,
+    traces: Path | None = None,
+    result: GateResult | None = None,
+    gate: str = "significant",
+    threshold: float = DEFAULT_THRESHOLD,
+    min_effect: float = 0.0,
+) -> Path:
+    """Write the HTML report of `run_id` (default: the newest complete run matching `model`
+    and `eval_set_id`) to `path` and return it. Pass the session's gate `result` so the page
+    shows the verdict the session reached; without one the run is compared with `baseline`
+    (default: the newest stored baseline of the run's model) under `gate`."""
+    path = Path(path)
+    if not path.parent.is_dir():
+        # Nothing verdryx does creates a directory as a side effect (DESIGN.md section 5).
+        raise UsageError(
+            f"cannot write the report to {str(path)!r}: folder {str(path.parent)!r} does not "
+            "exist; create it or choose another path"
+        )
+    data = collect_report(
+        store,
+        run_id=run_id,
+        baseline=baseline,
+        eval_set_id=eval_set_id,
+        model=model,
+        traces=traces,
+        result=result,
+        gate=gate,
+        threshold=threshold,
+        min_effect=min_effect,
+    )
+    text = build_report_html(data)
+    # A browser tab reloading the report never sees half a file.
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
