@@ -549,11 +549,13 @@ class VerdryxSession:
         try:
             from verdryx_core.report import write_report
 
+            # The session's own verdict, so the page never disagrees with the exit status.
             path = write_report(
                 self._open_store(),
                 Path(self.settings.report),
                 run_id=run.id,
                 baseline=self.baseline,
+                result=self.result,
             )
             self.messages.append(f"report: {path}")
         except Exception as exc:
