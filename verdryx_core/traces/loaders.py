@@ -83,11 +83,12 @@ def load_run_records(path: str | Path) -> list[dict[str, Any]]:
 
 def cost_report_for(path: str | Path) -> CostPerOutcomeReport:
     """The cost-per-outcome report of any supported source. A trace is streamed with
-    run-less calls folded into totals, so memory is bounded by the number of runs."""
+    run-less calls folded into totals (memory is bounded by the number of runs) and without
+    tracking the order runs first appear in (totals do not depend on it)."""
     path = Path(path)
     kind = source_kind(path)
     if kind == "parquet":
-        return cost_report(reduce_traces(path, keep_loose=False))
+        return cost_report(reduce_traces(path, keep_loose=False, ordered=False))
     rows = []
     for where, record in _rows(path, kind):
         rows.append(

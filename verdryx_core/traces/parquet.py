@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from verdryx_core.traces._arrow import require_pyarrow
+from verdryx_core.traces._prefetch import prefetch
 from verdryx_core.traces.errors import TraceError
 from verdryx_core.traces.reduction import COST_COLUMNS, DETAIL_COLUMNS, ReducedRuns, RunReducer
 from verdryx_core.traces.runs import reduced_records
@@ -101,13 +102,13 @@ def _row_group(
 
 
 def reduce_traces(
-    path: str | Path, *, detail: bool = False, keep_loose: bool = True
+    path: str | Path, *, detail: bool = False, keep_loose: bool = True, ordered: bool = True
 ) -> ReducedRuns:
-    """Stream a trace file or directory through the run reduction."""
+    """Stream a trace file or directory through the run reduction (see `RunReducer`)."""
     files = trace_files(path)
-    reducer = RunReducer(detail=detail, keep_loose=keep_loose)
+    reducer = RunReducer(detail=detail, keep_loose=keep_loose, ordered=ordered)
     columns = DETAIL_COLUMNS if detail else COST_COLUMNS
-    for where, batch in iter_trace_batches(files, columns):
+    for where, batch in prefetch(iter_trace_batches(files, columns)):
         reducer.feed(batch, source=where)
     return reducer.finish()
 

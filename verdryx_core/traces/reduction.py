@@ -219,15 +219,23 @@ class RunReducer:
 
     `detail=True` also keeps what the SLO reads (refused calls, agent and key ids, first and
     last timestamps); `keep_loose=False` folds run-less calls into per-outcome totals.
+    `ordered=False` skips tracking the row each run first appears at: runs then come out
+    in an unspecified order, which totals do not depend on.
     `flush_rows` fixes how many queued partial rows trigger a fold (default: as many as
     there are runs so far, at least a million), e.g. 1 to fold after every batch.
     """
 
     def __init__(
-        self, *, detail: bool = False, keep_loose: bool = True, flush_rows: int | None = None
+        self,
+        *,
+        detail: bool = False,
+        keep_loose: bool = True,
+        ordered: bool = True,
+        flush_rows: int | None = None,
     ) -> None:
         self._pa, self._pc, _ = require_pyarrow("reducing TokenFuse traces")
         self._flush_rows = flush_rows
+        self._ordered = ordered
         self._detail = detail
         self._keep_loose = keep_loose
         self._rows = 0
@@ -409,9 +417,10 @@ class RunReducer:
         cols: dict[str, np.ndarray] = {"calls": calls[used].astype(np.int64)}
         cols["cost"] = np.zeros(size, dtype=np.int64)
         np.add.at(cols["cost"], groups, row["cost"][rows])
-        cols["first"] = np.full(size, n, dtype=np.int64)
-        np.minimum.at(cols["first"], groups, rows)
-        cols["first"] += base
+        if self._ordered:
+            cols["first"] = np.full(size, n, dtype=np.int64)
+            np.minimum.at(cols["first"], groups, rows)
+            cols["first"] += base
         if self._detail:
             cols["refused"] = np.zeros(size, dtype=np.int64)
             np.add.at(cols["refused"], groups, row["refused"][rows])
@@ -467,7 +476,8 @@ class RunReducer:
         for name in ("calls", "cost", "refused"):
             if name in stacked:
                 np.add.at(cols[name], codes, stacked[name])
-        np.minimum.at(cols["first"], codes, stacked["first"])
+        if self._ordered:
+            np.minimum.at(cols["first"], codes, stacked["first"])
         for name in self._winners:
             largest = _WINNERS[name]
             idx = stacked[f"{name}_idx"]
@@ -522,7 +532,10 @@ class RunReducer:
         state = self._state
         size = len(self._known)
         state.reserve(size)
-        order = np.argsort(state.cols["first"][:size], kind="stable")
+        if self._ordered:
+            order = np.argsort(state.cols["first"][:size], kind="stable")
+        else:
+            order = np.arange(size)
 
         def get(name: str) -> np.ndarray:
             return state.cols[name][:size][order]
