@@ -336,26 +336,28 @@ class RunReducer:
             return
         base = self._rows
         self._rows += n
-        pos = np.arange(n, dtype=np.int64)
 
         run_col = self._strings(batch, "run_id", source)
         if run_col is None:
-            run_codes, run_ok = np.full(n, -1, dtype=np.int64), np.zeros(n, dtype=bool)
+            run_ok = np.zeros(n, dtype=bool)
         else:
-            run_codes = run_col[0]
             lengths = self._pc.fill_null(self._pc.binary_length(run_col[1]), 0)
-            run_ok = np.append(lengths.to_numpy(zero_copy_only=False) > 0, False)[run_codes]
+            run_ok = np.append(lengths.to_numpy(zero_copy_only=False) > 0, False)[run_col[0]]
         tag = self._codes(batch, "outcome", self._outcomes, source)
         decision = self._strings(batch, "decision", source)
         cost_col = self._integers(batch, "cost_microusd", source)
-        cost = np.zeros(n, dtype=np.int64) if cost_col is None else cost_col[0].copy()
+        cost = np.zeros(n, dtype=np.int64) if cost_col is None else cost_col[0]
         if decision is not None:
-            cost[self._member(decision[1], self._blocked)[decision[0]]] = 0
+            cost = np.where(self._member(decision[1], self._blocked)[decision[0]], 0, cost)
         step_col = self._integers(batch, "step", source)
-        fallback = base + pos
-        step = fallback if step_col is None else np.where(step_col[1], step_col[0], fallback)
 
-        row: dict[str, np.ndarray] = {"tag": tag, "cost": cost, "step": step}
+        def step_at(rows: np.ndarray) -> np.ndarray:
+            # Only rows that can win a "by step" field need a step: computed for those.
+            if step_col is None:
+                return rows + base
+            return np.where(step_col[1][rows], step_col[0][rows], rows + base)
+
+        row: dict[str, np.ndarray] = {"tag": tag, "cost": cost}
         present = {"outcome": tag >= 0}
         values = {"outcome": tag}
         if self._detail:
@@ -381,13 +383,12 @@ class RunReducer:
             values |= {"agent": row["agent"], "key": row["key"], "ts_first": row["ts"]}
             values["ts_last"] = row["ts"]
 
-        rows = np.flatnonzero(run_ok)
-        if rows.size:
-            assert run_col is not None
-            self._buffer.append(
-                self._partial(run_codes, run_col[1], rows, row, present, values, base, n)
+        if run_col is not None and run_ok.any():
+            partial = self._partial(
+                run_col[0], run_col[1], run_ok, row, present, values, step_at, base
             )
-            self._buffered += len(self._buffer[-1].ids)
+            self._buffer.append(partial)
+            self._buffered += len(partial.ids)
             if self._buffered >= (self._flush_rows or max(len(self._known), _FLUSH_FLOOR)):
                 self._flush()
         loose = np.flatnonzero(~run_ok & (tag >= 0))
@@ -398,46 +399,45 @@ class RunReducer:
         self,
         run_codes: np.ndarray,
         run_values: Any,
-        rows: np.ndarray,
+        run_ok: np.ndarray,
         row: dict[str, np.ndarray],
         present: dict[str, np.ndarray],
         values: dict[str, np.ndarray],
+        step_at: Any,
         base: int,
-        n: int,
     ) -> _Partial:
         """One row per run id of the batch, grouped by the batch's own dictionary codes (a
-        dense numbering of its run ids that costs nothing: Parquet stores it)."""
-        groups = run_codes[rows]
-        calls = np.bincount(groups, minlength=len(run_values))
+        dense numbering of its run ids that costs nothing: Parquet stores it). Rows without
+        a run go to one extra group that is dropped."""
+        size = len(run_values)
+        n = len(run_ok)
+        groups = np.where(run_ok, run_codes, size)
+        calls = np.bincount(groups, minlength=size + 1)[:size]
         used = np.flatnonzero(calls)
-        dense = np.full(len(run_values), -1, dtype=np.int64)
-        dense[used] = np.arange(used.size)
-        groups = dense[groups]
-        size = used.size
         cols: dict[str, np.ndarray] = {"calls": calls[used].astype(np.int64)}
-        cols["cost"] = np.zeros(size, dtype=np.int64)
-        np.add.at(cols["cost"], groups, row["cost"][rows])
+        totals = np.zeros(size + 1, dtype=np.int64)
+        np.add.at(totals, groups, row["cost"])
+        cols["cost"] = totals[used]
         if self._ordered:
-            cols["first"] = np.full(size, n, dtype=np.int64)
-            np.minimum.at(cols["first"], groups, rows)
-            cols["first"] += base
+            first = np.full(size + 1, n, dtype=np.int64)
+            np.minimum.at(first, groups, np.arange(n, dtype=np.int64))
+            cols["first"] = first[used] + base
         if self._detail:
-            cols["refused"] = np.zeros(size, dtype=np.int64)
-            np.add.at(cols["refused"], groups, row["refused"][rows])
-        to_group = np.full(n, -1, dtype=np.int64)
-        to_group[rows] = groups
-        step = row["step"]
+            refused = np.zeros(size + 1, dtype=np.int64)
+            np.add.at(refused, groups, row["refused"])
+            cols["refused"] = refused[used]
         for name in self._winners:
-            sub = rows[present[name][rows]]
-            pick = _group_pick(to_group[sub], step[sub], sub, n, size, largest=_WINNERS[name])
+            sub = np.flatnonzero(run_ok & present[name])
+            step = step_at(sub)
+            pick = _group_pick(run_codes[sub], step, sub, n, size, largest=_WINNERS[name])[used]
             found = pick >= 0
-            winner = sub[pick[found]]
+            winner = pick[found]
             for field, data, empty in (
                 ("step", step[winner], 0),
-                ("idx", winner + base, -1),
-                ("val", values[name][winner], -1),
+                ("idx", sub[winner] + base, -1),
+                ("val", values[name][sub[winner]], -1),
             ):
-                column = np.full(size, empty, dtype=np.int64)
+                column = np.full(used.size, empty, dtype=np.int64)
                 column[found] = data
                 cols[f"{name}_{field}"] = column
         ids = run_values.take(self._pa.array(used, type=self._pa.int64()))
@@ -484,16 +484,16 @@ class RunReducer:
             sub = np.flatnonzero(idx >= 0)
             if sub.size == 0:
                 continue
-            touched, groups = np.unique(codes[sub], return_inverse=True)
             pick = _group_pick(
-                groups.reshape(-1),
+                codes[sub],
                 stacked[f"{name}_step"][sub],
                 idx[sub],
                 self._rows,
-                touched.size,
+                len(self._known),
                 largest=largest,
             )
-            winner = sub[pick]
+            touched = np.flatnonzero(pick >= 0)
+            winner = sub[pick[touched]]
             new_step = stacked[f"{name}_step"][winner]
             old_idx = cols[f"{name}_idx"][touched]
             old_step = cols[f"{name}_step"][touched]
