@@ -51,7 +51,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     session = config.stash.get(SESSION_KEY, None)
     if session is not None:
-        session._close_store()
+        session.close_store()
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> EvalSetFile | None:

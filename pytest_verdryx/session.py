@@ -354,12 +354,12 @@ class VerdryxSession:
             self.config.workeroutput["verdryx"] = worker_payload(self, session)  # type: ignore[attr-defined]
             return
         if not self.active:
-            self._close_store()
+            self.close_store()
             return
         try:
             self._finish(session, exitstatus)
         finally:
-            self._close_store()
+            self.close_store()
 
     def _finish(self, session: pytest.Session, exitstatus: int) -> None:
         interrupted = (
@@ -561,7 +561,7 @@ class VerdryxSession:
         except Exception as exc:
             self.messages.append(f"report: not written ({exc})")
 
-    def _close_store(self) -> None:
+    def close_store(self) -> None:
         if self._store is not None:
             self._store.close()
             self._store = None
