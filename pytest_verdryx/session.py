@@ -227,22 +227,24 @@ class VerdryxSession:
     def _model_adapters(
         self, needs_model: bool, needs_judge: bool, judge_name: str | None
     ) -> tuple[Any, Any]:
-        from verdryx_core.llm import CachedAdapter, PriceBook, make_adapter
+        from verdryx_core.llm import PriceBook, make_adapter
 
         prices = PriceBook.from_file(self.settings.prices) if self.settings.prices else None
-        store = self._open_store()
         adapter = judge = None
         if needs_model:
-            adapter = CachedAdapter(
-                make_adapter(self.settings.model, prices=prices), store, self.settings.cache
-            )
-            self._adapters.append(adapter)
+            adapter = self._cached(make_adapter(self.settings.model, prices=prices))
         if needs_judge and judge_name is not None:
-            judge = CachedAdapter(
-                make_adapter(judge_name, prices=prices), store, self.settings.cache
-            )
-            self._adapters.append(judge)
+            judge = self._cached(make_adapter(judge_name, prices=prices))
         return adapter, judge
+
+    def _cached(self, adapter: Any) -> Any:
+        from verdryx_core.llm import CachedAdapter
+
+        if adapter.model == "stub":  # free and deterministic: nothing to save by caching it
+            return adapter
+        cached = CachedAdapter(adapter, self._open_store(), self.settings.cache)
+        self._adapters.append(cached)
+        return cached
 
     def _typed_client(self) -> Any:
         from verdryx_core.errors import UsageError
@@ -585,7 +587,7 @@ class VerdryxSession:
                 f"{int(self.cache_stats['misses'])} misses, "
                 f"${self.cache_stats['saved_usd']:.4f} saved"
             )
-        if self._prefetch_seconds:
+        if self._prefetch_seconds >= 0.1:
             tr.write_line(
                 f"model calls: {self._prefetch_seconds:.2f}s with concurrency "
                 f"{self.settings.concurrency}"
