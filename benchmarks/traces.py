@@ -139,17 +139,18 @@ import duckdb
 blocked = ", ".join(f"'{reason}'" for reason in json.loads(sys.argv[2]))
 query = f'''
 WITH calls AS (
-  SELECT NULLIF(run_id, '') AS run_id, step, NULLIF(outcome, '') AS outcome,
-         CASE WHEN decision IN ({blocked}) THEN 0 ELSE COALESCE(cost_microusd, 0) END AS cost,
-         filename, file_row_number
+  SELECT run_id, step, outcome, filename, file_row_number,
+         CASE WHEN decision IN ({blocked}) THEN 0 ELSE COALESCE(cost_microusd, 0) END AS cost
   FROM read_parquet('{sys.argv[1]}/*.parquet', filename = true, file_row_number = true)
 ), runs AS (
+  -- last non-empty tag by (step, then read order); untagged runs kept
   SELECT COALESCE(arg_max(outcome, (step, filename, file_row_number))
-                  FILTER (WHERE outcome IS NOT NULL), '(untagged)') AS outcome,
+                  FILTER (WHERE outcome <> ''), '(untagged)') AS outcome,
          sum(cost) AS cost
-  FROM calls WHERE run_id IS NOT NULL GROUP BY run_id
+  FROM calls WHERE run_id <> '' GROUP BY run_id
 ), loose AS (
-  SELECT outcome, cost FROM calls WHERE run_id IS NULL AND outcome IS NOT NULL
+  -- a call with no run id is its own record when it carries a tag
+  SELECT outcome, cost FROM calls WHERE COALESCE(run_id, '') = '' AND outcome <> ''
 )
 SELECT outcome, count(*), sum(cost) FROM (SELECT * FROM runs UNION ALL SELECT * FROM loose)
 GROUP BY outcome
