@@ -119,7 +119,7 @@ class ReducedRuns:
 
 
 class _Vocabulary:
-    """Distinct strings of one column (run ids, tags, agent ids) and their codes, in the
+    """Distinct strings of a small column (tags, agent ids, key ids) and their codes, in the
     order first seen."""
 
     __slots__ = ("_codes",)
