@@ -306,4 +306,4 @@ def test_injected_latency_is_paid_once_per_call(server: FakeAnthropic) -> None:
     server.latency = 0.1
     started = time.monotonic()
     adapter_for(server).complete("p")
-    assert 0.1 <= time.monotonic() - started < 1.0
+    assert 0.1 <= time.monotonic() - started < 2.0

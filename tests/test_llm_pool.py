@@ -6,7 +6,6 @@ import io
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -44,28 +43,25 @@ class Clock:
 
 def test_calls_run_concurrently_up_to_the_bound_and_keep_order(server: FakeAnthropic) -> None:
     adapter = CachedAdapter(make_adapter(MODEL, env=server.env()), None, "off")
-    started = time.monotonic()
     with CallPool(4) as pool:
         futures = [pool.submit(adapter.complete, f"case {index}") for index in range(24)]
         texts = [future.result().text for future in futures]
-    wall = time.monotonic() - started
     assert texts == [f"echo: case {index}" for index in range(24)]
     assert server.max_in_flight == 4  # bounded, and the bound is reached
-    assert wall < 24 * 0.05 / 2  # serial would take 1.2 s; ideal at 4 is 0.3 s
 
 
-def test_sixteen_at_once_is_far_faster_than_one_at_a_time(server: FakeAnthropic) -> None:
+def test_the_pool_size_is_the_number_of_calls_in_flight(server: FakeAnthropic) -> None:
+    # Observed at the server, not timed here: wall-time ratios live in
+    # benchmarks/concurrency.py, where a busy machine cannot fail the suite.
     adapter = make_adapter(MODEL, env=server.env())
-    adapter.complete("warm up")
-    timings = {}
+    seen = {}
     for concurrency in (1, 16):
-        started = time.monotonic()
+        server.reset()
         with CallPool(concurrency) as pool:
             for future in [pool.submit(adapter.complete, f"c{i}") for i in range(16)]:
                 future.result()
-        timings[concurrency] = time.monotonic() - started
-    assert timings[1] >= 16 * 0.05
-    assert timings[16] < timings[1] / 4  # ideal 16x; a loose bound for a busy CI machine
+        seen[concurrency] = server.max_in_flight
+    assert seen == {1: 1, 16: 16}
 
 
 def test_a_failed_call_fails_only_its_own_future(server: FakeAnthropic) -> None:

@@ -228,17 +228,19 @@ def test_a_collector_that_never_answers_costs_at_most_the_timeout() -> None:
         delivered = exporter.wait()
         waited = time.monotonic() - waiting
         assert collector.arrived.is_set()
-    assert exported_in < 0.2  # export returns at once
+    assert exported_in < timeout / 2  # export returns at once, without waiting to deliver
     assert delivered is False
-    assert waited <= timeout + 0.25, waited  # scheduling jitter only
-    assert time.monotonic() - started <= timeout + 0.4
+    # One shared deadline: three sequential timeouts would be 1.2 s. The margin is for a busy
+    # CI machine's scheduling, not for the exporter.
+    assert waited <= timeout + 0.5, waited
+    assert time.monotonic() - started <= timeout + 0.7
 
 
 def test_a_silent_collector_does_not_hold_a_process_past_the_timeout() -> None:
     with FakeCollector(mode="hang") as collector:
         delivered, waited, _ = run_exporting_process(collector.url, 0.4)
     assert not delivered
-    assert waited <= 0.4 + 0.25, waited
+    assert waited <= 0.4 + 0.5, waited
 
 
 def test_a_refused_connection_fails_fast_and_quietly() -> None:
@@ -265,4 +267,4 @@ def test_wait_with_nothing_exported_returns_at_once() -> None:
     exporter = SpanExporter("http://127.0.0.1:9", timeout=5.0)
     started = time.monotonic()
     assert exporter.wait() is True
-    assert time.monotonic() - started < 0.05
+    assert time.monotonic() - started < 0.5  # far below the 5 s timeout
