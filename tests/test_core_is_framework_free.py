@@ -11,8 +11,7 @@ import verdryx_core
 
 def test_core_imports_with_pytest_blocked() -> None:
     modules = [
-        info.name
-        for info in pkgutil.walk_packages(verdryx_core.__path__, prefix="verdryx_core.")
+        info.name for info in pkgutil.walk_packages(verdryx_core.__path__, prefix="verdryx_core.")
     ]
     assert "verdryx_core.store" in modules
     code = (
