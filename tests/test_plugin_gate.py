@@ -243,3 +243,27 @@ def test_ctrl_c_stores_the_run_as_incomplete(pytester: pytest.Pytester) -> None:
     assert not run.complete
     assert [score.case_id for score in run.scores] == ["c0", "c1", "c2"]
     assert not (pytester.path / ".verdryx").exists()
+
+
+def test_xdist_and_a_single_process_store_the_same_run_and_verdict(
+    pytester: pytest.Pytester,
+) -> None:
+    db = pytester.path / "store.db"
+    write_evalset(pytester.path, "agent", "agent", [trace_case(f"c{i}", FULL) for i in range(12)])
+    pytester.runpytest(f"--verdryx-db={db}", "--verdryx-save-baseline=v1")
+    cases = [trace_case(f"c{i}", PARTIAL if i % 3 == 0 else FULL) for i in range(12)]
+    write_evalset(pytester.path, "agent", "agent", cases)
+    single = pytester.runpytest(f"--verdryx-db={db}", "--verdryx-baseline=v1")
+    spread = pytester.runpytest(f"--verdryx-db={db}", "--verdryx-baseline=v1", "-n", "2")
+    assert single.ret == spread.ret == pytest.ExitCode.TESTS_FAILED
+    by_xdist, by_single = stored_runs(db)[:2]  # newest first
+    assert by_xdist.complete and by_single.complete
+
+    def scores(run: object) -> list[tuple[str, float | None, str]]:
+        return [(s.case_id, s.value, s.fingerprint) for s in run.scores]  # type: ignore[attr-defined]
+
+    assert scores(by_xdist) == scores(by_single)
+    verdicts = [
+        line for line in (single.outlines, spread.outlines) for line in line if "verdict:" in line
+    ]
+    assert len(verdicts) == 2 and verdicts[0] == verdicts[1]

@@ -163,3 +163,26 @@ def test_bad_option_values_are_usage_errors(pytester: pytest.Pytester) -> None:
     result.stderr.fnmatch_lines(["*--verdryx-window: 'zero' is not a whole number*"])
     result = pytester.runpytest("--verdryx-gate=vibes")
     result.stderr.fnmatch_lines(["*--verdryx-gate: 'vibes' is not one of significant, threshold*"])
+
+
+def test_last_failed_and_deselect_work_as_on_any_test(pytester: pytest.Pytester) -> None:
+    write_evalset(
+        pytester.path,
+        "s",
+        "s",
+        [exact_case("ok", "yes"), exact_case("bad", "no"), exact_case("other", "yes")],
+    )
+    first = pytester.runpytest("--no-verdryx-store", "-p", "cacheprovider")
+    first.assert_outcomes(passed=2, failed=1)
+    again = pytester.runpytest("--no-verdryx-store", "-p", "cacheprovider", "--lf")
+    outcomes = again.parseoutcomes()
+    assert outcomes["failed"] == 1 and "passed" not in outcomes
+    again.stdout.fnmatch_lines(["*rerun previous 1 failure*"])
+    deselected = pytester.runpytest(
+        "--no-verdryx-store",
+        "--deselect",
+        "s.evalset.json::bad",
+        "--deselect",
+        "s.evalset.json::ok",
+    )
+    deselected.assert_outcomes(passed=1, deselected=2)
