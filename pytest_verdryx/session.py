@@ -23,7 +23,7 @@ from pytest_verdryx.items import EvalCaseItem
 from pytest_verdryx.options import Settings
 from verdryx_core import __version__
 from verdryx_core.baselines import check_label, find_baseline, write_baseline_file
-from verdryx_core.errors import StoreError, VerdryxError
+from verdryx_core.errors import StoreError, UsageError, VerdryxError
 from verdryx_core.gate import GateResult, check_models, compare_to_baseline, select_window
 from verdryx_core.graders import GradeContext, build_graders
 from verdryx_core.model import Baseline, BaselineCase, EvalRun, Score
@@ -78,6 +78,7 @@ class VerdryxSession:
         self.stability: dict[str, str] = {}
         self._exporter: Any = None
         self._typed: Any = None
+        self._pytest_session: pytest.Session | None = None
         # Read once: DESIGN.md section 5.
         self.otlp_endpoint = os.environ.get("VERDRYX_OTLP_ENDPOINT") or None
         if self.workerinput is not None:
@@ -88,8 +89,6 @@ class VerdryxSession:
     def check_wires(self) -> None:
         """Opt-in wires are checked at configure time, so a typo is exit 4, not a silent
         drop at the end of a long run."""
-        from verdryx_core.errors import UsageError
-
         try:
             agent_id = self.settings.agent_id
             if agent_id:
@@ -115,9 +114,10 @@ class VerdryxSession:
         if self.is_worker or not self.settings.baseline:
             return
         try:
-            baseline = find_baseline(
-                self.settings.baseline, store=self._open_store(), root=self.rootdir
-            )
+            # A store that does not exist yet holds no baseline: do not create it just to look.
+            exists = resolve_store_path(self.settings.db).exists()
+            store = self._open_store() if exists else None
+            baseline = find_baseline(self.settings.baseline, store=store, root=self.rootdir)
             probe = EvalRun(
                 id="-",
                 model=self.settings.model,
@@ -247,7 +247,6 @@ class VerdryxSession:
         return cached
 
     def _typed_client(self) -> Any:
-        from verdryx_core.errors import UsageError
         from verdryx_core.typryx import TypryxClient, read_key_file
 
         if not self.settings.typed_key_file:
@@ -261,7 +260,7 @@ class VerdryxSession:
         )
 
     def _session_items(self) -> list[pytest.Item]:
-        session = getattr(self, "_pytest_session", None)
+        session = self._pytest_session
         return list(session.items) if session is not None else []
 
     def context_for(self, item: EvalCaseItem) -> GradeContext:
