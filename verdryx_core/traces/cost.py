@@ -129,20 +129,56 @@ class CostPerOutcomeReport:
         }
 
 
+class _ExactSum:
+    """A running sum kept exactly as a few non-overlapping floats (Shewchuk's partials, the
+    algorithm behind `math.fsum`), so records can stream through in constant memory and the
+    total is still the correctly rounded sum of every value."""
+
+    __slots__ = ("count", "partials")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.partials: list[float] = []
+
+    def add(self, value: float) -> None:
+        self.count += 1
+        partials = self.partials
+        kept = 0
+        for other in partials:
+            if abs(value) < abs(other):
+                value, other = other, value
+            high = value + other
+            low = other - (high - value)
+            if low:
+                partials[kept] = low
+                kept += 1
+            value = high
+        partials[kept:] = [value]
+
+    def total(self) -> float:
+        return math.fsum(self.partials)
+
+
 def cost_per_outcome(records: Iterable[Mapping[str, Any]]) -> CostPerOutcomeReport:
-    """Aggregate dollar records (NDJSON/CSV, or `read_parquet` output). Sums are
-    correctly rounded (`math.fsum`), so the order records arrive in never changes a total."""
-    costs: dict[str, list[float]] = {}
+    """Aggregate dollar records (NDJSON/CSV, or `read_parquet` output), streamed: memory
+    holds a few floats per tag, never the records. Sums are correctly rounded (as
+    `math.fsum`), so the order records arrive in never changes a total."""
+    sums: dict[str, _ExactSum] = {}
     for number, record in enumerate(records, start=1):
         where = f"record {number}"
         tag = required_outcome(record, where)
-        costs.setdefault(tag, []).append(required_cost(record, where))
-    everything = [cost for bucket in costs.values() for cost in bucket]
+        cost = required_cost(record, where)
+        bucket = sums.get(tag)
+        if bucket is None:
+            bucket = sums[tag] = _ExactSum()
+        bucket.add(cost)
+    # The partials of every tag sum exactly to the grand total, so fsum rounds it once.
+    overall = math.fsum(part for bucket in sums.values() for part in bucket.partials)
     return CostPerOutcomeReport(
         by_outcome={
-            tag: _bucket(tag, len(bucket), math.fsum(bucket)) for tag, bucket in costs.items()
+            tag: _bucket(tag, bucket.count, bucket.total()) for tag, bucket in sums.items()
         },
-        overall=_bucket("overall", len(everything), math.fsum(everything)),
+        overall=_bucket("overall", sum(bucket.count for bucket in sums.values()), overall),
     )
 
 

@@ -30,6 +30,12 @@ def source_kind(path: str | Path) -> Kind:
     if path.is_dir():
         return "parquet"
     suffix = path.suffix.lower()
+    if not suffix and not path.exists():
+        # Most likely a --traces directory that is not there: say so, not "unknown format".
+        raise TraceError(
+            f"{str(path)!r} does not exist; expected a directory of .parquet files, "
+            f"or a file ending in one of {list(RECORD_SUFFIXES)}"
+        )
     if suffix == ".parquet":
         return "parquet"
     if suffix in (".ndjson", ".jsonl"):
@@ -89,9 +95,8 @@ def cost_report_for(path: str | Path) -> CostPerOutcomeReport:
     kind = source_kind(path)
     if kind == "parquet":
         return cost_report(reduce_traces(path, keep_loose=False, ordered=False))
-    rows = []
-    for where, record in _rows(path, kind):
-        rows.append(
-            {"outcome": required_outcome(record, where), "cost_usd": required_cost(record, where)}
-        )
-    return cost_per_outcome(rows)
+    # Streamed: each line is checked (naming its line or row) and folded, never kept.
+    return cost_per_outcome(
+        {"outcome": required_outcome(record, where), "cost_usd": required_cost(record, where)}
+        for where, record in _rows(path, kind)
+    )
