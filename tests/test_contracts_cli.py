@@ -188,13 +188,20 @@ def test_usage_and_io_errors_exit_3_with_one_line(
 
 @pytest.mark.parametrize(
     "argv",
-    [["verify", "c.json"], ["verify", "c.json", "--base-path", ".", "--bundle", "b.json"]],
-    ids=["neither", "both"],
+    [
+        ["verify", "c.json"],
+        ["verify", "c.json", "--base-path", ".", "--bundle", "b.json"],
+        ["verify", "--base-path", "."],
+    ],
+    ids=["neither", "both", "no-contract"],
 )
-def test_argparse_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+def test_argparse_usage_errors_exit_3_not_flag(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Exit 2 means FLAG here, so a usage error must not exit 2 (issue 7: 3 usage error)."""
     with pytest.raises(SystemExit) as info:
         main(argv)
-    assert info.value.code == 2
+    assert info.value.code == 3
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1  # one line, no usage block
     assert "verdryx verify --help" in err

@@ -1,7 +1,9 @@
 """`verdryx verify CONTRACT --base-path DIR | --bundle F`: did the agent do what it promised?
 
-Exit codes (DESIGN.md section 8): 0 PASS, 1 FAIL, 2 FLAG, 3 usage or I/O error. argparse's
-own usage errors (a missing or unknown flag) exit 2 before this command runs.
+Exit codes (DESIGN.md section 8): 0 PASS, 1 FAIL, 2 FLAG, 3 usage or I/O error. This
+command's own argument errors (no source, both sources, a bad value) exit 3 too, so a script
+never reads a typo as FLAG; only an argument no command knows, which the top-level parser
+rejects before this command is reached, still exits 2.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
-from typing import Final
+from typing import Final, NoReturn
 
 from verdryx_core.commands._common import add_json_argument, print_json
 from verdryx_core.contracts.evidence import (
@@ -37,7 +39,17 @@ EXIT_ERROR: Final = 3
 _STATUS_ORDER: Final = {FAILED: 0, ERROR: 1, PASSED: 2}
 
 
+def _exit_3_on_usage_errors(parser: argparse.ArgumentParser) -> None:
+    """argparse exits 2 on a usage error, which here means FLAG: make it 3, in one line."""
+
+    def error(message: str) -> NoReturn:
+        parser.exit(EXIT_ERROR, f"error: {message} (see `{parser.prog} --help`)\n")
+
+    parser.error = error  # type: ignore[method-assign]
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    _exit_3_on_usage_errors(parser)
     parser.add_argument("contract", metavar="CONTRACT", help="the contract JSON file")
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument(
