@@ -191,3 +191,20 @@ def test_target_must_be_a_fraction(tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as exc:
         main(["slo", "--input", str(source), "--target-containment", "95"])
     assert exc.value.code == 2
+
+
+def test_the_events_variable_is_read_when_the_command_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: Any
+) -> None:
+    """No --events: $VERDRYX_EVENTS_PATH, read live (the original crashed on this path)."""
+    source = write_records(tmp_path / "runs.ndjson", fleet())
+    log = tmp_path / "live-events.ndjson"
+    monkeypatch.setenv("VERDRYX_EVENTS_PATH", str(log))
+    assert main(["slo", "--input", str(source)]) == 0
+    assert f"  1 emitted to {log}" in capsys.readouterr().out
+    (event,) = [json.loads(line) for line in log.read_text().splitlines()]
+    assert event["type"] == "slo_burn" and event["agent_id"] == A
+    assert main(["slo", "--input", str(source), "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["events_path"] == str(log) and document["emitted"] == 1
+    assert len(log.read_text().splitlines()) == 2  # the hash chain resumed, appended

@@ -13,6 +13,7 @@ from verdryx_core.slo import (
     SLIS,
     RunTable,
     SloInputError,
+    SloMeasurement,
     SloReport,
     burn_events,
     compute_slo,
@@ -238,3 +239,56 @@ def test_run_table_input_equals_records_input() -> None:
     records = runs(A, 25) + runs(B, 30, outcome="escalated")
     table = RunTable.from_records(records, "agent_id")
     assert compute_slo(table) == compute_slo(records)
+
+
+def test_the_recent_slice_is_cut_before_judging() -> None:
+    """The reference's measured case: 240 scoreless trace runs newer than 40 scores. They
+    fill the newest 1/28 of the span, so quality_floor is measured over the 40 scores but
+    its burn rate is not (a documented blind spot, not a zero)."""
+    trace = runs(A, 240, start=40 * DAY, spacing=DAY // 10)
+    scores = [{"agent_id": A, "score": 1.0, "last_ts_millis": i * DAY} for i in range(40)]
+    report = compute_slo(trace, scores=scores)
+    quality = by_sli(report, A)["quality_floor"]
+    assert quality.measured and (quality.events, quality.good) == (40, 40)
+    assert quality.burn_events_seen == 0 and quality.burn_rate == 0.0
+    assert f"{A}: burn rate not measurable for quality_floor" in " ".join(report.blind_spots)
+    assert by_sli(report, A)["task_success"].burn_events_seen > 0
+
+
+def _measurement(**fields: Any) -> SloMeasurement:
+    base: dict[str, Any] = {
+        "sli": "containment",
+        "subject": A,
+        "observed": 0.5,
+        "target": 0.95,
+        "events": 40,
+        "good": 20,
+        "ci_low": 0.352,
+        "ci_high": 0.648,
+        "remaining": 0.5,
+        "burn_rate": 3.0,
+        "burn_events_seen": 10,
+        "trigger": "slow_burn",
+    }
+    return SloMeasurement(**{**base, **fields})
+
+
+def test_only_established_exhausted_and_fast_burns_reach_the_bus() -> None:
+    """Whatever the interval says, a slow burn is reported and never sent, and an
+    unmeasured indicator never emits."""
+    rows = [
+        _measurement(),
+        _measurement(sli="task_success", trigger="fast_burn", burn_rate=8.0),
+        _measurement(sli="cost_discipline", trigger="exhausted", measured=False),
+        _measurement(sli="quality_floor", trigger="exhausted", ci_high=0.97),
+    ]
+    report = SloReport(
+        window="28d",
+        identity_field="agent_id",
+        subjects={A: rows},
+        unattributed_runs=0,
+        total_runs=40,
+        blind_spots=[],
+        cost_reference_usd=None,
+    )
+    assert [payload["sli"] for payload in burn_events(report)] == ["task_success"]
