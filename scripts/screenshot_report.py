@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -83,10 +84,38 @@ def main() -> int:
             (history_html, "report-history"),
         ):
             shutil.copy(html_path, out / f"{name}.html")
+            problems, quoted = external_references(html_path.read_text(encoding="utf-8"))
+            if problems:
+                print(f"{name}: NOT self-contained: {'; '.join(problems)}", file=sys.stderr)
+                return 1
             png = out / f"{name}.png"
             screenshot(args.chromium, html_path, png, work / f"profile-{name}", args.height)
             print(f"{name}: {png} ({png.stat().st_size:,} bytes), page {out / (name + '.html')}")
+            print(
+                f"  self-contained: no script, link, src, href, url() or URL outside the recorded "
+                f"outputs ({quoted} URL-like string{'s' if quoted != 1 else ''} inside them, "
+                "escaped text)"
+            )
     return 0
+
+
+#: What would make a browser fetch something, or a reader follow a link.
+_FETCHES = re.compile(
+    r"<script|<link|<img|<iframe|<object|<embed|\bsrc\s*=|\bhref\s*=|url\(|@import|"
+    r"https?:|ftp:|//[a-z0-9]",
+    re.IGNORECASE,
+)
+#: Stored text (outputs, expected values, reasons) is shown escaped inside <pre>.
+_QUOTED = re.compile(r"<pre>.*?</pre>", re.DOTALL)
+
+
+def external_references(html: str) -> tuple[list[str], int]:
+    """What in the page could reach the network (should be nothing), and how many URL-like
+    strings sit inside recorded text, where they are escaped and inert."""
+    outside = _QUOTED.sub("", html)
+    problems = sorted({match.group(0) for match in _FETCHES.finditer(outside)})
+    quoted = sum(len(re.findall(r"https?://", block)) for block in _QUOTED.findall(html))
+    return problems, quoted
 
 
 def run_examples(work: Path) -> Path:
@@ -121,7 +150,7 @@ def run_examples(work: Path) -> Path:
             sys.stderr.write(done.stdout + done.stderr)
             raise SystemExit(f"pytest session {number} failed with exit {done.returncode}")
         verdict = [line for line in done.stdout.splitlines() if line.startswith("verdict:")]
-        print(f"session {number}: exit {done.returncode} {' '.join(verdict)}")
+        print(f"session {number}: exit {done.returncode} {' '.join(verdict)}".rstrip())
     return report
 
 

@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
 
 def run_row(store: Store, summary: RunSummary, baseline: Baseline | None) -> dict[str, Any]:
     """One `runs --json` entry: DESIGN.md section 9 keys plus the verdict and why it is null."""
-    verdict, note = _verdict(store, summary, baseline)
+    verdict, note, inconclusive = _verdict(store, summary, baseline)
     return {
         "run_id": summary.id,
         "eval_set_ids": list(summary.eval_set_ids),
@@ -83,6 +83,8 @@ def run_row(store: Store, summary: RunSummary, baseline: Baseline | None) -> dic
         "total_cost_usd": summary.model_cost_usd + summary.judge_cost_usd,
         "verdict": verdict,
         "verdict_note": note,
+        # On-track only because the drop cannot yet be told from chance (null: no verdict).
+        "inconclusive": inconclusive,
     }
 
 
@@ -95,21 +97,22 @@ def _baseline(store: Store, args: argparse.Namespace) -> Baseline | None:
 
 def _verdict(
     store: Store, summary: RunSummary, baseline: Baseline | None
-) -> tuple[str | None, str | None]:
-    """The verdict `verdryx drift --run ID` would give (window 1, default gate), or why none."""
+) -> tuple[str | None, str | None, bool | None]:
+    """The verdict `verdryx drift --run ID` would give (window 1, default gate), or why none,
+    and whether it is an inconclusive drop."""
     if baseline is None:
-        return None, "no baseline"
+        return None, "no baseline", None
     if not summary.complete:
-        return None, "incomplete run: not gated"
+        return None, "incomplete run: not gated", None
     if summary.model != baseline.model:
-        return None, f"other model than the baseline's ({baseline.model})"
+        return None, f"other model than the baseline's ({baseline.model})", None
     run = store.load_run(summary.id)
     if run is None:  # replaced or deleted since it was listed
-        return None, "run no longer stored"
+        return None, "run no longer stored", None
     result = compare_to_baseline([run], baseline)
     if result.report is None:
-        return None, "no case in common with the baseline"
-    return result.report.verdict, None
+        return None, "no case in common with the baseline", None
+    return result.report.verdict, None, result.report.inconclusive
 
 
 def _print_text(
@@ -176,7 +179,10 @@ def _sets(eval_set_ids: list[str]) -> str:
 
 def _verdict_text(row: dict[str, Any]) -> str:
     if row["verdict"] is not None:
-        return str(row["verdict"]).upper() if row["verdict"] == "regressed" else row["verdict"]
+        if row["verdict"] == "regressed":
+            return "REGRESSED"
+        # As the report's amber title: a visible drop nobody should read as all clear.
+        return "on-track (inconclusive drop)" if row.get("inconclusive") else str(row["verdict"])
     note = row["verdict_note"] or ""
     if note.startswith("incomplete"):
         return "incomplete"

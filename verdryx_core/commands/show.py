@@ -109,7 +109,7 @@ def _print_text(run: EvalRun, scores: list[Score]) -> None:
             score.grader,
             str(score.tokens),
             fmt_usd(score.cost_usd + score.judge_cost_usd),
-            score.unmeasured or _first_line(score.reason),
+            _note(score),
         ]
         for score in scores
     ]
@@ -117,6 +117,18 @@ def _print_text(run: EvalRun, scores: list[Score]) -> None:
     for line in render_table(headers, rows, numeric={0, 5, 6}):
         print(f"  {line}")
     print()
+
+
+def _note(score: Score) -> str:
+    """Why a case is unmeasured, else the grader's reason; a failed case without a reason
+    (exact, regex) shows what was answered, the first thing anyone asks about it."""
+    if score.unmeasured:
+        return score.unmeasured
+    if score.reason:
+        return _first_line(score.reason)
+    if score.passed is False and score.output:
+        return f"output: {_first_line(score.output, limit=52)!r}"
+    return ""
 
 
 def _first_line(text: str | None, limit: int = 60) -> str:

@@ -242,20 +242,45 @@ def _cards(data: ReportData) -> str:
             f"{len(run.measured)} measured, {len(run.unmeasured)} unmeasured",
         ),
     ]
+    matched = data.result.matched if data.result is not None and report is not None else 0
+    if report is not None and matched != len(run.measured):
+        # The delta is over the matched cases: say what the run scored on those.
+        label, value, sub = cards[0]
+        cards[0] = (label, value, f"{sub}; {report.mean_score:.3f} on the {matched} matched")
     if data.baseline is not None:
-        cards.append(("baseline", f"{data.baseline.mean:.3f}", f"{len(data.baseline.cases)} cases"))
+        total = len(data.baseline.cases)
+        if report is not None and matched != total:
+            # Mean, baseline and delta cards must add up: show the baseline on the same cases.
+            cards.append(
+                (
+                    "baseline",
+                    f"{report.baseline_mean:.3f}",
+                    f"on the {matched} matched of its {total} cases "
+                    f"(all {total}: {data.baseline.mean:.3f})",
+                )
+            )
+        else:
+            cards.append(("baseline", f"{data.baseline.mean:.3f}", f"{total} cases"))
     if report is not None:
         interval = _interval(report)
         cards.append(
             (
                 "delta",
                 _signed(report.delta),
-                f"95%: {_signed(interval[0])} to {_signed(interval[1])}" if interval else "",
+                f"95%: {_signed(interval[0])} to {_signed(interval[1])}"
+                if interval
+                else "no interval: fewer than 2 scores a side",
             )
         )
     passed = sum(1 for score in run.scores if score.passed)
-    failed = sum(1 for score in run.scores if score.passed is False)
-    cards.append(("cases passed", f"{passed}", f"{failed} below their bar"))
+    below = [score for score in run.scores if score.passed is False]
+    # As the pytest summary counts them: below the bar in the baseline too is xfailed.
+    base = data.baseline.case_map() if data.baseline is not None else {}
+    known = sum(1 for score in below if score.key in base and base[score.key].passed is False)
+    sub = f"{len(below) - known} below their bar"
+    if known:
+        sub += f", {known} below it as in the baseline"
+    cards.append(("cases passed", f"{passed}", sub))
     cards.append(
         (
             "cost",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-import tempfile
+import uuid
 from pathlib import Path
 
 from verdryx_core.drift import DEFAULT_THRESHOLD
@@ -55,13 +55,15 @@ def write_report(
         min_effect=min_effect,
     )
     text = build_report_html(data)
-    # A browser tab reloading the report never sees half a file.
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    # A browser tab reloading the report never sees half a file. Not mkstemp: its file is
+    # private (0600), and a report is for sharing (a CI artifact, a web folder), so the
+    # file gets the mode any new file gets under the umask.
+    tmp = path.parent / f".{path.name}.{uuid.uuid4().hex}.tmp"
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        with open(tmp, "x", encoding="utf-8") as handle:
             handle.write(text)
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
     return path
