@@ -215,6 +215,8 @@ def test_summary_and_store_keep_model_and_judge_spend_apart(
     capsys.readouterr()
     assert main(["runs", "--db", str(db), "--json"]) == 0
     (row,) = json.loads(capsys.readouterr().out)["runs"]
+    assert row["model_cost_usd"] == pytest.approx(2 * call)
+    assert row["judge_cost_usd"] == pytest.approx(call)
     assert row["total_cost_usd"] == pytest.approx(3 * call)
 
 

@@ -81,6 +81,9 @@ def run_row(store: Store, summary: RunSummary, baseline: Baseline | None) -> dic
         "agent_id": summary.agent_id,
         "total_tokens": summary.total_tokens,
         "total_cost_usd": summary.model_cost_usd + summary.judge_cost_usd,
+        # The cost of quality apart: what the agent's model spent and what grading it cost.
+        "model_cost_usd": summary.model_cost_usd,
+        "judge_cost_usd": summary.judge_cost_usd,
         "verdict": verdict,
         "verdict_note": note,
         # On-track only because the drop cannot yet be told from chance (null: no verdict).
