@@ -244,3 +244,26 @@ def test_build_graders_adds_the_judge_only_when_given() -> None:
     graders = build_graders(judge=StubAdapter())
     assert isinstance(graders["llm_judge"], LLMJudgeGrader)
     assert graders["llm_judge"].kind == "llm_judge"
+
+
+# -- repeats ------------------------------------------------------------------------------
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="verdryx_core/runner.py CaseEvaluator._sample does not pass the sample index to "
+    "LLMJudgeGrader.grade(repeat=...), so identical outputs share one cached verdict",
+)
+def test_each_repeat_of_a_judged_model_case_is_a_separate_verdict(server: FakeAnthropic) -> None:
+    # The model answers the same text every time (the fake echoes the prompt): the verdicts
+    # must still be N separate judge calls, since the cache keys each sample index apart.
+    from verdryx_core.llm import CachedAdapter
+    from verdryx_core.runner import CaseEvaluator
+
+    model = CachedAdapter(make_adapter(MODEL, env=server.env()), None)
+    judge = CachedAdapter(make_adapter(MODEL, env=server.env()), None)
+    evaluator = CaseEvaluator(graders=build_graders(judge=judge), adapter=model, repeat=3)
+    score = evaluator.evaluate(CASE, CONTEXT)
+    assert len(score.samples) == 3
+    verdicts = [r for r in server.requests if r.body.get("tool_choice")]
+    assert len(verdicts) == 3

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import subprocess
 import sys
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.anthropic_server import FakeAnthropic, RecordedRequest, Reply, message_reply
 from verdryx_core.errors import ModelCallError, UsageError
 from verdryx_core.llm import CachedAdapter, CallPool, Progress, make_adapter
 
@@ -41,7 +42,23 @@ class Clock:
         return self.now
 
 
+def rendezvous(server: FakeAnthropic, parties: int) -> None:
+    """Hold each request at the server until `parties` are in flight together, so reaching a
+    bound does not depend on how fast a busy machine starts its threads. A client that never
+    has `parties` in flight breaks the barrier (after its timeout) and the test sees a lower
+    `max_in_flight`; one with more in flight shows more."""
+    barrier = threading.Barrier(parties, timeout=10)
+
+    def respond(request: RecordedRequest) -> Reply:
+        with contextlib.suppress(threading.BrokenBarrierError):
+            barrier.wait()
+        return message_reply(text=f"echo: {request.user_text}")
+
+    server.responder = respond
+
+
 def test_calls_run_concurrently_up_to_the_bound_and_keep_order(server: FakeAnthropic) -> None:
+    rendezvous(server, 4)
     adapter = CachedAdapter(make_adapter(MODEL, env=server.env()), None, "off")
     with CallPool(4) as pool:
         futures = [pool.submit(adapter.complete, f"case {index}") for index in range(24)]
@@ -57,6 +74,7 @@ def test_the_pool_size_is_the_number_of_calls_in_flight(server: FakeAnthropic) -
     seen = {}
     for concurrency in (1, 16):
         server.reset()
+        rendezvous(server, concurrency)
         with CallPool(concurrency) as pool:
             for future in [pool.submit(adapter.complete, f"c{i}") for i in range(16)]:
                 future.result()

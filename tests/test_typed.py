@@ -127,6 +127,8 @@ def test_a_key_echoed_back_by_the_service_is_redacted() -> None:
             client.ask({"task": "t", "final_answer": "a"}, None)
     assert "a-wrong-key-123" not in str(caught.value)
     assert "<redacted>" in str(caught.value)
+    assert caught.value.status == 401
+    assert "VERDRYX_TYPRYX_KEY_FILE" in str(caught.value)  # a 401 names the fix whatever the code
 
 
 def test_the_hourly_cap_is_a_429_infrastructure_error(service: FakeTypryx) -> None:

@@ -213,6 +213,10 @@ class TypryxClient:
                 code = document["error"]
         except (UnicodeDecodeError, ValueError):
             pass
-        hint = _HINTS.get(code or "", "see the service's log for why")
+        # By status when the code is unknown: a 401 is the key whatever the body says (a
+        # service that echoes the key in its code leaves a code that matches no hint).
+        hint = _HINTS.get(code or "") or (
+            _HINTS["unauthorized"] if status == 401 else "see the service's log for why"
+        )
         message = f"typryx refused the request to {where} (status={status}, code={code!r}): {hint}"
         return ModelCallError(self._redact(message), status=status)

@@ -35,6 +35,7 @@ __all__ = ["DEFAULT_BASE_URL", "INSTALL_HINT", "AnthropicAdapter", "import_sdk"]
 DEFAULT_BASE_URL: Final = "https://api.anthropic.com"
 INSTALL_HINT: Final = "pip install 'verdryx[anthropic]'"
 _KEY_VARIABLE: Final = "ANTHROPIC_API_KEY"
+_TOKEN_VARIABLE: Final = "ANTHROPIC_AUTH_TOKEN"
 _MESSAGE_PREVIEW: Final = 300
 
 
@@ -223,9 +224,11 @@ class AnthropicAdapter:
             status = int(exc.status_code)
             detail = self._provider_detail(exc)
             if status in (401, 403):
+                # Name the variable the refused credential came from.
+                variable = _KEY_VARIABLE if self._api_key else _TOKEN_VARIABLE
                 message = (
                     f"model {self.model}: {where} refused the credential (HTTP {status}{detail}); "
-                    f"set {_KEY_VARIABLE} to a valid key for this endpoint"
+                    f"set {variable} to a valid key for this endpoint"
                 )
             elif status in (408, 409, 429) or status >= 500:
                 hint = (
