@@ -44,6 +44,8 @@ class VerdryxCase:
             min_score=kwargs.get("min_score"),
         )
         self.score: Score | None = None
+        # A score the test computed itself is labelled as such, unless the marker names a grader.
+        self._recorded_grader = str(kwargs["grader"]) if kwargs.get("grader") else "custom"
 
     def grade(self, output: object) -> Score:
         """Grade `output` with the marker's grader; fails the test when below the bar."""
@@ -75,7 +77,9 @@ class VerdryxCase:
         value = float(score)
         if not 0.0 <= value <= 1.0:
             raise pytest.UsageError(f"{self._item.nodeid}: verdryx.record({score!r}) not in [0, 1]")
-        return self._finish(value=value, unmeasured=None, reason=reason, output=None)
+        return self._finish(
+            value=value, unmeasured=None, reason=reason, output=None, grader=self._recorded_grader
+        )
 
     def _finish(
         self,
@@ -86,6 +90,7 @@ class VerdryxCase:
         output: object,
         tokens: int = 0,
         judge_cost_usd: float = 0.0,
+        grader: str | None = None,
     ) -> Score:
         from pytest_verdryx.items import outcome_for
 
@@ -95,7 +100,7 @@ class VerdryxCase:
             eval_set_id=self.eval_set_id,
             value=value,
             unmeasured=unmeasured,
-            grader=self.case.grader,
+            grader=grader or self.case.grader,
             tokens=tokens,
             judge_cost_usd=judge_cost_usd,
             fingerprint=self.case.fingerprint(),
@@ -106,5 +111,5 @@ class VerdryxCase:
         )
         self.score = score
         self._session.record(self._item, score)
-        outcome_for(score, self.case.min_score, self._session, self.case)
+        outcome_for(score, self.case.min_score, self._session, self.case, raise_report=False)
         return score

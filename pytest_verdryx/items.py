@@ -17,7 +17,7 @@ import pytest
 from verdryx_core.errors import ModelCallError, VerdryxError
 from verdryx_core.evalset import EvalSet, load_evalset
 from verdryx_core.model import EvalCase, Score
-from verdryx_core.runner import pass_bar
+from verdryx_core.runner import pass_bar, stability
 
 if TYPE_CHECKING:
     from pytest_verdryx.session import VerdryxSession
@@ -68,12 +68,15 @@ class EvalCaseItem(pytest.Item):
     def setup(self) -> None:
         # Setup failures are reported by pytest without `repr_failure`: fail with the
         # message alone, so an infrastructure error reads as one line, not a traceback.
+        problem: str | None = None
         try:
             self.score = self._session.score_item(self)
         except ModelCallError as exc:
-            pytest.fail(f"infrastructure error (not a score): {exc}", pytrace=False)
+            problem = f"infrastructure error (not a score): {exc}"
         except VerdryxError as exc:
-            pytest.fail(f"{self.nodeid}: {exc}", pytrace=False)
+            problem = f"{self.nodeid}: {exc}"
+        if problem is not None:  # outside `except`: no "during handling" chain in the report
+            pytest.fail(problem, pytrace=False)
 
     def runtest(self) -> None:
         assert self.score is not None
@@ -93,9 +96,16 @@ class EvalCaseItem(pytest.Item):
 
 
 def outcome_for(
-    score: Score, case_min_score: float | None, session: VerdryxSession, case: EvalCase | None
+    score: Score,
+    case_min_score: float | None,
+    session: VerdryxSession,
+    case: EvalCase | None,
+    *,
+    raise_report: bool = True,
 ) -> None:
-    """Turn a score into a pytest outcome (DESIGN.md section 3)."""
+    """Turn a score into a pytest outcome (DESIGN.md section 3). Items raise `CaseBelowBar`
+    for their own `repr_failure`; a custom test (`raise_report=False`) fails with the report
+    alone, since its traceback would only show the plugin's internals."""
     if score.value is None:
         pytest.skip(f"unmeasured: {score.unmeasured}")
     bar = pass_bar(case_min_score, session.settings.min_score)
@@ -107,7 +117,10 @@ def outcome_for(
             f"score {score.value:.3f} below the bar {bar:g}, as in baseline "
             f"{session.baseline_name} ({base.value:.3f})"
         )
-    raise CaseBelowBar(failure_report(score, bar, case))
+    report = failure_report(score, bar, case)
+    if not raise_report:
+        pytest.fail(report, pytrace=False)
+    raise CaseBelowBar(report)
 
 
 def failure_report(score: Score, bar: float, case: EvalCase | None) -> str:
@@ -117,7 +130,7 @@ def failure_report(score: Score, bar: float, case: EvalCase | None) -> str:
     ]
     if score.samples:
         shown = ", ".join(f"{value:.2f}" for value in score.samples)
-        lines.append(f"samples: {shown}")
+        lines.append(f"samples: {shown}  ({stability(score.samples, bar)})")
     expected = score.expected
     output = score.output
     if score.grader == "exact" and expected is not None and output is not None:

@@ -70,6 +70,9 @@ class VerdryxSession:
         self.result: GateResult | None = None
         self.gate_error: str | None = None
         self.saved_baseline: str | None = None
+        self.incomplete: str | None = None
+        #: Contract cases' own task and agent ids, by case key (workers send theirs).
+        self.contract_ids: dict[str, dict[str, str | None]] = {}
         self._store: Store | None = None
         self._evaluator: CaseEvaluator | None = None
         self._adapters: list[Any] = []
@@ -229,13 +232,19 @@ class VerdryxSession:
     ) -> tuple[Any, Any]:
         from verdryx_core.llm import PriceBook, make_adapter
 
-        prices = PriceBook.from_file(self.settings.prices) if self.settings.prices else None
+        prices = PriceBook.from_file(self._price_file()) if self.settings.prices else None
         adapter = judge = None
         if needs_model:
             adapter = self._cached(make_adapter(self.settings.model, prices=prices))
         if needs_judge and judge_name is not None:
             judge = self._cached(make_adapter(judge_name, prices=prices))
         return adapter, judge
+
+    def _price_file(self) -> Path:
+        """An ini key's relative path is read from the ini file's folder, as pytest does."""
+        path = Path(self.settings.prices or "")
+        base = self.config.inipath.parent if self.config.inipath else self.rootdir
+        return path if path.is_absolute() else base / path
 
     def _cached(self, adapter: Any) -> Any:
         from verdryx_core.llm import CachedAdapter
@@ -271,7 +280,15 @@ class VerdryxSession:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
         self._pytest_session = session
-        if not self.is_worker and not session.config.option.collectonly and self.expected:
+        collection_failed = (
+            session.testsfailed and not session.config.option.continue_on_collection_errors
+        )
+        if (
+            not self.is_worker
+            and not session.config.option.collectonly
+            and not collection_failed  # pytest stops before any item: pay for nothing
+            and self.expected
+        ):
             self._prefetch(session)
         try:
             return (yield)
@@ -331,6 +348,12 @@ class VerdryxSession:
         if score.value is None:
             properties.append(("verdryx.unmeasured", score.unmeasured or ""))
         item.user_properties.extend(properties)
+        case = getattr(item, "case", None)
+        if case is not None and case.grader == "contract" and case.contract is not None:
+            self.contract_ids[score.key] = {
+                "task_id": case.contract.get("task_id"),
+                "agent_id": case.contract.get("agent_id"),
+            }
 
     def _finish_adapters(self) -> None:
         for adapter in self._adapters:
@@ -363,14 +386,8 @@ class VerdryxSession:
             self.close_store()
 
     def _finish(self, session: pytest.Session, exitstatus: int) -> None:
-        interrupted = (
-            exitstatus == pytest.ExitCode.INTERRUPTED
-            or bool(session.shouldfail)
-            or bool(session.shouldstop)
-            or self.worker_interrupted
-            or bool(self.worker_failures)
-            or len(self.scores) < self.expected_count
-        )
+        self.incomplete = self._incomplete_reason(session, exitstatus)
+        interrupted = self.incomplete is not None
         run = self._build_run(complete=not interrupted)
         self.run = run
         try:
@@ -391,6 +408,21 @@ class VerdryxSession:
         self._emit_wires(run)
         self._write_report(run)
 
+    def _incomplete_reason(self, session: pytest.Session, exitstatus: int) -> str | None:
+        """Why this run is not a whole measurement, in words; None when it is."""
+        if session.shouldfail or session.shouldstop:
+            return f"the session stopped early ({session.shouldfail or session.shouldstop})"
+        if self.worker_interrupted:
+            return "an xdist worker stopped early (-x or --maxfail)"
+        if exitstatus == pytest.ExitCode.INTERRUPTED:
+            return "the session was interrupted (Ctrl-C, or errors during collection)"
+        if self.worker_failures:
+            return f"an xdist worker went down ({self.worker_failures[0]})"
+        missing = self.expected_count - len(self.scores)
+        if missing > 0:
+            return f"{missing} of {self.expected_count} selected cases have no score (errors)"
+        return None
+
     def _build_run(self, *, complete: bool) -> EvalRun:
         ordered = [score for _, score in sorted(self.scores.values(), key=lambda pair: pair[0])]
         judged = any(score.grader == "llm_judge" and score.value is not None for score in ordered)
@@ -410,11 +442,7 @@ class VerdryxSession:
     def _gate(self, session: pytest.Session, run: EvalRun) -> None:
         assert self.baseline is not None
         if not run.complete:
-            self.gate_error = (
-                "not gated: the session was interrupted, so this run is incomplete "
-                "(stored as incomplete)"
-            )
-            return
+            return  # the INCOMPLETE line of the summary says why
         try:
             window = [run]
             if self.settings.window > 1:
@@ -460,10 +488,12 @@ class VerdryxSession:
             if score.grader != "contract":
                 continue
             verdict = "FLAG" if score.value is None else ("PASS" if score.value >= 1.0 else "FAIL")
+            promise = self.contract_ids.get(score.key, {})
             verdicts.append(
                 {
-                    "agent_id": run.agent_id,
-                    "task_id": score.case_id,
+                    # The session's agent, else the one the contract itself names.
+                    "agent_id": run.agent_id or promise.get("agent_id"),
+                    "task_id": promise.get("task_id") or score.case_id,
                     "verdict": verdict,
                     "reason": score.reason or score.unmeasured or "",
                     "run_id": run.id,
@@ -580,6 +610,9 @@ class VerdryxSession:
         xfailed = sum(1 for score in below if self._below_in_baseline(score))
         for line in run_lines(run, passed=passed, failed=len(below) - xfailed, xfailed=xfailed):
             tr.write_line(line)
+        if self.incomplete:
+            kept = "stored as incomplete and" if self.settings.store else "not stored, and"
+            tr.write_line(f"INCOMPLETE run: {self.incomplete}; {kept} not gated", red=True)
         if self.cache_stats["hits"] or self.cache_stats["misses"]:
             tr.write_line(
                 f"model cache: {int(self.cache_stats['hits'])} hits, "
@@ -596,9 +629,17 @@ class VerdryxSession:
                 f"NOTE: no price for {model!r}: priced at the fallback rate; add it to the "
                 "price file named by ini verdryx_prices"
             )
-        flaky = sorted(key for key, label in self.stability.items() if label == "flaky")
-        if flaky:
-            tr.write_line(f"flaky across {self.settings.repeat} samples: {', '.join(flaky)}")
+        if self.stability:
+            labels = list(self.stability.values())
+            counts = ", ".join(
+                f"{labels.count(label)} {label}"
+                for label in ("stable-pass", "stable-fail", "flaky")
+                if label in labels
+            )
+            tr.write_line(f"across {self.settings.repeat} samples per case: {counts}")
+            flaky = sorted(key for key, label in self.stability.items() if label == "flaky")
+            if flaky:
+                tr.write_line(f"flaky across {self.settings.repeat} samples: {', '.join(flaky)}")
         if run.unmeasured:
             tr.write_line("unmeasured (skipped, counted apart):")
             for line in unmeasured_lines(run.unmeasured):
@@ -622,19 +663,31 @@ class VerdryxSession:
         return base is not None and base.passed is False
 
     def _next_step(self, run: EvalRun) -> str:
+        if not run.complete:
+            return "next: fix what stopped the session, then re-run it whole to get a gated run"
         if self.result is not None and self.result.regressed:
             return (
                 "next: look at the worst cases above; if the drop is intended, save a new "
                 "baseline with --verdryx-save-baseline=LABEL and commit .verdryx/baselines/"
             )
-        if self.baseline is None and not self.settings.save_baseline:
+        if self.saved_baseline:
+            label = self.settings.save_baseline
+            return (
+                f"next: commit .verdryx/baselines/{label}.json, then gate CI with "
+                f"--verdryx-baseline={label}"
+            )
+        if self.baseline is None:
             return (
                 "next: save this run as a baseline with --verdryx-save-baseline=v1, commit "
                 ".verdryx/baselines/v1.json, then gate CI with --verdryx-baseline=v1"
             )
-        if not run.complete:
-            return "next: re-run the whole session to get a complete, gated run"
-        if self.result is not None and self.result.report is not None:
+        report = self.result.report if self.result is not None else None
+        if report is not None and report.inconclusive:
+            return "next: add cases or use --verdryx-repeat N until the drop is decided"
+        failed = sum(1 for s in run.scores if s.passed is False and not self._below_in_baseline(s))
+        if failed:
+            return f"next: the gate is on track, but {failed} case(s) failed: see the reports above"
+        if report is not None:
             return f"next: nothing to do: quality is on track against {self.baseline_name}"
         return f"mean {fmt_score(run.mean_score)}"
 
@@ -681,6 +734,7 @@ class _TerminalStream:
             self._fallback.flush()
 
     def isatty(self) -> bool:
-        if self._writer is not None:
-            return bool(getattr(self._writer, "hasmarkup", False))
-        return self._fallback.isatty()
+        # The file, not `hasmarkup`: `--color=yes` in a CI log must still get plain lines.
+        file = getattr(self._writer, "_file", None) if self._writer is not None else None
+        target = file if file is not None else self._fallback
+        return bool(getattr(target, "isatty", lambda: False)())

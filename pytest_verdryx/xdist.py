@@ -30,6 +30,7 @@ def worker_payload(session: VerdryxSession, pytest_session: pytest.Session) -> d
         "stability": dict(session.stability),
         "cache_stats": dict(session.cache_stats),
         "unpriced": sorted(session.unpriced),
+        "contract_ids": dict(session.contract_ids),
     }
 
 
@@ -57,3 +58,4 @@ class XdistHooks:
         for name, value in payload["cache_stats"].items():
             session.cache_stats[name] = session.cache_stats.get(name, 0) + value
         session.unpriced.update(payload["unpriced"])
+        session.contract_ids.update(payload["contract_ids"])

@@ -12,14 +12,14 @@ import time
 from collections.abc import Iterator
 
 import pytest
-
-from tests.fakes.anthropic_server import (
+from fakes.anthropic_server import (
     DEFAULT_KEY,
     FakeAnthropic,
     Reply,
     error_reply,
     message_reply,
 )
+
 from verdryx_core.errors import ModelCallError, VerdryxError
 from verdryx_core.graders.base import GradeContext
 from verdryx_core.graders.tool_trace import ToolTraceGrader

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.anthropic_server import DEFAULT_KEY, FakeAnthropic, error_reply, message_reply
 
-from tests.fakes.anthropic_server import DEFAULT_KEY, FakeAnthropic, error_reply, message_reply
 from verdryx_core.errors import ModelCallError, UsageError
 from verdryx_core.llm import CachedAdapter, CacheStats, ModelAdapter, StubAdapter, make_adapter
 from verdryx_core.store import Store

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import io
 import subprocess
 import sys
@@ -11,8 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fakes.anthropic_server import FakeAnthropic, rendezvous
 
-from tests.fakes.anthropic_server import FakeAnthropic, RecordedRequest, Reply, message_reply
 from verdryx_core.errors import ModelCallError, UsageError
 from verdryx_core.llm import CachedAdapter, CallPool, Progress, make_adapter
 
@@ -40,21 +39,6 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
-
-
-def rendezvous(server: FakeAnthropic, parties: int) -> None:
-    """Hold each request at the server until `parties` are in flight together, so reaching a
-    bound does not depend on how fast a busy machine starts its threads. A client that never
-    has `parties` in flight breaks the barrier (after its timeout) and the test sees a lower
-    `max_in_flight`; one with more in flight shows more."""
-    barrier = threading.Barrier(parties, timeout=10)
-
-    def respond(request: RecordedRequest) -> Reply:
-        with contextlib.suppress(threading.BrokenBarrierError):
-            barrier.wait()
-        return message_reply(text=f"echo: {request.user_text}")
-
-    server.responder = respond
 
 
 def test_calls_run_concurrently_up_to_the_bound_and_keep_order(server: FakeAnthropic) -> None:

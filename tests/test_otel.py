@@ -16,10 +16,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from fakes.otlp_collector import FakeCollector
 from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from tests.fakes.otlp_collector import FakeCollector
 from verdryx_core.errors import UsageError
 from verdryx_core.model import EvalRun, Score
 from verdryx_core.otel import (

@@ -145,12 +145,6 @@ def test_no_store_no_verdicts_and_no_contract_cases_no_rows(
     assert _runs_json(capsys, db, AGENT)["contract_verdicts"] == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="gap: without --verdryx-agent-id the plugin stores contract verdicts with no "
-    "agent, ignoring the contract's own agent_id (verify CLI uses it); proposed fix in "
-    "pytest_verdryx/session.py _save_contract_verdicts",
-)
 def test_without_a_session_agent_the_contracts_agent_id_keeps_the_verdict(
     pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
 ) -> None:

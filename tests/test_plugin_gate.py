@@ -171,7 +171,9 @@ def test_interrupted_with_x_is_stored_incomplete_and_not_gated(pytester: pytest.
     write_evalset(pytester.path, "agent", "agent", cases)
     result = pytester.runpytest(f"--verdryx-db={db}", "--verdryx-baseline=v1", "-x")
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(["*INCOMPLETE*", "*not gated*"])
+    result.stdout.fnmatch_lines(
+        ["*INCOMPLETE run: the session stopped early (stopping after 1 failures)*not gated*"]
+    )
     assert "verdict:" not in result.stdout.str()
     newest = stored_runs(db)[0]
     assert not newest.complete

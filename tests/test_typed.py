@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.typryx_server import DEFAULT_KEY, FakeTypryx, Reply, Template
 
-from tests.fakes.typryx_server import DEFAULT_KEY, FakeTypryx, Reply, Template
 from verdryx_core.errors import ModelCallError, UsageError, VerdryxError
 from verdryx_core.graders import build_graders
 from verdryx_core.graders.base import GradeContext

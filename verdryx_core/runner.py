@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from verdryx_core.graders.base import Grade, GradeContext, Grader
@@ -140,7 +140,7 @@ class CaseEvaluator:
 
     def _sample(self, case: EvalCase, grader: Grader, context: GradeContext, index: int) -> _Sample:
         output, tokens, cost = self._output(case, index)
-        grade = grader.grade(case, output, context)
+        grade = grader.grade(case, output, replace(context, repeat=index))
         return _Sample(
             grade=grade, output=output, tokens=tokens + grade.tokens, model_cost_usd=cost
         )

@@ -55,11 +55,10 @@ def run_lines(
         f"(model {fmt_usd(run.model_cost_usd)}, judge {fmt_usd(run.judge_cost_usd)})"
     )
     passing = sum(1 for score in run.scores if score.passed)
-    if cost > 0 and passing:
-        cost_line += f"   per passing case: {fmt_usd(cost / passing)}"
+    if cost > 0:
+        per = fmt_usd(cost / passing) if passing else "n/a (no case passed)"
+        cost_line += f"   per passing case: {per}"
     lines.append(cost_line)
-    if not run.complete:
-        lines.append("INCOMPLETE run (interrupted): stored as incomplete, not gated")
     return lines
 
 

@@ -13,6 +13,7 @@ tools gets `tool_use` blocks, anything else a text echo). `responder` replaces t
 
 from __future__ import annotations
 
+import contextlib
 import http
 import json
 import re
@@ -367,6 +368,21 @@ class FakeAnthropic(LoopbackServer):
                 usage=self.usage,
             )
         return message_reply(text=f"echo: {request.user_text}", usage=self.usage)
+
+
+def rendezvous(server: FakeAnthropic, parties: int) -> None:
+    """Hold each request at the server until `parties` are in flight together, so reaching a
+    bound does not depend on how fast a busy machine starts its threads. A client that never
+    has `parties` in flight breaks the barrier (after its timeout) and the test sees a lower
+    `max_in_flight`; one with more in flight shows more."""
+    barrier = threading.Barrier(parties, timeout=10)
+
+    def respond(request: RecordedRequest) -> Reply:
+        with contextlib.suppress(threading.BrokenBarrierError):
+            barrier.wait()
+        return message_reply(text=f"echo: {request.user_text}")
+
+    server.responder = respond
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -35,6 +35,8 @@ class GradeContext:
     eval_set_id: str
     eval_set_path: Path | None = None
     run_id: str = ""
+    #: The sample index under `--verdryx-repeat`: a paid grader caches each sample apart.
+    repeat: int = 0
 
 
 @runtime_checkable

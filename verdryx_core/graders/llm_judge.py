@@ -24,17 +24,15 @@ class LLMJudgeGrader:
     def __init__(self, judge: ModelAdapter) -> None:
         self.judge = judge
 
-    def grade(
-        self, case: EvalCase, output: Any, context: GradeContext, *, repeat: int = 0
-    ) -> Grade:
-        """Judge `output`; `repeat` is the sample index under `--verdryx-repeat` (each index
-        is a separate cached verdict)."""
+    def grade(self, case: EvalCase, output: Any, context: GradeContext) -> Grade:
+        """Judge `output`; `context.repeat` is the sample index under `--verdryx-repeat`
+        (each index is a separate cached verdict)."""
         if not case.rubric:
             raise UsageError(
                 f"case {case.id} of {context.eval_set_id}: an llm_judge case needs a non-empty "
                 "rubric; add a 'rubric' field saying what a good output does"
             )
-        judgement = self.judge.judge(case.prompt, str(output), case.rubric, repeat=repeat)
+        judgement = self.judge.judge(case.prompt, str(output), case.rubric, repeat=context.repeat)
         return self.to_grade(judgement)
 
     def to_grade(self, judgement: Judgement) -> Grade:
