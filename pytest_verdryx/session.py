@@ -349,11 +349,10 @@ class VerdryxSession:
             properties.append(("verdryx.unmeasured", score.unmeasured or ""))
         item.user_properties.extend(properties)
         case = getattr(item, "case", None)
-        if case is not None and case.grader == "contract" and case.contract is not None:
-            self.contract_ids[score.key] = {
-                "task_id": case.contract.get("task_id"),
-                "agent_id": case.contract.get("agent_id"),
-            }
+        if case is not None and case.grader == "contract":
+            from verdryx_core.contracts.history import promise_of
+
+            self.contract_ids[score.key] = promise_of(case)
 
     def _finish_adapters(self) -> None:
         for adapter in self._adapters:
@@ -483,24 +482,11 @@ class VerdryxSession:
         self.saved_baseline = f"{label} (mean {baseline.mean:.3f}) -> {path}"
 
     def _save_contract_verdicts(self, store: Store, run: EvalRun) -> None:
-        verdicts = []
-        for score in run.scores:
-            if score.grader != "contract":
-                continue
-            verdict = "FLAG" if score.value is None else ("PASS" if score.value >= 1.0 else "FAIL")
-            promise = self.contract_ids.get(score.key, {})
-            verdicts.append(
-                {
-                    # The session's agent, else the one the contract itself names.
-                    "agent_id": run.agent_id or promise.get("agent_id"),
-                    "task_id": promise.get("task_id") or score.case_id,
-                    "verdict": verdict,
-                    "reason": score.reason or score.unmeasured or "",
-                    "run_id": run.id,
-                }
-            )
-        if verdicts:
-            store.save_contract_verdicts(verdicts)
+        from verdryx_core.contracts.history import verdict_rows
+
+        rows = verdict_rows(run, self.contract_ids)
+        if rows:
+            store.save_contract_verdicts(rows)
 
     def _add_junit_properties(self, run: EvalRun) -> None:
         xml = _junit_xml(self.config)

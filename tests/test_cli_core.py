@@ -299,7 +299,7 @@ def test_a_store_that_is_not_sqlite_is_one_error_line(
 @pytest.mark.parametrize(
     "argv",
     [
-        ["eval", str(SUPPORT)],  # --model missing
+        ["eval"],  # no eval set
         ["baseline", "r1"],  # --label missing
         ["no-such-command"],
         ["drift", "--baseline", "v1", "--window", "many"],

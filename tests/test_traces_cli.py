@@ -55,7 +55,7 @@ def test_text_table_and_headline(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert lines[8] == "  overall                   4 $      1.00 $  0.2500"
     # All spend over resolved runs: $1.00 / 2; the blocked $5 estimate is not spend.
     assert "$0.5000 per resolved case" in lines[10]
-    assert lines[11] == "  $0.30 (30.0% of spend) went to 1 abandoned runs"
+    assert lines[11] == "  $0.30 (30.0% of spend) went to 1 abandoned run"
 
 
 def test_json_document(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

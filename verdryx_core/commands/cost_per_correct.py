@@ -62,11 +62,12 @@ def render(report: CostPerOutcomeReport, source: str, *, resolved: str, abandone
         lines.append(
             f"  ${head.usd_per_resolved:.4f} per resolved case "
             f"(all ${overall.total_cost_usd:.2f} of spend over "
-            f"{head.resolved_runs} {resolved} runs)"
+            f"{head.resolved_runs} {resolved} run{'' if head.resolved_runs == 1 else 's'})"
         )
     share = "" if head.abandoned_share is None else f" ({head.abandoned_share:.1%} of spend)"
+    runs = "run" if head.abandoned_runs == 1 else "runs"
     lines.append(
-        f"  ${head.abandoned_usd:.2f}{share} went to {head.abandoned_runs} {abandoned} runs"
+        f"  ${head.abandoned_usd:.2f}{share} went to {head.abandoned_runs} {abandoned} {runs}"
     )
     lines.append("")
     return "\n".join(lines)

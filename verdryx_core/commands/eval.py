@@ -11,10 +11,11 @@ from typing import Any
 
 from verdryx_core import __version__
 from verdryx_core.commands._common import add_db_argument, add_json_argument, open_store, print_json
+from verdryx_core.contracts.history import promise_of, verdict_rows
 from verdryx_core.errors import UsageError
 from verdryx_core.evalset import EvalSet, load_evalset
 from verdryx_core.graders import GradeContext, build_graders
-from verdryx_core.model import EvalRun, Score
+from verdryx_core.model import EvalRun, Score, case_key
 from verdryx_core.runner import CaseEvaluator, is_remote
 from verdryx_core.summary import run_lines, unmeasured_lines
 
@@ -25,7 +26,9 @@ HELP = "grade eval sets against a model, store the run, print the scores"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("evalsets", nargs="+", metavar="SET", help="*.evalset.json files")
     parser.add_argument(
-        "--model", required=True, help="'stub' (offline, deterministic) or a real model id"
+        "--model",
+        default="stub",
+        help="'stub' (default: offline, deterministic) or a real model id",
     )
     parser.add_argument("--judge", metavar="MODEL", help="judge model for llm_judge cases")
     parser.add_argument("--agent-id", help="the agent this run measures (for SLO joins)")
@@ -71,6 +74,15 @@ def run(args: argparse.Namespace) -> int:
             plugin_version=__version__,
         )
         store.save_run(run)
+        promises = {
+            case_key(evalset.id, case.id): promise_of(case)
+            for evalset in sets
+            for case in evalset.cases
+            if case.grader == "contract"
+        }
+        rows = verdict_rows(run, promises)
+        if rows:
+            store.save_contract_verdicts(rows)
     if args.json:
         print_json(eval_document(run))
     else:
