@@ -393,3 +393,9 @@ def test_the_example_eval_set_grades_through_the_grader() -> None:
         example, example.output, GradeContext(eval_set_id=evalset.id, eval_set_path=evalset.path)
     )
     assert result.value == 1.0, result.reason
+
+
+def test_an_unknown_flag_is_exit_3_not_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verify", "c.json", "--base-path", ".", "--bogus"]) == 3
+    err = capsys.readouterr().err
+    assert err == "error: unrecognized arguments: --bogus (see `verdryx verify --help`)\n"

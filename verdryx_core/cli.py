@@ -50,13 +50,22 @@ def build_parser() -> argparse.ArgumentParser:
     for module in _command_modules():
         sub = subparsers.add_parser(module.NAME, help=module.HELP, description=module.HELP)
         module.add_arguments(sub)
-        sub.set_defaults(_run=module.run)
+        # A command whose exit codes carry meaning (verify: 2 is FLAG) names its own.
+        sub.set_defaults(_run=module.run, _usage_exit=getattr(module, "USAGE_EXIT", EXIT_USAGE))
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        code = getattr(args, "_usage_exit", EXIT_USAGE)
+        command = f"verdryx {args.command}" if getattr(args, "command", None) else "verdryx"
+        print(
+            f"error: unrecognized arguments: {' '.join(unknown)} (see `{command} --help`)",
+            file=sys.stderr,
+        )
+        return code
     if getattr(args, "_run", None) is None:
         parser.print_help()
         return EXIT_USAGE

@@ -35,6 +35,8 @@ HELP = (
 
 EXIT_CODES: Final = {PASS: 0, FAIL: 1, FLAG: 2}
 EXIT_ERROR: Final = 3
+#: Read by cli.main: an unknown flag here is exit 3, never 2 (which means FLAG).
+USAGE_EXIT: Final = EXIT_ERROR
 
 _STATUS_ORDER: Final = {FAILED: 0, ERROR: 1, PASSED: 2}
 
