@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
-import sys
 import time
 import uuid
 from collections.abc import Generator, Iterable
@@ -19,8 +18,10 @@ from typing import Any
 
 import pytest
 
+from pytest_verdryx import outputs
 from pytest_verdryx.items import EvalCaseItem
 from pytest_verdryx.options import Settings
+from pytest_verdryx.terminal import TerminalStream
 from verdryx_core import __version__
 from verdryx_core.baselines import check_label, find_baseline, write_baseline_file
 from verdryx_core.errors import StoreError, UsageError, VerdryxError
@@ -29,7 +30,6 @@ from verdryx_core.graders import GradeContext, build_graders
 from verdryx_core.model import Baseline, BaselineCase, EvalRun, Score
 from verdryx_core.runner import CaseEvaluator, is_remote, stability
 from verdryx_core.store import Store, resolve_store_path
-from verdryx_core.summary import fmt_score, gate_lines, run_lines, unmeasured_lines
 
 __all__ = ["SESSION_KEY", "VerdryxSession", "session_of"]
 
@@ -77,7 +77,7 @@ class VerdryxSession:
         self._evaluator: CaseEvaluator | None = None
         self._adapters: list[Any] = []
         self._futures: dict[str, Future[Score]] = {}
-        self._prefetch_seconds = 0.0
+        self.prefetch_seconds = 0.0
         self.stability: dict[str, str] = {}
         self._exporter: Any = None
         self._typed: Any = None
@@ -307,7 +307,7 @@ class VerdryxSession:
         from verdryx_core.llm.progress import Progress
 
         started = time.perf_counter()
-        stream = _TerminalStream(self.config)
+        stream = TerminalStream(self.config)
         progress = Progress(len(remote), stream=stream)
         pool = CallPool(self.settings.concurrency, progress=progress)
         try:
@@ -323,7 +323,7 @@ class VerdryxSession:
         finally:
             pool.close()
             progress.close()
-            self._prefetch_seconds = time.perf_counter() - started
+            self.prefetch_seconds = time.perf_counter() - started
 
     def score_item(self, item: EvalCaseItem) -> Score:
         future = self._futures.pop(item.nodeid, None)
@@ -403,9 +403,8 @@ class VerdryxSession:
             self._gate(session, run)
         if self.settings.save_baseline:
             self._save_baseline(session, run)
-        self._add_junit_properties(run)
+        outputs.add_junit_properties(self.config, run, self.result, self.baseline_name)
         self._emit_wires(run)
-        self._write_report(run)
 
     def _incomplete_reason(self, session: pytest.Session, exitstatus: int) -> str | None:
         """Why this run is not a whole measurement, in words; None when it is."""
@@ -488,95 +487,21 @@ class VerdryxSession:
         if rows:
             store.save_contract_verdicts(rows)
 
-    def _add_junit_properties(self, run: EvalRun) -> None:
-        xml = _junit_xml(self.config)
-        if xml is None:
-            return
-        report = self.result.report if self.result else None
-        properties: dict[str, object] = {
-            "verdryx.run_id": run.id,
-            "verdryx.model": run.model,
-            "verdryx.mean_score": "" if run.mean_score is None else f"{run.mean_score:.6g}",
-            "verdryx.baseline": self.baseline_name,
-            "verdryx.delta": "" if report is None else f"{report.delta:.6g}",
-            "verdryx.ci_low": _num(report.ci_low if report else None),
-            "verdryx.ci_high": _num(report.ci_high if report else None),
-            "verdryx.verdict": "" if report is None else report.verdict,
-            "verdryx.unmeasured": len(run.unmeasured),
-            "verdryx.cost_usd": f"{run.total_cost_usd:.6g}",
-            "verdryx.complete": str(run.complete).lower(),
-        }
-        if report is not None and report.paired is not None:
-            properties["verdryx.paired_ci_low"] = _num(report.paired.ci_low)
-            properties["verdryx.paired_ci_high"] = _num(report.paired.ci_high)
-        for name, value in properties.items():
-            xml.add_global_property(name, value)
-
     def _emit_wires(self, run: EvalRun) -> None:
-        """The two outbound wires (events, OTLP): opt-in, and never fail the eval."""
+        """The outbound wires (events, OTLP, the HTML report): opt-in, never failing."""
         report = self.result.report if self.result else None
         if self.settings.events:
-            self._emit_events(run, report)
-        if self._exporter is not None:
-            from verdryx_core.otel import run_span_attributes
-
-            try:
-                self._exporter.export(
-                    "eval_run", run.id, run_span_attributes(run), agent_id=run.agent_id
-                )
-                if report is not None:
-                    # The current run's id, so the drift check joins the run's trace.
-                    self._exporter.export(
-                        "quality_drift", run.id, report.to_dict(), agent_id=run.agent_id
-                    )
-                delivered = self._exporter.wait()
-            except Exception as exc:  # the OTLP wire never fails the eval
-                self.messages.append(f"otlp: not exported ({exc})")
-                return
-            state = "delivered" if delivered else "NOT delivered (collector did not answer)"
-            self.messages.append(f"otlp: spans {state} to {self.otlp_endpoint}")
-
-    def _emit_events(self, run: EvalRun, report: Any) -> None:
-        from verdryx_core.events import EventLog, drift_events, run_events
-
-        try:
-            log = EventLog(self.settings.events or "")
-            if log.torn_tail:
-                self.messages.append(f"WARNING: events: {log.torn_tail}")
-            events = run_events(run)
-            if report is not None:
-                events += drift_events(report.to_dict(), run.id)
-            for kind, data, run_id in events:
-                log.emit(kind, run.agent_id, data, run_id=run_id)
-        except Exception as exc:  # the event wire never fails the eval
-            self.messages.append(f"events: not written ({exc})")
-            return
-        line = f"events: {log.written} written to {self.settings.events}"
-        if log.skipped_no_agent:
-            line += f", {log.skipped_no_agent} skipped (no --verdryx-agent-id)"
-        if log.rejected:
-            line += f", {log.rejected} rejected"
-        if log.write_failures:
-            line += f", {log.write_failures} failed to write"
-        self.messages.append(line)
-
-    def _write_report(self, run: EvalRun) -> None:
-        if not self.settings.report:
-            return
-        try:
-            from verdryx_core.report import write_report
-
-            # The session's own verdict, so the page never disagrees with the exit status.
-            path = write_report(
-                self._open_store(),
-                Path(self.settings.report),
-                run_id=run.id,
-                baseline=self.baseline,
-                result=self.result,
+            self.messages.extend(outputs.emit_events(self.settings.events, run, report))
+        if self._exporter is not None and self.otlp_endpoint:
+            self.messages.append(
+                outputs.export_spans(self._exporter, self.otlp_endpoint, run, report)
             )
-            self.messages.append(f"report: {path}")
-        except Exception as exc:
-            self.messages.append(f"report: not written ({exc})")
+        if self.settings.report:
+            self.messages.append(
+                outputs.write_html_report(
+                    self._open_store(), self.settings.report, run, self.baseline, self.result
+                )
+            )
 
     def close_store(self) -> None:
         if self._store is not None:
@@ -588,94 +513,13 @@ class VerdryxSession:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.is_worker or self.run is None:
             return
-        run = self.run
-        tr = terminalreporter
-        tr.write_sep("=", "verdryx")
-        passed = sum(1 for score in run.scores if score.passed)
-        below = [score for score in run.scores if score.passed is False]
-        xfailed = sum(1 for score in below if self._below_in_baseline(score))
-        for line in run_lines(run, passed=passed, failed=len(below) - xfailed, xfailed=xfailed):
-            tr.write_line(line)
-        if self.incomplete:
-            kept = "stored as incomplete and" if self.settings.store else "not stored, and"
-            tr.write_line(f"INCOMPLETE run: {self.incomplete}; {kept} not gated", red=True)
-        if self.cache_stats["hits"] or self.cache_stats["misses"]:
-            tr.write_line(
-                f"model cache: {int(self.cache_stats['hits'])} hits, "
-                f"{int(self.cache_stats['misses'])} misses, "
-                f"${self.cache_stats['saved_usd']:.4f} saved"
-            )
-        if self._prefetch_seconds >= 0.1:
-            tr.write_line(
-                f"model calls: {self._prefetch_seconds:.2f}s with concurrency "
-                f"{self.settings.concurrency}"
-            )
-        for model in sorted(self.unpriced):
-            tr.write_line(
-                f"NOTE: no price for {model!r}: priced at the fallback rate; add it to the "
-                "price file named by ini verdryx_prices"
-            )
-        if self.stability:
-            labels = list(self.stability.values())
-            counts = ", ".join(
-                f"{labels.count(label)} {label}"
-                for label in ("stable-pass", "stable-fail", "flaky")
-                if label in labels
-            )
-            tr.write_line(f"across {self.settings.repeat} samples per case: {counts}")
-            flaky = sorted(key for key, label in self.stability.items() if label == "flaky")
-            if flaky:
-                tr.write_line(f"flaky across {self.settings.repeat} samples: {', '.join(flaky)}")
-        if run.unmeasured:
-            tr.write_line("unmeasured (skipped, counted apart):")
-            for line in unmeasured_lines(run.unmeasured):
-                tr.write_line(line)
-        if self.settings.store:
-            tr.write_line(f"stored: {self.run_id} in {resolve_store_path(self.settings.db)}")
-        if self.result is not None:
-            for line in gate_lines(self.result):
-                color = {"red": True} if line.startswith("verdict: REGRESSED") else {}
-                tr.write_line(line, bold=bool(color), **color)
-        if self.gate_error:
-            tr.write_line(self.gate_error, red=True)
-        if self.saved_baseline:
-            tr.write_line(f"baseline saved: {self.saved_baseline}")
-        for message in self.messages:
-            tr.write_line(message, red=message.startswith(("ERROR", "WARNING")))
-        tr.write_line(self._next_step(run))
+        from pytest_verdryx.terminal import write_summary
 
-    def _below_in_baseline(self, score: Score) -> bool:
+        write_summary(terminalreporter, self, self.run)
+
+    def below_in_baseline(self, score: Score) -> bool:
         base = self.baseline_case(score.key)
         return base is not None and base.passed is False
-
-    def _next_step(self, run: EvalRun) -> str:
-        if not run.complete:
-            return "next: fix what stopped the session, then re-run it whole to get a gated run"
-        if self.result is not None and self.result.regressed:
-            return (
-                "next: look at the worst cases above; if the drop is intended, save a new "
-                "baseline with --verdryx-save-baseline=LABEL and commit .verdryx/baselines/"
-            )
-        if self.saved_baseline:
-            label = self.settings.save_baseline
-            return (
-                f"next: commit .verdryx/baselines/{label}.json, then gate CI with "
-                f"--verdryx-baseline={label}"
-            )
-        if self.baseline is None:
-            return (
-                "next: save this run as a baseline with --verdryx-save-baseline=v1, commit "
-                ".verdryx/baselines/v1.json, then gate CI with --verdryx-baseline=v1"
-            )
-        report = self.result.report if self.result is not None else None
-        if report is not None and report.inconclusive:
-            return "next: add cases or use --verdryx-repeat N until the drop is decided"
-        failed = sum(1 for s in run.scores if s.passed is False and not self._below_in_baseline(s))
-        if failed:
-            return f"next: the gate is on track, but {failed} case(s) failed: see the reports above"
-        if report is not None:
-            return f"next: nothing to do: quality is on track against {self.baseline_name}"
-        return f"mean {fmt_score(run.mean_score)}"
 
 
 def score_bar(item: pytest.Item, default: float) -> float:
@@ -686,41 +530,3 @@ def score_bar(item: pytest.Item, default: float) -> float:
     if marker is not None and marker.kwargs.get("min_score") is not None:
         return float(marker.kwargs["min_score"])
     return default
-
-
-def _num(value: float | None) -> str:
-    return "" if value is None else f"{value:.6g}"
-
-
-def _junit_xml(config: pytest.Config) -> Any:
-    try:  # guarded private import: the junitxml plugin object, to add suite properties
-        from _pytest.junitxml import xml_key
-    except ImportError:  # pragma: no cover
-        return None
-    return config.stash.get(xml_key, None)
-
-
-class _TerminalStream:
-    """A text stream onto pytest's terminal writer, for the prefetch progress line."""
-
-    def __init__(self, config: pytest.Config) -> None:
-        reporter = config.pluginmanager.get_plugin("terminalreporter")
-        self._writer = getattr(reporter, "_tw", None)
-        self._fallback = sys.stderr
-
-    def write(self, text: str) -> int:
-        if self._writer is not None:
-            self._writer.write(text, flush=True)
-        else:
-            self._fallback.write(text)
-        return len(text)
-
-    def flush(self) -> None:
-        if self._writer is None:
-            self._fallback.flush()
-
-    def isatty(self) -> bool:
-        # The file, not `hasmarkup`: `--color=yes` in a CI log must still get plain lines.
-        file = getattr(self._writer, "_file", None) if self._writer is not None else None
-        target = file if file is not None else self._fallback
-        return bool(getattr(target, "isatty", lambda: False)())

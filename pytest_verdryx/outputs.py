@@ -1,0 +1,113 @@
+"""What a finished session sends out besides the store: JUnit suite properties, the event
+log, OTLP spans and the HTML report. Each is opt-in, and none can fail the eval: a problem
+becomes a line in the summary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from verdryx_core.gate import GateResult
+from verdryx_core.model import Baseline, EvalRun
+from verdryx_core.store import Store
+
+__all__ = ["add_junit_properties", "emit_events", "export_spans", "write_html_report"]
+
+
+def add_junit_properties(
+    config: pytest.Config, run: EvalRun, result: GateResult | None, baseline_name: str
+) -> None:
+    """Suite-level properties through the junitxml plugin object: `record_testsuite_property`
+    does nothing under xdist, and the controller is where the verdict is known."""
+    xml = _junit_xml(config)
+    if xml is None:
+        return
+    report = result.report if result else None
+    properties: dict[str, object] = {
+        "verdryx.run_id": run.id,
+        "verdryx.model": run.model,
+        "verdryx.mean_score": _num(run.mean_score),
+        "verdryx.baseline": baseline_name,
+        "verdryx.delta": _num(report.delta if report else None),
+        "verdryx.ci_low": _num(report.ci_low if report else None),
+        "verdryx.ci_high": _num(report.ci_high if report else None),
+        "verdryx.verdict": "" if report is None else report.verdict,
+        "verdryx.unmeasured": len(run.unmeasured),
+        "verdryx.cost_usd": f"{run.total_cost_usd:.6g}",
+        "verdryx.complete": str(run.complete).lower(),
+    }
+    if report is not None and report.paired is not None:
+        properties["verdryx.paired_ci_low"] = _num(report.paired.ci_low)
+        properties["verdryx.paired_ci_high"] = _num(report.paired.ci_high)
+    for name, value in properties.items():
+        xml.add_global_property(name, value)
+
+
+def emit_events(path: str, run: EvalRun, report: Any) -> list[str]:
+    """Append the run's events (and a drift event when regressed); returns summary lines."""
+    from verdryx_core.events import EventLog, drift_events, run_events
+
+    lines: list[str] = []
+    try:
+        log = EventLog(path)
+        if log.torn_tail:
+            lines.append(f"WARNING: events: {log.torn_tail}")
+        events = run_events(run)
+        if report is not None:
+            events += drift_events(report.to_dict(), run.id)
+        for kind, data, run_id in events:
+            log.emit(kind, run.agent_id, data, run_id=run_id)
+    except Exception as exc:  # the event wire never fails the eval
+        return [*lines, f"events: not written ({exc})"]
+    line = f"events: {log.written} written to {path}"
+    if log.skipped_no_agent:
+        line += f", {log.skipped_no_agent} skipped (no --verdryx-agent-id)"
+    if log.rejected:
+        line += f", {log.rejected} rejected"
+    if log.write_failures:
+        line += f", {log.write_failures} failed to write"
+    return [*lines, line]
+
+
+def export_spans(exporter: Any, endpoint: str, run: EvalRun, report: Any) -> str:
+    """One span for the run and one for its drift check, in the run's trace; waits at most
+    the exporter's timeout. Returns the summary line."""
+    from verdryx_core.otel import run_span_attributes
+
+    try:
+        exporter.export("eval_run", run.id, run_span_attributes(run), agent_id=run.agent_id)
+        if report is not None:
+            # The current run's id, so the drift check joins the run's trace.
+            exporter.export("quality_drift", run.id, report.to_dict(), agent_id=run.agent_id)
+        delivered = exporter.wait()
+    except Exception as exc:  # the OTLP wire never fails the eval
+        return f"otlp: not exported ({exc})"
+    state = "delivered" if delivered else "NOT delivered (collector did not answer)"
+    return f"otlp: spans {state} to {endpoint}"
+
+
+def write_html_report(
+    store: Store, path: str, run: EvalRun, baseline: Baseline | None, result: GateResult | None
+) -> str:
+    try:
+        from verdryx_core.report import write_report
+
+        # The session's own verdict, so the page never disagrees with the exit status.
+        written = write_report(store, Path(path), run_id=run.id, baseline=baseline, result=result)
+    except Exception as exc:
+        return f"report: not written ({exc})"
+    return f"report: {written}"
+
+
+def _num(value: float | None) -> str:
+    return "" if value is None else f"{value:.6g}"
+
+
+def _junit_xml(config: pytest.Config) -> Any:
+    try:  # guarded private import: the junitxml plugin object, to add suite properties
+        from _pytest.junitxml import xml_key
+    except ImportError:  # pragma: no cover
+        return None
+    return config.stash.get(xml_key, None)
