@@ -7,12 +7,11 @@ lookup is the store first, then that folder.
 from __future__ import annotations
 
 import json
-import os
 import re
-import uuid
 from pathlib import Path
 from typing import Final
 
+from verdryx_core.atomic import write_text_atomic
 from verdryx_core.errors import UsageError
 from verdryx_core.model import Baseline
 from verdryx_core.store import Store
@@ -49,16 +48,7 @@ def write_baseline_file(root: Path, baseline: Baseline) -> Path:
     path = baseline_file(root, baseline.label)
     path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(baseline.to_dict(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-    # Not mkstemp: it creates the file 0600, and a committed baseline must be readable like
-    # any other file of the checkout (mode from the umask). "x" still never reuses a file.
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    try:
-        with open(tmp, "x", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    write_text_atomic(path, text)
     return path
 
 

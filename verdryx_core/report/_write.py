@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import os
-import uuid
 from pathlib import Path
 
+from verdryx_core.atomic import write_text_atomic
 from verdryx_core.drift import DEFAULT_THRESHOLD
 from verdryx_core.errors import UsageError
 from verdryx_core.gate import GateResult
@@ -55,15 +54,6 @@ def write_report(
         min_effect=min_effect,
     )
     text = build_report_html(data)
-    # A browser tab reloading the report never sees half a file. Not mkstemp: its file is
-    # private (0600), and a report is for sharing (a CI artifact, a web folder), so the
-    # file gets the mode any new file gets under the umask.
-    tmp = path.parent / f".{path.name}.{uuid.uuid4().hex}.tmp"
-    try:
-        with open(tmp, "x", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    # A browser tab reloading the report never sees half a file.
+    write_text_atomic(path, text)
     return path
