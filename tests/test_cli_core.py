@@ -3,7 +3,6 @@ usage errors that are one `error:` line with exit 2, never a traceback."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -11,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from design_documents import DRIFT_KEYS, EVAL_KEYS, SCORE_KEYS
 
 from verdryx_core import __version__
 from verdryx_core.cli import main
@@ -18,42 +18,8 @@ from verdryx_core.cli import main
 ROOT = Path(__file__).resolve().parent.parent
 SUPPORT = ROOT / "examples" / "support" / "support-agent.evalset.json"
 
-HAS_DRIFT = importlib.util.find_spec("verdryx_core.drift") is not None
-needs_drift = pytest.mark.skipif(
-    not HAS_DRIFT, reason="verdryx_core/drift.py (issue 2, item 5) is not written yet"
-)
 
 #: DESIGN.md section 9: the stable keys of `eval --json`.
-EVAL_KEYS = {
-    "run_id",
-    "eval_set_id",
-    "model",
-    "mean_score",
-    "cases",
-    "scores",
-    "unmeasured",
-    "total_tokens",
-    "total_cost_usd",
-}
-SCORE_KEYS = {"case_id", "value", "grader", "tokens", "cost_usd"}
-DRIFT_KEYS = {
-    "verdict",
-    "gate",
-    "inconclusive",
-    "mde",
-    "baseline_id",
-    "baseline_mean",
-    "mean_score",
-    "delta",
-    "threshold",
-    "window",
-    "n",
-    "baseline_n",
-    "t_statistic",
-    "ci_low",
-    "ci_high",
-    "paired",
-}
 
 
 @pytest.fixture(autouse=True)
@@ -177,8 +143,6 @@ def test_baseline_then_drift_on_an_identical_run_is_on_track(
     code, out, err = run_cli(capsys, "baseline", first["run_id"], "--label", "v1", "--db", str(db))
     assert code == 0, err
     assert "v1" in out and first["run_id"] in out
-    if not HAS_DRIFT:
-        pytest.skip("verdryx_core/drift.py (issue 2, item 5) is not written yet")
     eval_json(capsys, SUPPORT, db)
     code, out, err = run_cli(capsys, "drift", "--baseline", "v1", "--db", str(db), "--json")
     assert code == 0, err
@@ -189,7 +153,6 @@ def test_baseline_then_drift_on_an_identical_run_is_on_track(
     assert document["n"] == document["baseline_n"] == 14
 
 
-@needs_drift
 def test_drift_exits_1_after_scores_drop(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -239,7 +202,6 @@ def test_the_same_set_twice_is_refused_before_grading(
     assert not db.exists()
 
 
-@needs_drift
 def test_an_unknown_baseline_lists_the_known_labels(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

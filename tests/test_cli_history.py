@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from design_documents import EVAL_KEYS, RUNS_KEYS, SCORE_KEYS
 
 from tests.history_support import GOOD, history_store, make_run
 from verdryx_core.cli import main
@@ -15,29 +16,8 @@ from verdryx_core.gate import compare_to_baseline
 from verdryx_core.model import Baseline
 from verdryx_core.store import Store
 
-#: DESIGN.md section 9, `runs`: the stable keys, plus the verdict this issue adds.
-RUN_KEYS = {
-    "run_id",
-    "eval_set_ids",
-    "model",
-    "cases",
-    "mean_score",
-    "started_at",
-    "complete",
-    "verdict",
-}
-EVAL_KEYS = {
-    "run_id",
-    "eval_set_id",
-    "model",
-    "mean_score",
-    "cases",
-    "scores",
-    "unmeasured",
-    "total_tokens",
-    "total_cost_usd",
-}
-SCORE_KEYS = {"case_id", "value", "grader", "tokens", "cost_usd"}
+#: DESIGN.md section 9, `runs`: the stable keys, plus the verdict issue 8 adds.
+RUN_KEYS = RUNS_KEYS | {"verdict"}
 
 
 @pytest.fixture(autouse=True)
