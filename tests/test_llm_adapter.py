@@ -9,7 +9,6 @@ from __future__ import annotations
 import socket
 import sys
 import time
-from collections.abc import Iterator
 
 import pytest
 from fakes.anthropic_server import (
@@ -39,13 +38,6 @@ TOOLS = [
     {"name": "search_orders", "description": "find orders", "input_schema": {"type": "object"}},
     {"name": "issue_refund", "input_schema": {"type": "object", "properties": {}}},
 ]
-
-
-@pytest.fixture
-def server() -> Iterator[FakeAnthropic]:
-    with FakeAnthropic() as fake:
-        yield fake
-        assert fake.violations == []
 
 
 def adapter_for(server: FakeAnthropic, **kwargs: object) -> ModelAdapter:

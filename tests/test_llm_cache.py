@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -28,13 +28,6 @@ class CountingStore(Store):
     def cache_put_many(self, entries: Iterable[tuple[str, str, Mapping[str, Any], float]]) -> None:
         self.puts += 1
         super().cache_put_many(entries)
-
-
-@pytest.fixture
-def server() -> Iterator[FakeAnthropic]:
-    with FakeAnthropic() as fake:
-        yield fake
-        assert fake.violations == []
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -35,13 +34,6 @@ CASE = EvalCase(
 )
 # Any spelling a model could read as the block's boundary.
 TAG = re.compile(r"<\s*/?\s*output\b", re.IGNORECASE)
-
-
-@pytest.fixture
-def server() -> Iterator[FakeAnthropic]:
-    with FakeAnthropic() as fake:
-        yield fake
-        assert fake.violations == []
 
 
 # -- the prompt ---------------------------------------------------------------------------

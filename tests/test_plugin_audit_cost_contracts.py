@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -165,14 +164,7 @@ def test_without_a_session_agent_the_contracts_agent_id_keeps_the_verdict(
 # -- cost of quality -------------------------------------------------------------------------
 
 
-@pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeAnthropic]:
-    with FakeAnthropic() as fake:
-        for name, value in fake.env().items():
-            monkeypatch.setenv(name, value)
-        yield fake
-
-
+@pytest.mark.usefixtures("anthropic_env")
 def test_summary_and_store_keep_model_and_judge_spend_apart(
     pytester: pytest.Pytester, server: FakeAnthropic, capsys: pytest.CaptureFixture[str]
 ) -> None:

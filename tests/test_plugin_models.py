@@ -4,8 +4,6 @@ live tool traces, repeats."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from fakes.anthropic_server import (
     DEFAULT_KEY,
@@ -19,13 +17,8 @@ from plugin_support import TOOLS, stored_runs, write_evalset
 
 MODEL = "claude-haiku-4-5"  # priced at $1 / $5 per million input / output tokens
 
-
-@pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeAnthropic]:
-    with FakeAnthropic() as fake:
-        for name, value in fake.env().items():
-            monkeypatch.setenv(name, value)
-        yield fake
+#: Every session here finds the fake server through the environment, as a user's would.
+pytestmark = pytest.mark.usefixtures("anthropic_env")
 
 
 def _echo_cases(count: int) -> list[dict[str, object]]:
