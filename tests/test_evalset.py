@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from verdryx_core.errors import EvalSetError, VerdryxError
@@ -312,3 +312,58 @@ def test_ids_load_iff_unique(tmp_path_factory: pytest.TempPathFactory, ids: list
         error = load_error(path)
         assert error.field == "id"
         assert error.case is not None and f"#{first_repeat + 1}" in error.case
+
+
+# The fast validator (fastjsonschema) decides whether a file is valid; jsonschema only words
+# the error. They must agree on every document, or a bad file could slip through.
+_values = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-2, 3),
+    st.floats(-1, 2, allow_nan=False),
+    st.sampled_from(["", "a", "x y", "exact", "regex", "tool_trace", "contract", "a:b"]),
+    st.lists(st.sampled_from(["a", "", "b"]), max_size=3),
+    st.lists(st.dictionaries(st.sampled_from(["name"]), st.just("t")), max_size=2),
+    st.dictionaries(st.sampled_from(["success_criteria"]), st.just([]), max_size=1),
+)
+_case_keys = st.sampled_from(
+    ["id", "prompt", "grader", "expected", "rubric", "tools", "expected_tools", "output",
+     "min_score", "tags", "contract", "description", "bogus"]
+)  # fmt: skip
+# Mostly valid cases with a few fields changed, so both verdicts are common.
+_cases = st.builds(
+    lambda base, changes: {**base, **changes},
+    st.sampled_from(
+        [
+            {"id": "c1", "prompt": "p", "expected": "e"},
+            {"id": "c2", "prompt": "p", "grader": "regex", "expected": "a+", "tags": ["t"]},
+            {"id": "c3", "prompt": "p", "grader": "tool_trace", "tools": [{"name": "t"}],
+             "expected_tools": [], "output": ["t"]},
+            {"id": "c4", "prompt": "resolved", "grader": "outcome_tag", "min_score": 0.5},
+        ]
+    ),
+    st.one_of(st.just({}), st.dictionaries(_case_keys, _values, max_size=1)),
+)  # fmt: skip
+_documents = st.fixed_dictionaries(
+    {"id": st.sampled_from(["set", "set", "", 7]), "cases": st.lists(_cases, max_size=3)},
+    optional={"bogus": _values, "description": _values},
+)
+
+
+@given(document=_documents)
+@settings(max_examples=300, deadline=None)
+def test_the_fast_and_the_wording_validators_agree(document: dict[str, object]) -> None:
+    import fastjsonschema
+    import jsonschema
+
+    from verdryx_core.evalset import evalset_schema
+
+    schema = evalset_schema()
+    try:
+        fastjsonschema.compile(schema)(document)
+        fast_ok = True
+    except fastjsonschema.JsonSchemaException:
+        fast_ok = False
+    slow_ok = not list(jsonschema.Draft202012Validator(schema).iter_errors(document))
+    event("valid" if slow_ok else "invalid")
+    assert fast_ok == slow_ok
