@@ -18,7 +18,21 @@ from verdryx_core.runner import pass_bar
 if TYPE_CHECKING:
     from pytest_verdryx.session import VerdryxSession
 
-__all__ = ["VerdryxCase"]
+__all__ = ["VerdryxCase", "custom_case_identity"]
+
+
+def custom_case_identity(item: pytest.Item) -> tuple[str, str]:
+    """(eval set id, case id) of a custom case: the test module's node id, and the marker's
+    case_id or the rest of the node id. The rest, not `item.name`: two classes of one module
+    may hold methods of the same name; a parametrized test with one case_id keeps its
+    parameter id, or every parameter would score the same case."""
+    marker = item.get_closest_marker("verdryx")
+    eval_set_id, _, rest = item.nodeid.partition("::")
+    case_id = marker.kwargs.get("case_id") if marker is not None else None
+    if not case_id:
+        return eval_set_id, rest or item.name
+    callspec = getattr(item, "callspec", None)
+    return eval_set_id, f"{case_id}[{callspec.id}]" if callspec is not None else str(case_id)
 
 
 class VerdryxCase:
@@ -34,9 +48,9 @@ class VerdryxCase:
                 f"{', '.join(sorted(unknown))}; allowed: case_id, grader, expected, rubric, "
                 "min_score"
             )
-        self.eval_set_id = item.nodeid.split("::", 1)[0]
+        self.eval_set_id, case_id = custom_case_identity(item)
         self.case = EvalCase(
-            id=str(kwargs.get("case_id") or item.name),
+            id=case_id,
             prompt=item.nodeid,
             grader=str(kwargs.get("grader") or "exact"),
             expected=kwargs.get("expected"),

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from pytest_verdryx import outputs
+from pytest_verdryx.fixture import custom_case_identity
 from pytest_verdryx.items import EvalCaseItem
 from pytest_verdryx.options import Settings
 from pytest_verdryx.terminal import TerminalStream
@@ -59,6 +60,9 @@ class VerdryxSession:
         self.order: dict[str, int] = {}
         self.expected: set[str] = set()
         self.expected_count = 0
+        #: Selected verdryx items pytest skipped before they could score (a skip marker, a
+        #: skip in a fixture): not run is not an error, so they leave the run complete.
+        self.not_run: set[str] = set()
         self.known_keys: set[str] = set()
         self.worker_interrupted = False
         self.worker_failures: list[str] = []
@@ -79,6 +83,9 @@ class VerdryxSession:
         self._futures: dict[str, Future[Score]] = {}
         self.prefetch_seconds = 0.0
         self.stability: dict[str, str] = {}
+        #: Each scored case's pass bar, by case key: the summary's xfailed count must use the
+        #: bar the item's outcome used (workers send theirs).
+        self.bars: dict[str, float] = {}
         self._exporter: Any = None
         self._typed: Any = None
         self._pytest_session: pytest.Session | None = None
@@ -183,6 +190,12 @@ class VerdryxSession:
             if isinstance(item, EvalCaseItem) or item.get_closest_marker("verdryx") is not None
         }
         self.expected_count = len(self.expected)
+
+    def pytest_itemcollected(self, item: pytest.Item) -> None:
+        # Custom cases are known cases too (before -k), or the gate would call a custom case
+        # of the baseline "removed" whenever an eval set file is collected beside it.
+        if not isinstance(item, EvalCaseItem) and item.get_closest_marker("verdryx") is not None:
+            self.known_keys.add("::".join(custom_case_identity(item)))
 
     def note_collected(self, eval_set_id: str, case_ids: Iterable[str]) -> None:
         self.known_keys.update(f"{eval_set_id}::{case_id}" for case_id in case_ids)
@@ -336,6 +349,7 @@ class VerdryxSession:
 
     def record(self, item: pytest.Item, score: Score) -> None:
         self.scores[item.nodeid] = (self.order.get(item.nodeid, len(self.order)), score)
+        self.bars[score.key] = score_bar(item, self.settings.min_score)
         properties = [
             ("verdryx.score", "" if score.value is None else f"{score.value:.6g}"),
             ("verdryx.grader", score.grader),
@@ -366,6 +380,31 @@ class VerdryxSession:
             self.unpriced.update(getattr(prices, "unpriced", ()) or ())
         self._adapters.clear()
 
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        if (
+            call.when == "call"
+            and report.passed
+            and item.nodeid in self.expected
+            and item.nodeid not in self.scores
+            and not isinstance(item, EvalCaseItem)
+        ):
+            # A marked test that passes without a score would leave the run incomplete with
+            # every item green; say what is missing where it is missing.
+            report.outcome = "failed"
+            report.longrepr = (
+                f"{item.nodeid}: marked @pytest.mark.verdryx but never called "
+                "verdryx.grade(...) or verdryx.record(...): the case has no score"
+            )
+        return report
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.skipped and report.nodeid in self.expected:
+            self.not_run.add(report.nodeid)
+
     # -- end --------------------------------------------------------------------------------
 
     @pytest.hookimpl(tryfirst=True)
@@ -376,7 +415,8 @@ class VerdryxSession:
             assert self.workerinput is not None
             self.config.workeroutput["verdryx"] = worker_payload(self, session)  # type: ignore[attr-defined]
             return
-        if not self.active:
+        if not self.active or self.config.option.collectonly:
+            # Listing cases measures nothing: no run, not even an incomplete one.
             self.close_store()
             return
         try:
@@ -398,7 +438,7 @@ class VerdryxSession:
                 self._save_contract_verdicts(store, run)
         except StoreError as exc:
             self.messages.append(f"ERROR: the run was not stored: {exc}")
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            _fail(session)
         if self.baseline is not None:
             self._gate(session, run)
         if self.settings.save_baseline:
@@ -416,7 +456,7 @@ class VerdryxSession:
             return "the session was interrupted (Ctrl-C, or errors during collection)"
         if self.worker_failures:
             return f"an xdist worker went down ({self.worker_failures[0]})"
-        missing = self.expected_count - len(self.scores)
+        missing = self.expected_count - len(self.scores) - len(self.not_run - self.scores.keys())
         if missing > 0:
             return f"{missing} of {self.expected_count} selected cases have no score (errors)"
         return None
@@ -443,7 +483,10 @@ class VerdryxSession:
             return  # the INCOMPLETE line of the summary says why
         try:
             window = [run]
-            if self.settings.window > 1:
+            # Earlier runs live in the store; with no store yet (--no-verdryx-store on a fresh
+            # runner) there are none, and opening it would create the file.
+            has_store = self.settings.store or resolve_store_path(self.settings.db).exists()
+            if self.settings.window > 1 and has_store:
                 window = select_window(self._open_store(), run, self.settings.window)
             self.result = compare_to_baseline(
                 window,
@@ -476,7 +519,7 @@ class VerdryxSession:
             path = write_baseline_file(self.rootdir, baseline)
         except (ValueError, VerdryxError, OSError) as exc:
             self.messages.append(f"ERROR: baseline {label!r} not saved: {exc}")
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            _fail(session)
             return
         self.saved_baseline = f"{label} (mean {baseline.mean:.3f}) -> {path}"
 
@@ -518,8 +561,27 @@ class VerdryxSession:
         write_summary(terminalreporter, self, self.run)
 
     def below_in_baseline(self, score: Score) -> bool:
+        """Whether this below-the-bar score was an xfail (the summary counts as the items did)."""
+        bar = self.bars.get(score.key, self.settings.min_score)
+        return self.excused_by_baseline(score, bar) is not None
+
+    def excused_by_baseline(self, score: Score, bar: float) -> BaselineCase | None:
+        """The baseline case when the same case was below `bar` there too (DESIGN.md section 3).
+        An edited case is a new measurement (the gate reports it as changed): its old score
+        cannot excuse a failure today."""
         base = self.baseline_case(score.key)
-        return base is not None and base.passed is False
+        if base is None or base.value >= bar:
+            return None
+        if base.fingerprint and score.fingerprint and base.fingerprint != score.fingerprint:
+            return None
+        return base
+
+
+def _fail(session: pytest.Session) -> None:
+    """Exit 1, unless the session already exits with something a CI must see (interrupted,
+    internal or usage error): a failed store write must not hide an interruption."""
+    if session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def score_bar(item: pytest.Item, default: float) -> float:

@@ -31,6 +31,8 @@ def worker_payload(session: VerdryxSession, pytest_session: pytest.Session) -> d
         "cache_stats": dict(session.cache_stats),
         "unpriced": sorted(session.unpriced),
         "contract_ids": dict(session.contract_ids),
+        "not_run": sorted(session.not_run),
+        "bars": dict(session.bars),
     }
 
 
@@ -59,3 +61,5 @@ class XdistHooks:
             session.cache_stats[name] = session.cache_stats.get(name, 0) + value
         session.unpriced.update(payload["unpriced"])
         session.contract_ids.update(payload["contract_ids"])
+        session.not_run.update(payload.get("not_run", ()))
+        session.bars.update(payload.get("bars", {}))

@@ -11,7 +11,7 @@ from verdryx_core.commands._common import add_db_argument, add_json_argument, op
 from verdryx_core.drift import DEFAULT_THRESHOLD, GATES
 from verdryx_core.errors import UsageError
 from verdryx_core.gate import compare_to_baseline, select_window
-from verdryx_core.model import EvalRun
+from verdryx_core.model import Baseline, EvalRun
 from verdryx_core.store import Store
 from verdryx_core.summary import gate_lines
 
@@ -37,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         baseline = find_baseline(args.baseline, store=store, root=Path(args.root))
-        current = _current_run(store, args, baseline.model)
+        current = _current_run(store, args, baseline)
         window = select_window(store, current, args.window)
         result = compare_to_baseline(
             window,
@@ -67,18 +67,27 @@ def run(args: argparse.Namespace) -> int:
     return 1 if result.regressed else 0
 
 
-def _current_run(store: Store, args: argparse.Namespace, model: str) -> EvalRun:
+def _current_run(store: Store, args: argparse.Namespace, baseline: Baseline) -> EvalRun:
     if args.run:
         found = store.find_run(args.run)
         if found is None:
             raise UsageError(f"no such eval run: {args.run!r} (see `verdryx runs`)")
         return found
+    model = baseline.model
     model_filter = None if args.allow_model_change else model
-    newest = store.list_runs(model=model_filter, complete_only=True, limit=1)
+    # The newest run of the baseline's eval sets: the newest run of another suite in the same
+    # store would match nothing and pass the gate without judging anything.
+    sets = {case.eval_set_id for case in baseline.cases}
+    newest = [
+        summary
+        for summary in store.list_runs(model=model_filter, complete_only=True)
+        if sets & set(summary.eval_set_ids)
+    ]
     if not newest:
         raise UsageError(
-            f"no complete eval run of model {model!r} in {store.path} to compare "
-            "against the baseline"
+            f"no complete eval run of model {model!r} over eval set(s) "
+            f"{', '.join(sorted(sets))} in {store.path} to compare against the baseline; "
+            "run them first, or name one with --run"
         )
     found = store.load_run(newest[0].id)
     assert found is not None
