@@ -41,7 +41,7 @@ class VerdryxCase:
         self._session = session
         marker = item.get_closest_marker("verdryx")
         kwargs: dict[str, Any] = dict(marker.kwargs) if marker is not None else {}
-        unknown = set(kwargs) - {"case_id", "grader", "expected", "rubric", "min_score", "tags"}
+        unknown = set(kwargs) - {"case_id", "grader", "expected", "rubric", "min_score"}
         if unknown:
             raise pytest.UsageError(
                 f"{item.nodeid}: @pytest.mark.verdryx got unknown argument(s) "

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from verdryx_core.errors import ModelCallError, VerdryxError
+from verdryx_core.errors import EvalSetError, ModelCallError, VerdryxError
 from verdryx_core.evalset import EvalSet, load_evalset
 from verdryx_core.model import EvalCase, Score
 from verdryx_core.runner import pass_bar, stability
@@ -39,7 +39,18 @@ class EvalSetFile(pytest.File):
         self.evalset = evalset
         from pytest_verdryx.session import session_of
 
-        session_of(self.config).note_collected(evalset.id, (case.id for case in evalset.cases))
+        session = session_of(self.config)
+        other = session.eval_set_files.setdefault(evalset.id, self.path)
+        if other != self.path:
+            # Cases are compared by eval set id and case id: two files under one id would
+            # be one set scoring its cases twice.
+            raise EvalSetError(
+                self.path,
+                f"eval set id {evalset.id!r} is already used by {other}; give each file its "
+                "own id",
+                field="id",
+            )
+        session.note_collected(evalset.id, (case.id for case in evalset.cases))
         for case in evalset.cases:
             yield EvalCaseItem.from_parent(self, name=case.id, case=case, evalset=evalset)
 

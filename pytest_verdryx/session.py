@@ -64,6 +64,8 @@ class VerdryxSession:
         #: skip in a fixture): not run is not an error, so they leave the run complete.
         self.not_run: set[str] = set()
         self.known_keys: set[str] = set()
+        #: eval set id -> the file that declared it (one file per id).
+        self.eval_set_files: dict[str, Path] = {}
         self.worker_interrupted = False
         self.worker_failures: list[str] = []
         self.cache_entries: list[Any] = []
@@ -115,6 +117,11 @@ class VerdryxSession:
                 self._exporter = SpanExporter(self.otlp_endpoint)
             if self.settings.typed_url:
                 self._typed = self._typed_client()
+            if self.settings.report and not self.settings.store:
+                raise UsageError(
+                    "--verdryx-report draws the run history from the store, and "
+                    "--no-verdryx-store keeps this run out of it: drop one of the two"
+                )
         except VerdryxError as exc:
             raise _to_usage_error(exc) from None
 

@@ -186,3 +186,21 @@ def test_last_failed_and_deselect_work_as_on_any_test(pytester: pytest.Pytester)
         "s.evalset.json::ok",
     )
     deselected.assert_outcomes(passed=1, deselected=2)
+
+
+def test_two_files_with_one_eval_set_id_are_a_collection_error(pytester: pytest.Pytester) -> None:
+    write_evalset(pytester.path, "a", "shared", [exact_case("x", "yes")])
+    write_evalset(pytester.path, "b", "shared", [exact_case("y", "yes")])
+    result = pytester.runpytest("--no-verdryx-store", "--continue-on-collection-errors")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        ["*b.evalset.json: field 'id': eval set id 'shared' is already used by *a.evalset.json*"]
+    )
+
+
+def test_a_report_without_the_store_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    write_evalset(pytester.path, "s", "s", [exact_case("a", "yes")])
+    result = pytester.runpytest("--no-verdryx-store", "--verdryx-report=r.html")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--verdryx-report draws the run history from the store*"])
+    assert not list(pytester.path.glob("*.db"))
