@@ -46,8 +46,7 @@ class EvalSetFile(pytest.File):
             # be one set scoring its cases twice.
             raise EvalSetError(
                 self.path,
-                f"eval set id {evalset.id!r} is already used by {other}; give each file its "
-                "own id",
+                f"eval set id {evalset.id!r} is already used by {other}; give each file its own id",
                 field="id",
             )
         session.note_collected(evalset.id, (case.id for case in evalset.cases))

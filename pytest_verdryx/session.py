@@ -7,10 +7,11 @@ xdist) writes the store or a baseline file; workers send plain dicts (see `xdist
 from __future__ import annotations
 
 import concurrent.futures
+import fnmatch
 import os
 import time
 import uuid
-from collections.abc import Generator, Iterable
+from collections.abc import Generator, Iterable, Sequence
 from concurrent.futures import Future
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,9 +27,10 @@ from pytest_verdryx.terminal import TerminalStream
 from verdryx_core import __version__
 from verdryx_core.baselines import check_label, find_baseline, write_baseline_file
 from verdryx_core.errors import StoreError, UsageError, VerdryxError
+from verdryx_core.evalset import load_evalset
 from verdryx_core.gate import GateResult, check_models, compare_to_baseline, select_window
 from verdryx_core.graders import GradeContext, build_graders
-from verdryx_core.model import Baseline, BaselineCase, EvalRun, Score
+from verdryx_core.model import Baseline, BaselineCase, EvalCase, EvalRun, Score
 from verdryx_core.runner import CaseEvaluator, is_remote, stability
 from verdryx_core.store import Store, resolve_store_path
 
@@ -91,6 +93,7 @@ class VerdryxSession:
         self._exporter: Any = None
         self._typed: Any = None
         self._pytest_session: pytest.Session | None = None
+        self._workers_prefetched = False
         # Read once: DESIGN.md section 5.
         self.otlp_endpoint = os.environ.get("VERDRYX_OTLP_ENDPOINT") or None
         if self.workerinput is not None:
@@ -219,12 +222,18 @@ class VerdryxSession:
             self._evaluator = self._build_evaluator()
         return self._evaluator
 
-    def _build_evaluator(self) -> CaseEvaluator:
-        items = [item for item in self._session_items() if isinstance(item, EvalCaseItem)]
-        needs_model = any(item.case.needs_model for item in items)
+    def _build_evaluator(self, cases: Sequence[EvalCase] | None = None) -> CaseEvaluator:
+        """The evaluator for `cases` (default: this session's items); model and judge
+        adapters exist only when some case needs them."""
+        custom_judge = False
+        if cases is None:
+            items = self._session_items()
+            cases = [item.case for item in items if isinstance(item, EvalCaseItem)]
+            custom_judge = self._has_custom_judge_cases()
+        needs_model = any(case.needs_model for case in cases)
         judge_name = self.settings.judge_model
         needs_judge = judge_name is not None and (
-            any(item.case.grader == "llm_judge" for item in items) or self._has_custom_judge_cases()
+            custom_judge or any(case.grader == "llm_judge" for case in cases)
         )
         adapter = judge = None
         try:
@@ -320,30 +329,92 @@ class VerdryxSession:
         wait for them with a progress line; items then read their own result in order."""
         items = [item for item in session.items if isinstance(item, EvalCaseItem)]
         evaluator = self.evaluator()
-        remote = [item for item in items if is_remote(item.case, evaluator.graders)]
-        if not remote:
+        work = [
+            (item.nodeid, item.case, self.context_for(item))
+            for item in items
+            if is_remote(item.case, evaluator.graders)
+        ]
+        self._futures = self._call_ahead(evaluator, work)
+
+    def prefetch_for_workers(self, node_ids: Sequence[str]) -> None:
+        """Under xdist the controller collects nothing, and workers learn their items a batch
+        at a time. So the controller makes every model call of the collected cases itself,
+        into the store's response cache, before xdist schedules the first item; workers then
+        grade from the cache: one call per case, `--verdryx-concurrency` in flight."""
+        if (
+            self._workers_prefetched
+            or self.settings.cache != "on"  # the cache is how the answers reach the workers
+            or not self.settings.store
+            or self.config.option.collectonly
+        ):
             return
+        self._workers_prefetched = True
+        work = self._cases_of(node_ids)
+        if not work:
+            return
+        evaluator = self._build_evaluator([case for _, case, _ in work])
+        if not self._adapters:
+            return  # the stub model and judge: free, nothing to call ahead
+        # A typed verdict posts labels back to the service: it is asked once, by its worker.
+        remote = [entry for entry in work if entry[1].grader != "typed"]
+        self._call_ahead(
+            evaluator, [entry for entry in remote if is_remote(entry[1], evaluator.graders)]
+        )
+        self._finish_adapters()
+        if self.cache_entries:
+            self._open_store().cache_put_many(self.cache_entries)
+            self.cache_entries.clear()
+
+    def _cases_of(self, node_ids: Sequence[str]) -> list[tuple[str, EvalCase, GradeContext]]:
+        """The eval cases behind collected node ids (`path::case-id`), read from their files."""
+        wanted: dict[str, set[str]] = {}
+        for node_id in node_ids:
+            path, sep, case_id = node_id.partition("::")
+            name = Path(path).name
+            if sep and any(fnmatch.fnmatch(name, pattern) for pattern in self.settings.patterns):
+                wanted.setdefault(path, set()).add(case_id)
+        work = []
+        for path, case_ids in wanted.items():
+            try:
+                evalset = load_evalset(self.rootdir / path)
+            except VerdryxError:
+                continue  # the workers report it as a collection error
+            context = GradeContext(
+                eval_set_id=evalset.id, eval_set_path=evalset.path, run_id=self.run_id
+            )
+            work.extend(
+                (f"{path}::{case.id}", case, context)
+                for case in evalset.cases
+                if case.id in case_ids
+            )
+        return work
+
+    def _call_ahead(
+        self, evaluator: CaseEvaluator, work: Sequence[tuple[str, EvalCase, GradeContext]]
+    ) -> dict[str, Future[Score]]:
+        """Evaluate `work` in the bounded pool with a progress line, and wait for all of it."""
+        if not work:
+            return {}
         from verdryx_core.llm import CallPool
         from verdryx_core.llm.progress import Progress
 
         started = time.perf_counter()
-        stream = TerminalStream(self.config)
-        progress = Progress(len(remote), stream=stream)
+        progress = Progress(len(work), stream=TerminalStream(self.config))
         pool = CallPool(self.settings.concurrency, progress=progress)
+        futures: dict[str, Future[Score]] = {}
         try:
-            for item in remote:
-                self._futures[item.nodeid] = pool.submit(
-                    evaluator.evaluate, item.case, self.context_for(item)
-                )
-            concurrent.futures.wait(self._futures.values())
+            for key, case, context in work:
+                futures[key] = pool.submit(evaluator.evaluate, case, context)
+            concurrent.futures.wait(futures.values())
         except KeyboardInterrupt:
-            for future in self._futures.values():
+            for future in futures.values():
                 future.cancel()
             raise
         finally:
             pool.close()
             progress.close()
-            self.prefetch_seconds = time.perf_counter() - started
+            self.prefetch_seconds += time.perf_counter() - started
+        return futures
 
     def score_item(self, item: EvalCaseItem) -> Score:
         future = self._futures.pop(item.nodeid, None)

@@ -43,6 +43,10 @@ class XdistHooks:
     def pytest_configure_node(self, node: Any) -> None:
         node.workerinput["verdryx"] = self.session.controller_state()
 
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        # Before xdist schedules anything: the controller answers the model calls ahead.
+        self.session.prefetch_for_workers(ids)
+
     def pytest_testnodedown(self, node: Any, error: object) -> None:
         session = self.session
         if error:

@@ -186,3 +186,21 @@ def test_model_cases_under_xdist_give_the_same_run(
     run = stored_runs(db)[0]
     assert [s.case_id for s in run.scores] == [f"q{i}" for i in range(6)]
     assert len(server.requests) == 6
+
+
+def test_under_xdist_the_controller_calls_ahead_once_per_case(
+    pytester: pytest.Pytester, server: FakeAnthropic
+) -> None:
+    # Workers learn their items a batch at a time, so the controller makes every call the
+    # collected cases need, 8 in flight, into the store's cache; workers grade from it.
+    rendezvous(server, 8)
+    write_evalset(pytester.path, "live", "live", _echo_cases(16))
+    db = pytester.path / "s.db"
+    result = pytester.runpytest(f"--verdryx-db={db}", f"--verdryx-model={MODEL}", "-n", "2")
+    result.assert_outcomes(passed=16)
+    assert server.max_in_flight == 8
+    assert len(server.requests) == 16  # once per case: the workers' calls were cache hits
+    result.stdout.fnmatch_lines(["*model cache: 16 hits, 16 misses*"])
+    run = stored_runs(db)[0]
+    assert run.complete and len(run.scores) == 16
+    assert all(score.cost_usd > 0 for score in run.scores)  # a hit keeps what the call cost
