@@ -309,13 +309,10 @@ class VerdryxSession:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
         self._pytest_session = session
-        collection_failed = (
-            session.testsfailed and not session.config.option.continue_on_collection_errors
-        )
         if (
             not self.is_worker
             and not session.config.option.collectonly
-            and not collection_failed  # pytest stops before any item: pay for nothing
+            and not self._collection_failed()  # pytest stops before any item: pay for nothing
             and self.expected
         ):
             self._prefetch(session)
@@ -323,6 +320,14 @@ class VerdryxSession:
             return (yield)
         finally:
             self._finish_adapters()
+
+    def _collection_failed(self) -> bool:
+        session = self._pytest_session
+        return bool(
+            session is not None
+            and session.testsfailed
+            and not self.config.option.continue_on_collection_errors
+        )
 
     def _prefetch(self, session: pytest.Session) -> None:
         """Start every model call the selected items need, before the first item runs, and
@@ -346,6 +351,7 @@ class VerdryxSession:
             or self.settings.cache != "on"  # the cache is how the answers reach the workers
             or not self.settings.store
             or self.config.option.collectonly
+            or self._collection_failed()  # pytest stops before any item: pay for nothing
         ):
             return
         self._workers_prefetched = True

@@ -204,3 +204,18 @@ def test_under_xdist_the_controller_calls_ahead_once_per_case(
     run = stored_runs(db)[0]
     assert run.complete and len(run.scores) == 16
     assert all(score.cost_usd > 0 for score in run.scores)  # a hit keeps what the call cost
+
+
+def test_a_collection_error_costs_no_model_call(
+    pytester: pytest.Pytester, server: FakeAnthropic
+) -> None:
+    # pytest stops before any item when collection fails: nothing may be called ahead.
+    # (Under xdist a collection error does not stop the session: the items run.)
+    write_evalset(pytester.path, "live", "live", _echo_cases(3))
+    (pytester.path / "broken.evalset.json").write_text("{")
+    result = pytester.runpytest(
+        f"--verdryx-db={pytester.path / 's.db'}", f"--verdryx-model={MODEL}"
+    )
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*broken.evalset.json: not valid JSON*"])
+    assert server.requests == []
