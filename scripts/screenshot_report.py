@@ -217,7 +217,9 @@ def synthetic_history(work: Path) -> Path:
         return write_report(store, report, run_id=dip_run.id, baseline=baseline)
 
 
-def screenshot(chromium: Path, page: Path, png: Path, profile: Path, height: int = 2000) -> None:
+def screenshot(
+    chromium: Path, page: Path, png: Path, profile: Path, height: int = 2000, width: int = 1280
+) -> None:
     command = [
         str(chromium),
         "--headless",
@@ -231,7 +233,7 @@ def screenshot(chromium: Path, page: Path, png: Path, profile: Path, height: int
         "--hide-scrollbars",
         f"--user-data-dir={profile}",
         f"--screenshot={png}",
-        f"--window-size=1280,{height}",
+        f"--window-size={width},{height}",
         page.resolve().as_uri(),
     ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)

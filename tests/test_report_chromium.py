@@ -3,10 +3,11 @@ the chart area is drawn. Skipped where Debian's chromium is not installed."""
 
 from __future__ import annotations
 
+import importlib.util
 import struct
-import subprocess
 import zlib
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -15,6 +16,16 @@ from verdryx_core.report import write_report
 from verdryx_core.store import Store
 
 CHROMIUM = Path("/usr/bin/chromium")
+SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "screenshot_report.py"
+
+
+def _script() -> ModuleType:
+    """The screenshot script itself, so the test drives Chromium exactly as users' runs do."""
+    spec = importlib.util.spec_from_file_location("screenshot_report", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def png_rows(data: bytes) -> tuple[int, int, list[bytes]]:
@@ -66,27 +77,7 @@ def test_headless_chromium_draws_the_chart(tmp_path: Path) -> None:
     with Store.open(db) as store:
         page = write_report(store, tmp_path / "report.html")
     png = tmp_path / "shot.png"
-    subprocess.run(
-        [
-            str(CHROMIUM),
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--hide-scrollbars",
-            f"--user-data-dir={tmp_path / 'profile'}",
-            f"--screenshot={png}",
-            "--window-size=800,700",
-            page.resolve().as_uri(),
-        ],
-        capture_output=True,
-        timeout=120,
-        check=False,
-    )
+    _script().screenshot(CHROMIUM, page, png, tmp_path / "profile", height=700, width=800)
     assert png.exists(), "chromium wrote no screenshot"
     width, height, rows = png_rows(png.read_bytes())
     assert (width, height) == (800, 700)

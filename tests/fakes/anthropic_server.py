@@ -17,16 +17,14 @@ import contextlib
 import http
 import json
 import re
-import socket
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from .loopback import LoopbackServer, ServerWithFake
+from .loopback import LoopbackHandler, LoopbackServer
 
 __all__ = [
     "FakeAnthropic",
@@ -178,17 +176,7 @@ def _shape_problems(body: Any) -> list[str]:
     return problems
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: ServerWithFake
-
-    def setup(self) -> None:
-        super().setup()
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def log_message(self, format: str, *args: Any) -> None:  # silence stderr
-        pass
-
+class _Handler(LoopbackHandler):
     def do_GET(self) -> None:
         self._handle()
 

@@ -4,12 +4,28 @@ and stopped around a test (`with FakeX() as fake:`), its handlers reaching the f
 
 from __future__ import annotations
 
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, ClassVar, Self
 
-__all__ = ["LoopbackServer", "ServerWithFake"]
+__all__ = ["LoopbackHandler", "LoopbackServer", "ServerWithFake"]
+
+
+class LoopbackHandler(BaseHTTPRequestHandler):
+    """HTTP/1.1 keep-alive, Nagle off (a reply in one write must not wait for a delayed ACK),
+    and quiet: subclasses only answer requests."""
+
+    protocol_version = "HTTP/1.1"
+    server: ServerWithFake
+
+    def setup(self) -> None:
+        super().setup()
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
 
 
 class ServerWithFake(ThreadingHTTPServer):

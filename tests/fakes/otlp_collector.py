@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import http
 import json
-import socket
 import threading
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from .loopback import LoopbackServer, ServerWithFake
+from .loopback import LoopbackHandler, LoopbackServer
 
 __all__ = ["FakeCollector", "ReceivedExport"]
 
@@ -32,17 +30,7 @@ class ReceivedExport:
         return json.loads(self.body)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: ServerWithFake
-
-    def setup(self) -> None:
-        super().setup()
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
+class _Handler(LoopbackHandler):
     def do_POST(self) -> None:
         collector = self.server.fake
         length = int(self.headers.get("content-length") or 0)

@@ -15,16 +15,14 @@ from __future__ import annotations
 
 import http
 import json
-import socket
 import threading
 import uuid
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from .loopback import LoopbackServer, ServerWithFake
+from .loopback import LoopbackHandler, LoopbackServer
 
 __all__ = ["DEFAULT_KEY", "FakeTypryx", "RecordedRequest", "Reply", "Template"]
 
@@ -70,17 +68,7 @@ class RecordedRequest:
     key: str | None
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: ServerWithFake
-
-    def setup(self) -> None:
-        super().setup()
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
+class _Handler(LoopbackHandler):
     def do_GET(self) -> None:
         self._handle()
 
