@@ -1,4 +1,4 @@
-"""Issue 7: evidence bundles. Content-addressed, re-checked on the bundle alone; a tampered
+"""Evidence bundles. Content-addressed, re-checked on the bundle alone; a tampered
 artifact is FAIL naming it; a truncated artifact is FLAG, never PASS; round trips hold."""
 
 from __future__ import annotations

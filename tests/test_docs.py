@@ -1,5 +1,5 @@
 """The docs are part of the product: every option the plugin registers and every eval set
-field is documented, and the README links the docs (issue 8)."""
+field is documented, and the README links the docs."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Eval set loading: every bad input of issue 2 is one line naming file, case and field."""
+"""Eval set loading: every bad input is one line naming file, case and field."""
 
 from __future__ import annotations
 
@@ -95,7 +95,7 @@ def test_the_recorded_output_is_not_part_of_the_fingerprint() -> None:
     assert base.fingerprint() != EvalCase(id="a", prompt="p", expected="z").fingerprint()
 
 
-# -- bad input (issue 2), each naming file, case and field -------------------------------------
+# -- bad input, each naming file, case and field -------------------------------------
 
 
 def test_not_json_names_line_and_column(tmp_path: Path) -> None:

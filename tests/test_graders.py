@@ -1,4 +1,4 @@
-"""The model-free graders: exact, regex, outcome_tag and tool_trace (issue 2, item 3).
+"""The model-free graders: exact, regex, outcome_tag and tool_trace.
 
 Properties are checked against independent references: stdlib `re` for the regex grader, and
 a brute-force subsequence search for the LCS of tool traces.

@@ -1,4 +1,4 @@
-"""The response cache (issue 4, items 6 and 7): a second run calls nothing, replay never calls,
+"""The response cache: a second run calls nothing, replay never calls,
 repeats are separate samples, and new answers are written in one transaction at flush."""
 
 from __future__ import annotations

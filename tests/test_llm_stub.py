@@ -1,4 +1,4 @@
-"""The stub model (issue 4, item 1): deterministic, records calls, configurable, thread-safe,
+"""The stub model: deterministic, records calls, configurable, thread-safe,
 and its values round-trip through plain dicts."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The SQLite store (issue 2, item 4): round trips, a model-agreement state machine,
-atomic saves, PRAGMAs, refusals, and the path resolution order of DESIGN.md section 5.
+"""The SQLite store: round trips, a model-agreement state machine,
+atomic saves, PRAGMAs, refusals, and the path resolution order of docs/options.md.
 
 Real SQLite files in tmp_path throughout; the only failure injection is through the store's
 own methods or through rows SQLite itself refuses.
@@ -379,7 +379,7 @@ def test_a_reader_sees_only_committed_runs(tmp_path: Path) -> None:
         assert {r.id for r in reader.list_runs()} == {"r1", "r2"}
 
 
-# -- path resolution (DESIGN.md section 5) ---------------------------------------------------
+# -- path resolution (docs/options.md) ---------------------------------------------------
 
 
 def test_the_flag_wins(tmp_path: Path) -> None:

@@ -136,7 +136,7 @@ _SCORE_COLUMNS: Final = (
 
 
 def resolve_store_path(flag: str | None = None, env: Mapping[str, str] | None = None) -> Path:
-    """DESIGN.md section 5: flag, then VERDRYX_DB verbatim, then $TAIPAN_HOME/verdryx.db when
+    """docs/options.md: flag, then VERDRYX_DB verbatim, then $TAIPAN_HOME/verdryx.db when
     that folder exists (default ~/.taipan), then ./verdryx.db. Never creates a directory."""
     env = os.environ if env is None else env
     if flag:

@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_row(store: Store, summary: RunSummary, baseline: Baseline | None) -> dict[str, Any]:
-    """One `runs --json` entry: DESIGN.md section 9 keys plus the verdict and why it is null."""
+    """One `runs --json` entry: docs/cli.md keys plus the verdict and why it is null."""
     verdict, note, inconclusive = _verdict(store, summary, baseline)
     return {
         "run_id": summary.id,

@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def show_document(run: EvalRun, scores: list[Score]) -> dict[str, Any]:
-    """The `eval --json` keys (DESIGN.md section 9) plus the run's provenance; each score
+    """The `eval --json` keys (docs/cli.md) plus the run's provenance; each score
     carries what the report shows: output, expected, reason. `cost_usd` is model plus judge
     spend, as in `eval --json`."""
     return {

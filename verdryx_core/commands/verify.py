@@ -1,6 +1,6 @@
 """`verdryx verify CONTRACT --base-path DIR | --bundle F`: did the agent do what it promised?
 
-Exit codes (DESIGN.md section 8): 0 PASS, 1 FAIL, 2 FLAG, 3 usage or I/O error. This
+Exit codes (docs/contracts.md): 0 PASS, 1 FAIL, 2 FLAG, 3 usage or I/O error. This
 command's own argument errors (no source, both sources, a bad value) exit 3 too, so a script
 never reads a typo as FLAG; only an argument no command knows, which the top-level parser
 rejects before this command is reached, still exits 2.
