@@ -20,7 +20,7 @@ from verdryx_core.contracts.evidence import bundle_hash, parse_bundle, verify_bu
 from verdryx_core.contracts.model import Contract, Limits
 from verdryx_core.contracts.validate import parse_contract
 from verdryx_core.service.keys import hash_key, looks_like_key
-from verdryx_core.service.storage import ApiKey, ServiceStorage, StoredContract
+from verdryx_core.service.storage import ApiKey, ServiceStorage, StoredContract, now_iso
 
 __all__ = [
     "DEFAULT_LIMIT",
@@ -127,14 +127,18 @@ class VerificationService:
         # Keep the bundle only under a hash it really has: a forged bundle_hash must not
         # claim a slot another (honest) bundle will need.
         sealed = bundle_hash(bundle) == bundle["bundle_hash"]
-        run_id = "vr_" + secrets.token_hex(12)
-        received_at = self.storage.record_run(
-            run_id=run_id,
+        document = {
+            **verdict,
+            "run_id": "vr_" + secrets.token_hex(12),
+            "contract_id": contract_id,
+            "received_at": now_iso(),
+        }
+        self.storage.record_run(
             contract=stored,
-            verdict=verdict,
+            document=document,
             bundle_text=body.decode("utf-8-sig") if sealed else None,
         )
-        return {**verdict, "run_id": run_id, "contract_id": contract_id, "received_at": received_at}
+        return document
 
     def latest_verdict(self, key: ApiKey, contract_id: str) -> dict[str, Any]:
         self._stored(key, contract_id)

@@ -3,14 +3,12 @@
 Written here rather than derived from a framework so the request bodies are exactly the
 contract and bundle JSON Schemas `verdryx verify` validates against. The committed copy is
 `docs/verification-service.openapi.json` (a test keeps the two equal; regenerate it with
-`python -m verdryx_core.service.openapi > docs/verification-service.openapi.json`).
+`python scripts/write_openapi.py`).
 """
 
 from __future__ import annotations
 
 import copy
-import json
-import sys
 from typing import Any, Final
 
 from verdryx_core import __version__
@@ -347,8 +345,3 @@ def openapi_document() -> dict[str, Any]:
             },
         },
     }
-
-
-if __name__ == "__main__":  # pragma: no cover
-    json.dump(openapi_document(), sys.stdout, indent=2, ensure_ascii=False)
-    sys.stdout.write("\n")

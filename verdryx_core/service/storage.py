@@ -34,6 +34,7 @@ __all__ = [
     "ServiceStorage",
     "SqliteServiceStorage",
     "StoredContract",
+    "now_iso",
 ]
 
 SERVICE_SCHEMA_VERSION: Final = 1
@@ -99,7 +100,7 @@ CREATE INDEX IF NOT EXISTS service_verdicts_by_contract
 """
 
 
-def _now() -> str:
+def now_iso() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
@@ -188,13 +189,8 @@ class ServiceStorage(Protocol):
     def get_contract(self, contract_id: str, key_id: str) -> StoredContract | None: ...
 
     def record_run(
-        self,
-        *,
-        run_id: str,
-        contract: StoredContract,
-        verdict: Mapping[str, Any],
-        bundle_text: str | None,
-    ) -> str: ...
+        self, *, contract: StoredContract, document: Mapping[str, Any], bundle_text: str | None
+    ) -> None: ...
 
     def latest_verdict(self, contract_id: str, key_id: str) -> dict[str, Any] | None: ...
 
@@ -307,7 +303,7 @@ class SqliteServiceStorage:
     # -- keys -------------------------------------------------------------------------------
 
     def create_key(self, *, key_id: str, name: str, key_sha256: str, prefix: str) -> ApiKey:
-        key = ApiKey(key_id=key_id, name=name, prefix=prefix, created_at=_now())
+        key = ApiKey(key_id=key_id, name=name, prefix=prefix, created_at=now_iso())
         with self._errors("create an API key"), self._transaction() as db:
             db.execute(
                 "INSERT INTO service_keys (key_id, name, key_sha256, prefix, created_at) "
@@ -329,7 +325,7 @@ class SqliteServiceStorage:
         with self._errors("revoke an API key"), self._transaction() as db:
             db.execute(
                 "UPDATE service_keys SET revoked_at = ? WHERE key_id = ? AND revoked_at IS NULL",
-                (_now(), key_id),
+                (now_iso(), key_id),
             )
             row = db.execute(
                 "SELECT key_id, name, prefix, created_at, revoked_at FROM service_keys "
@@ -365,7 +361,7 @@ class SqliteServiceStorage:
                     document["task_id"],
                     document.get("agent_id"),
                     json.dumps(document, ensure_ascii=False, sort_keys=True),
-                    _now(),
+                    now_iso(),
                 ),
             )
             return cursor.rowcount == 1
@@ -391,42 +387,34 @@ class SqliteServiceStorage:
     # -- runs and the ledger ----------------------------------------------------------------
 
     def record_run(
-        self,
-        *,
-        run_id: str,
-        contract: StoredContract,
-        verdict: Mapping[str, Any],
-        bundle_text: str | None,
-    ) -> str:
-        """Append one verdict (and keep its bundle) in one transaction; returns received_at."""
-        received_at = _now()
+        self, *, contract: StoredContract, document: Mapping[str, Any], bundle_text: str | None
+    ) -> None:
+        """Append one verdict document (with its `run_id` and `received_at`) and keep its
+        bundle, in one transaction."""
         with self._errors("record a verdict"), self._transaction() as db:
-            if bundle_text is not None and verdict.get("bundle_hash"):
+            if bundle_text is not None and document.get("bundle_hash"):
                 db.execute(
                     "INSERT OR IGNORE INTO service_bundles (bundle_hash, body, created_at) "
                     "VALUES (?, ?, ?)",
-                    (verdict["bundle_hash"], bundle_text, received_at),
+                    (document["bundle_hash"], bundle_text, document["received_at"]),
                 )
             db.execute(
                 "INSERT INTO service_verdicts (run_id, contract_id, key_id, task_id, agent_id, "
                 "verdict, summary, bundle_hash, document, created_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
-                    run_id,
+                    document["run_id"],
                     contract.contract_id,
                     contract.key_id,
-                    verdict["task_id"],
-                    verdict.get("agent_id"),
-                    verdict["verdict"],
-                    verdict.get("summary") or "",
-                    verdict.get("bundle_hash"),
-                    json.dumps(
-                        {**verdict, "received_at": received_at}, ensure_ascii=False, sort_keys=True
-                    ),
-                    received_at,
+                    document["task_id"],
+                    document.get("agent_id"),
+                    document["verdict"],
+                    document.get("summary") or "",
+                    document.get("bundle_hash"),
+                    json.dumps(document, ensure_ascii=False, sort_keys=True),
+                    document["received_at"],
                 ),
             )
-        return received_at
 
     def latest_verdict(self, contract_id: str, key_id: str) -> dict[str, Any] | None:
         with self._errors("read a verdict"), self._lock:
