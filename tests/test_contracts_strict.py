@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import copy
 import json
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import fastjsonschema
 import jsonschema
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from verdryx_core.cli import main
 from verdryx_core.contracts import (
@@ -197,3 +201,79 @@ def test_verify_bundle_for_another_contract_exits_1_naming_it(
     assert main(["verify", str(other), "--bundle", str(bundle)]) == 1
     out = capsys.readouterr().out
     assert "tampered  contract: the bundle was collected for task_id 't'" in out
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    where=st.sampled_from(["top", "limits", "artifact", "content", "listing", "sqlite"]),
+    key=st.sampled_from(
+        [
+            "format",
+            "bundle_hash",
+            "size",
+            "bytes",
+            "count",
+            "entries",
+            "kind",
+            "tables",
+            "x",
+            "max_file_bytes",
+            "truncated",
+            "path",
+            "rows",
+            "sha256",
+        ]
+    ),
+    value=st.recursive(
+        st.none() | st.booleans() | st.integers(-3, 2**53) | st.text(max_size=70),
+        lambda inner: (
+            st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+        ),
+        max_leaves=5,
+    ),
+)
+def test_the_fast_validator_agrees_with_jsonschema(
+    where: str, key: str, value: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The compiled fast path must accept exactly what the reference validator accepts."""
+    from verdryx_core.contracts.evidence import _fast_validator, _validator
+
+    bundle = copy.deepcopy(_sample_bundle(tmp_path_factory))
+    by_path = {artifact["path"]: artifact for artifact in bundle["artifacts"]}
+    target = {
+        "top": bundle,
+        "limits": bundle["limits"],
+        "artifact": by_path["out/r.md"],
+        "content": by_path["out/r.md"]["content"],
+        "listing": by_path["out"]["listing"],
+        "sqlite": by_path["db.sqlite"]["sqlite"]["tables"],
+    }[where]
+    target[key] = value
+    try:
+        _fast_validator()(bundle)
+        fast = True
+    except fastjsonschema.JsonSchemaException:
+        fast = False
+    assert fast == _validator().is_valid(bundle)
+
+
+_SAMPLE: list[dict[str, Any]] = []
+
+
+def _sample_bundle(factory: pytest.TempPathFactory) -> dict[str, Any]:
+    if not _SAMPLE:
+        base = factory.mktemp("sample")
+        (base / "out").mkdir()
+        (base / "out" / "r.md").write_text("all ok\n")
+        sqlite3.connect(base / "db.sqlite").execute("CREATE TABLE t (x)").connection.close()
+        contract = contract_from_data(
+            {
+                **CONTRACT,
+                "success_criteria": [
+                    *CONTRACT["success_criteria"],
+                    {"id": "s", "type": "sqlite_table_has_rows", "path": "db.sqlite", "table": "t"},
+                ],
+            }
+        )
+        _SAMPLE.append(collect_evidence(contract, base))
+    return _SAMPLE[0]

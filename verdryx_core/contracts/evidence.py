@@ -21,6 +21,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
+import fastjsonschema  # type: ignore[import-untyped]
 import jsonschema  # type: ignore[import-untyped]
 import jsonschema.exceptions  # type: ignore[import-untyped]
 import rfc8785
@@ -185,6 +186,11 @@ def _validator() -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(bundle_schema())
 
 
+@cache
+def _fast_validator() -> Any:
+    return fastjsonschema.compile(bundle_schema())
+
+
 def validate_bundle(bundle: object, *, name: str = "bundle") -> None:
     """Refuse anything that is not a bundle `verdryx verify --bundle-out` could have written:
     the wrong shape, a value out of range, a path in a spelling the collector never uses.
@@ -203,7 +209,13 @@ def validate_bundle(bundle: object, *, name: str = "bundle") -> None:
         check_value(bundle)
     except JSONTextError as exc:
         raise BundleError(f"{name}: {exc}") from None
-    error = jsonschema.exceptions.best_match(_validator().iter_errors(bundle))
+    # The compiled validator is ~20x faster on a valid bundle (the service checks every one);
+    # on a failure, jsonschema finds the error worth naming.
+    try:
+        _fast_validator()(bundle)
+        error = None
+    except fastjsonschema.JsonSchemaException:
+        error = jsonschema.exceptions.best_match(_validator().iter_errors(bundle))
     if error is not None:
         raise BundleError(f"{name}: {_where(bundle, list(error.absolute_path))}{_say(error)}")
     for artifact in bundle["artifacts"]:
