@@ -216,13 +216,11 @@ class SqliteStore(SqlStore):
         name = os.fspath(path)
         try:
             if read_only and not _writable(path):
-                # A folder we cannot write holds no -wal/-shm we could create: read the file
-                # as it is (immutable). A file we cannot write: plain read-only.
-                # (A -wal file left beside it holds committed runs: then read through it.)
+                # A store we cannot write (an archived CI artifact, a read-only mount): read
+                # the file as it is (immutable), which creates no -wal/-shm beside it. A
+                # non-empty -wal left beside it holds committed runs: then read through it.
                 wal = Path(f"{name}-wal")
-                frozen = not os.access(path.parent, os.W_OK) and not (
-                    wal.exists() and wal.stat().st_size
-                )
+                frozen = not (wal.exists() and wal.stat().st_size)
                 flag = "immutable=1" if frozen else "mode=ro"
                 uri = f"file:{quote(os.path.abspath(name))}?{flag}"
                 return sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
