@@ -185,6 +185,7 @@ def test_runs_usage_errors_are_one_line(capsys: pytest.CaptureFixture[str], db: 
 
 
 def test_runs_of_an_empty_store(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    Store.open(tmp_path / "empty.db").close()
     code, out, _ = cli(capsys, "runs", "--db", str(tmp_path / "empty.db"))
     assert code == 0 and "no runs stored in" in out
     assert cli_json(capsys, "runs", "--db", str(tmp_path / "empty.db")) == {

@@ -231,7 +231,12 @@ class Score:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EvalRun:
-    """One graded run over one or more eval sets. `complete` is False for an interrupted run."""
+    """One graded run over one or more eval sets. `complete` is False for an interrupted run.
+
+    The provenance fields say where a run came from: a free `label`, the VCS `commit` and
+    `branch`, the CI job's `ci_url`, the `run_group` its shards share, this run's `shard`
+    ("2/3"), and `partial` when it ran a subset of the cases on purpose (one shard, a `-k`).
+    """
 
     id: str
     model: str
@@ -243,6 +248,13 @@ class EvalRun:
     scores: tuple[Score, ...] = ()
     complete: bool = True
     plugin_version: str = ""
+    label: str | None = None
+    commit: str | None = None
+    branch: str | None = None
+    ci_url: str | None = None
+    run_group: str | None = None
+    shard: str | None = None
+    partial: bool = False
 
     def __post_init__(self) -> None:
         # The eval sets are a set: the store keeps them sorted (runs are matched by the exact
@@ -293,6 +305,13 @@ class EvalRun:
             "scores": [score.to_dict() for score in self.scores],
             "complete": self.complete,
             "plugin_version": self.plugin_version,
+            "label": self.label,
+            "commit": self.commit,
+            "branch": self.branch,
+            "ci_url": self.ci_url,
+            "run_group": self.run_group,
+            "shard": self.shard,
+            "partial": self.partial,
         }
 
     @classmethod
@@ -309,6 +328,13 @@ class EvalRun:
             scores=tuple(Score.from_dict(item) for item in data.get("scores") or ()),
             complete=bool(data.get("complete", True)),
             plugin_version=data.get("plugin_version") or "",
+            label=data.get("label"),
+            commit=data.get("commit"),
+            branch=data.get("branch"),
+            ci_url=data.get("ci_url"),
+            run_group=data.get("run_group"),
+            shard=data.get("shard"),
+            partial=bool(data.get("partial", False)),
         )
 
 

@@ -28,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    with open_store(args) as store:
+    with open_store(args, read_only=True) as store:
         found = store.find_run(args.run_id)
         if found is None:
             raise UsageError(
