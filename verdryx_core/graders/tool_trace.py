@@ -3,7 +3,8 @@
 A call matches an expected one when the names are equal and, when the expected call gives
 `arguments`, the arguments match: `argument_match: exact` (default) the same keys with
 matching values, `subset` the expected keys with matching values (others may be there too).
-A value `{"one_of": [...]}` accepts any listed value (see `verdryx_core.graders.values`).
+A value `{"one_of": [...]}` accepts any listed value, and `{"one_of": [...], "optional": true}`
+also its absence (see `verdryx_core.graders.values`).
 
 Partial credit by `tool_match` (M is the number of calls matched, A the calls made, E the
 calls expected; both empty scores 1.0):
@@ -24,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Final, final
 
 from verdryx_core.graders.base import Grade, GradeContext
-from verdryx_core.graders.values import value_matches
+from verdryx_core.graders.values import members_match
 from verdryx_core.model import EvalCase, ToolCall
 
 __all__ = [
@@ -104,11 +105,7 @@ def arguments_match(
         return True  # arguments not given: not checked
     if actual is None:
         return False
-    if mode == "subset":
-        return all(
-            key in actual and value_matches(want, actual[key]) for key, want in expected.items()
-        )
-    return value_matches(expected, actual)
+    return members_match(expected, actual, extra_allowed=mode == "subset")
 
 
 def calls_score(
