@@ -21,8 +21,10 @@ import jsonschema
 
 from verdryx_core.errors import EvalSetError
 from verdryx_core.graders.regex import compile_pattern
+from verdryx_core.jsonload import loads as load_json
 from verdryx_core.jsonwords import item_label, json_kind
 from verdryx_core.model import GRADER_KINDS, EvalCase
+from verdryx_core.text import first_invalid_text
 
 __all__ = ["EvalSet", "evalset_schema", "load_evalset"]
 
@@ -61,7 +63,7 @@ def load_evalset(path: str | Path) -> EvalSet:
     except (OSError, UnicodeDecodeError) as exc:
         raise EvalSetError(path, f"cannot read: {exc}") from None
     try:
-        data = json.loads(text, parse_constant=_reject_constant)
+        data = load_json(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
         raise EvalSetError(
             path, f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
@@ -90,6 +92,7 @@ def evalset_from_data(data: object, path: str | Path) -> EvalSet:
         raise EvalSetError(
             path, f"top level must be a JSON object with 'id' and 'cases', got {json_kind(data)}"
         )
+    _check_text(data, path)
     _check_schema(data, path)
     cases_data: list[dict[str, Any]] = data["cases"]
     seen: dict[str, int] = {}
@@ -108,6 +111,28 @@ def evalset_from_data(data: object, path: str | Path) -> EvalSet:
         _check_case_rules(case_data, index, path)
         cases.append(EvalCase.from_dict(case_data))
     return EvalSet(id=data["id"], cases=tuple(cases), path=Path(path))
+
+
+def _check_text(data: Mapping[str, Any], path: str | Path) -> None:
+    # The text rule (verdryx_core.text): a file with a lone surrogate is refused here, so no
+    # id, prompt or expected value that cannot be stored or printed ever reaches a run.
+    found = first_invalid_text(data)
+    if found is None:
+        return
+    location, shown = found
+    case: str | None = None
+    parts: list[Any] = list(location)
+    if len(parts) >= 2 and parts[0] == "cases" and isinstance(parts[1], int):
+        case = item_label(data["cases"][parts[1]], parts[1])
+        parts = parts[2:]
+    field = "".join(str(p) if i == 0 else f"[{p}]" for i, p in enumerate(parts)) or None
+    raise EvalSetError(
+        path,
+        f"'{shown}' is not valid Unicode (a lone surrogate such as \\ud800); "
+        "write the character itself or remove the escape",
+        case=case,
+        field=field,
+    )
 
 
 @cache

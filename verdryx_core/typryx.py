@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Final, final
 from urllib.parse import urlsplit, urlunsplit
 
+from verdryx_core import jsonload
 from verdryx_core.errors import ModelCallError, UsageError, VerdryxError
 
 __all__ = [
@@ -188,7 +189,7 @@ class TypryxClient:
         try:
             if len(raw) > _MAX_RESPONSE_BYTES:
                 raise ValueError("response larger than 1 MiB")
-            document = json.loads(raw.decode("utf-8"))
+            document = jsonload.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError) as exc:
             raise ModelCallError(
                 self._redact(
@@ -208,7 +209,7 @@ class TypryxClient:
     def _refusal(self, where: str, status: int, raw: bytes) -> ModelCallError:
         code: str | None = None
         try:
-            document = json.loads(raw[:_MAX_RESPONSE_BYTES].decode("utf-8"))
+            document = jsonload.loads(raw[:_MAX_RESPONSE_BYTES].decode("utf-8"))
             if isinstance(document, dict) and isinstance(document.get("error"), str):
                 code = document["error"]
         except (UnicodeDecodeError, ValueError):
