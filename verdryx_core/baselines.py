@@ -14,7 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
-import jsonschema
+import jsonschema  # type: ignore[import-untyped]
 
 from verdryx_core import jsonload
 from verdryx_core.atomic import write_text_atomic

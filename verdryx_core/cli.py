@@ -8,6 +8,7 @@ a module; this file never changes for it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import pkgutil
 import sys
@@ -17,6 +18,7 @@ from typing import NoReturn
 
 from verdryx_core import __version__, commands
 from verdryx_core.errors import VerdryxError
+from verdryx_core.text import PrintableStream
 
 __all__ = ["build_parser", "main"]
 
@@ -70,7 +72,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     try:
-        return int(args._run(args))
+        # What a command prints may quote stored outputs, ids and file names: escaped on the
+        # way out (verdryx_core.text), never printed raw.
+        with contextlib.redirect_stdout(PrintableStream(sys.stdout)):
+            return int(args._run(args))
     except VerdryxError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE

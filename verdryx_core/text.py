@@ -14,11 +14,19 @@ would each fail on it in their own way. The rule (see docs/troubleshooting.md):
 
 from __future__ import annotations
 
+import io
 import re
 from collections.abc import Iterator
-from typing import Any, Final
+from typing import Any, Final, TextIO
 
-__all__ = ["REPLACEMENT", "clean_text", "first_invalid_text", "is_valid_text", "printable"]
+__all__ = [
+    "REPLACEMENT",
+    "PrintableStream",
+    "clean_text",
+    "first_invalid_text",
+    "is_valid_text",
+    "printable",
+]
 
 REPLACEMENT: Final = "\ufffd"
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
@@ -80,3 +88,25 @@ def _strings(
         elif isinstance(item, list | tuple):
             for index in range(len(item) - 1, -1, -1):
                 stack.append((item[index], (*where, index)))
+
+
+class PrintableStream(io.TextIOBase):
+    """A text stream that writes `printable(text)` to the stream it wraps: the CLI prints
+    through one, so no command can put a raw control character or a lone surrogate from a
+    stored output, a case id or a file name on the terminal."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(printable(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        return bool(getattr(self._stream, "isatty", lambda: False)())
+
+    def writable(self) -> bool:
+        return True

@@ -19,10 +19,11 @@ import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final, final
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from verdryx_core import jsonload
 from verdryx_core.errors import ModelCallError, UsageError, VerdryxError
+from verdryx_core.redact import redact_url
 
 __all__ = [
     "DEFAULT_TEMPLATE",
@@ -93,11 +94,8 @@ def read_key_file(path: str | os.PathLike[str]) -> str:
 
 
 def _display_url(url: str) -> str:
-    """The URL without any user:password part, for messages."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+    """The URL with any user:password part masked, for messages."""
+    return redact_url(url)
 
 
 @final

@@ -13,6 +13,7 @@ tools gets `tool_use` blocks, anything else a text echo). `responder` replaces t
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import http
 import json
@@ -340,6 +341,11 @@ class FakeAnthropic(LoopbackServer):
         if key is None:
             auth = headers.get("authorization") or ""
             key = auth[len("Bearer ") :] if auth.startswith("Bearer ") else None
+            if auth.startswith("Basic "):
+                # A proxy URL's user:password (httpx sends it as basic auth): the password
+                # is the credential.
+                decoded = base64.b64decode(auth[len("Basic ") :]).decode("utf-8", "replace")
+                key = decoded.partition(":")[2]
         return key
 
     def _respond(self, method: str, path: str, headers: Any, raw: bytes, port: int) -> Reply:

@@ -142,14 +142,23 @@ class AnthropicAdapter:
         return self._completion(message)
 
     def judge(self, prompt: str, output: str, rubric: str, *, repeat: int = 0) -> Judgement:
-        message = self._create(
-            "judge call",
-            max_tokens=self.judge_max_tokens,
-            system=JUDGE_SYSTEM,
-            messages=[{"role": "user", "content": render_judge_prompt(prompt, output, rubric)}],
-            tools=[dict(RECORD_VERDICT_TOOL)],
-            tool_choice=dict(TOOL_CHOICE),
-        )
+        try:
+            message = self._create(
+                "judge call",
+                max_tokens=self.judge_max_tokens,
+                system=JUDGE_SYSTEM,
+                messages=[{"role": "user", "content": render_judge_prompt(prompt, output, rubric)}],
+                tools=[dict(RECORD_VERDICT_TOOL)],
+                tool_choice=dict(TOOL_CHOICE),
+            )
+        except ModelCallError as exc:
+            if exc.status is None or not 200 <= exc.status < 300:
+                raise  # refused or unreachable: an infrastructure error, not a verdict
+            # A 2xx answer the judge rules cannot read is unmeasured, like any other
+            # unreadable verdict (docs/models-and-judges.md); its cost is unknown.
+            return Judgement(
+                score=None, unmeasured=f"judge answer unreadable (cost unknown): {exc}"
+            )
         verdict = parse_verdict(message["content"], message.get("stop_reason"))
         input_tokens, output_tokens, cost = self._usage(message)
         return Judgement(
