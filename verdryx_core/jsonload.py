@@ -46,9 +46,12 @@ def loads(
         raise _depth_error(text, max_depth) from None
     except json.JSONDecodeError:
         raise
-    except ValueError:
+    except ValueError as exc:
         # An integer of more than 4,300 digits (sys.set_int_max_str_digits) is refused with a
-        # plain ValueError; say where, like any other syntax problem.
+        # plain ValueError; say where, like any other syntax problem. Other ValueErrors are the
+        # caller's own (a parse_constant that refuses NaN).
+        if "integer string conversion" not in str(exc):
+            raise
         found = _LONG_NUMBER.search(text)
         raise json.JSONDecodeError(
             "a number with more digits than can be read", text, found.start() if found else 0
