@@ -131,6 +131,11 @@ class PriceBook:
                 f"{name}: cannot read the price file ({exc.strerror}); fix the path in the "
                 "ini key verdryx_prices"
             ) from None
+        except UnicodeDecodeError as exc:
+            raise UsageError(
+                f"{name}: the price file is not UTF-8 ({exc.reason} at byte {exc.start}); save "
+                "it as UTF-8 JSON"
+            ) from None
         try:
             data = jsonload.loads(text)
         except json.JSONDecodeError as exc:
