@@ -84,7 +84,7 @@ def test_a_bad_return_is_one_line_naming_the_field(value: object, message: str) 
 
 
 def test_a_bad_result_built_by_the_target_fails_where_it_is_built() -> None:
-    with pytest.raises(TargetResultError, match="usage.cost_usd is -1.0"):
+    with pytest.raises(TargetResultError, match=r"usage\.cost_usd is -1\.0"):
         TargetResult(output="x", usage={"cost_usd": -1.0})  # type: ignore[arg-type]
 
 

@@ -21,8 +21,10 @@ CALL_KINDS = ("complete", "tools", "judge")
 class Completion:
     """One model answer: its text, the ordered tool names it called, and what it cost.
 
-    `cost_usd` is what the call cost when it was made; `cached` True means this run did not
-    pay it again (the answer came from the response cache).
+    `tool_calls` repeats the calls with their arguments (`{"name", "arguments"}`) when the
+    adapter read them; `tool_names` is what the tool_trace grader compares. `cost_usd` is what
+    the call cost when it was made; `cached` True means this run did not pay it again (the
+    answer came from the response cache).
     """
 
     text: str
@@ -31,6 +33,7 @@ class Completion:
     output_tokens: int = 0
     cost_usd: float = 0.0
     cached: bool = False
+    tool_calls: tuple[Mapping[str, Any], ...] = ()
 
     @property
     def tokens(self) -> int:
@@ -40,6 +43,7 @@ class Completion:
         return {
             "text": self.text,
             "tool_names": list(self.tool_names),
+            "tool_calls": [dict(call) for call in self.tool_calls],
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "cost_usd": self.cost_usd,
@@ -55,6 +59,8 @@ class Completion:
             output_tokens=int(data.get("output_tokens", 0)),
             cost_usd=float(data.get("cost_usd", 0.0)),
             cached=bool(data.get("cached", False)),
+            # Absent from answers cached before calls carried their arguments.
+            tool_calls=tuple(dict(call) for call in data.get("tool_calls") or ()),
         )
 
 
