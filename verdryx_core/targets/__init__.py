@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from verdryx_core.targets.cache import TargetCache
 from verdryx_core.targets.case import TargetCase
 from verdryx_core.targets.errors import TargetLoadError, TargetResultError
 from verdryx_core.targets.loader import load_target, parse_spec
@@ -12,6 +13,7 @@ from verdryx_core.targets.target import Target
 __all__ = [
     "ERROR_KINDS",
     "Target",
+    "TargetCache",
     "TargetCase",
     "TargetLoadError",
     "TargetOutcome",

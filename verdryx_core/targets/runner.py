@@ -29,6 +29,7 @@ from types import TracebackType
 from typing import Any, Final, Protocol, Self
 
 from verdryx_core.errors import UsageError
+from verdryx_core.targets.cache import TargetCache
 from verdryx_core.targets.case import TargetCase
 from verdryx_core.targets.errors import TargetResultError
 from verdryx_core.targets.result import TargetResult, normalise_result
@@ -37,8 +38,9 @@ from verdryx_core.timeouts import DEFAULT_TIMEOUT_S, check_timeout
 
 __all__ = ["ERROR_KINDS", "TargetOutcome", "TargetRunner"]
 
-#: Why a call produced no result: it raised, it overran the timeout, it returned a bad value.
-ERROR_KINDS: Final = ("exception", "timeout", "bad_result")
+#: Why a call produced no result: it raised, it overran the timeout, it returned a bad value,
+#: or (replaying) no result was recorded for it.
+ERROR_KINDS: Final = ("exception", "timeout", "bad_result", "not_recorded")
 
 _MESSAGE_LIMIT: Final = 300
 #: How long past its deadline the watchdog lets the loop settle a call before doing it itself.
@@ -75,6 +77,8 @@ class TargetOutcome:
     error: str | None = None
     error_kind: str | None = None
     latency_s: float = 0.0
+    #: Served from the store under the declared target version: no call was made.
+    cached: bool = False
 
     @property
     def ok(self) -> bool:
@@ -88,6 +92,7 @@ class TargetOutcome:
             "error": self.error,
             "error_kind": self.error_kind,
             "latency_s": self.latency_s,
+            "cached": self.cached,
         }
 
     @classmethod
@@ -100,6 +105,7 @@ class TargetOutcome:
             error=data.get("error"),
             error_kind=data.get("error_kind"),
             latency_s=float(data.get("latency_s", 0.0)),
+            cached=bool(data.get("cached", False)),
         )
 
 
@@ -109,6 +115,7 @@ class _Call:
     case: TargetCase
     future: Future[TargetOutcome]
     deadline: float = 0.0
+    cache_key: str | None = None
 
 
 class TargetRunner:
@@ -116,7 +123,8 @@ class TargetRunner:
 
     Use as a context manager: leaving normally waits for every call (each bounded by the
     timeout), leaving on an exception cancels what has not started, and leaving on
-    KeyboardInterrupt aborts without waiting.
+    KeyboardInterrupt aborts without waiting. With a `cache` that is enabled (a declared
+    target version), a stored result is served without a call and new results are recorded.
     """
 
     def __init__(
@@ -125,6 +133,7 @@ class TargetRunner:
         concurrency: int = 8,
         timeout: float = DEFAULT_TIMEOUT_S,
         progress: _Advances | None = None,
+        cache: TargetCache | None = None,
     ) -> None:
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise UsageError(
@@ -134,6 +143,7 @@ class TargetRunner:
         self.concurrency = concurrency
         self.timeout = check_timeout(timeout)
         self.progress = progress
+        self.cache = cache if cache is not None and cache.enabled else None
         self._lock = threading.Lock()
         self._pending: set[Future[TargetOutcome]] = set()
         self._running: dict[Future[TargetOutcome], _Call] = {}
@@ -146,9 +156,18 @@ class TargetRunner:
     # -- the caller's side -----------------------------------------------------------------
 
     def submit(self, target: Target, case: TargetCase) -> Future[TargetOutcome]:
-        """Queue one call; it starts when a slot is free."""
+        """Queue one call; it starts when a slot is free. A cached result (or, replaying, its
+        absence) settles the future at once."""
         future: Future[TargetOutcome] = Future()
         call = _Call(target, case, future)
+        if self.cache is not None:
+            call.cache_key = self.cache.key(target.spec, case)
+            known = self._from_cache(call)
+            if known is not None:
+                future.set_running_or_notify_cancel()
+                future.add_done_callback(self._forget)
+                future.set_result(known)
+                return future
         with self._lock:
             if self._closed:
                 raise RuntimeError("the target runner is closed")
@@ -157,6 +176,22 @@ class TargetRunner:
         future.add_done_callback(self._forget)
         loop.call_soon_threadsafe(self._spawn, call)
         return future
+
+    def _from_cache(self, call: _Call) -> TargetOutcome | None:
+        assert self.cache is not None and call.cache_key is not None
+        result = self.cache.get(call.cache_key)
+        if result is not None:
+            return TargetOutcome(
+                case_id=call.case.id, repeat=call.case.repeat, result=result, cached=True
+            )
+        if self.cache.replaying:
+            error = (
+                f"target {call.target.spec}: no result recorded under version "
+                f"{self.cache.version} for case {call.case.id} (repeat {call.case.repeat}) "
+                "(--verdryx-cache=replay); record it first with --verdryx-cache=on"
+            )
+            return self._error(call, error, "not_recorded", 0.0)
+        return None
 
     def run(self, target: Target, cases: list[TargetCase]) -> list[TargetOutcome]:
         """Every case through `target`, outcomes in the cases' order (for scripts and tests)."""
@@ -269,7 +304,11 @@ class TargetRunner:
             finally:
                 with self._lock:
                     self._running.pop(future, None)
-            self._settle(future, outcome)
+            # Recorded only when this is the outcome the caller saw (not a late answer after
+            # the watchdog reported a timeout).
+            settled = self._settle(future, outcome)
+            if settled and self.cache and outcome.result is not None and call.cache_key:
+                self.cache.remember(call.cache_key, call.target.spec, outcome.result)
 
     async def _call_async(self, call: _Call, started: float) -> TargetOutcome:
         try:
@@ -341,9 +380,12 @@ class TargetRunner:
             latency_s=latency,
         )
 
-    def _settle(self, future: Future[TargetOutcome], outcome: TargetOutcome) -> None:
-        with contextlib.suppress(InvalidStateError):  # the watchdog or abort got there first
+    def _settle(self, future: Future[TargetOutcome], outcome: TargetOutcome) -> bool:
+        try:
             future.set_result(outcome)
+        except InvalidStateError:  # the watchdog or abort got there first
+            return False
+        return True
 
     def _forget(self, future: Future[TargetOutcome]) -> None:
         with self._lock:
