@@ -460,3 +460,18 @@ def test_a_bfcl_sample_as_jsonl_graded_unordered_with_arguments(tmp_path: Path) 
         "name": "get_weather",
         "arguments": {"city": "Tokyo", "unit": "celsius"},
     }
+
+
+def test_the_runner_grades_the_models_calls_with_their_arguments() -> None:
+    from verdryx_core.llm import StubAdapter
+
+    case = _case(
+        tools=[{"name": "lookup", "input_schema": {"type": "object"}}],
+        expected_tool_calls=[{"name": "lookup", "arguments": {"id": 7}}],
+    )
+    for made, value in (({"id": 7}, 1.0), ({"id": 8}, 0.0)):
+        model = StubAdapter(tool_calls=[{"name": "lookup", "arguments": made}])
+        evaluator = CaseEvaluator(graders=build_graders(), adapter=model)
+        score = evaluator.evaluate(case, CONTEXT)
+        assert score.value == value
+        assert json.loads(f"[{score.output}]") == [{"name": "lookup", "arguments": made}]
