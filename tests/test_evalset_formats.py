@@ -214,6 +214,7 @@ BAD_CASES = [
     ("tolerance", _bad({"grader": "numeric", "expected": 1, "tolerance": -1}), "minimum"),
     ("expected", _bad({"grader": "numeric", "expected": "many"}), "expects a number"),
     ("expected", _bad({"grader": "numeric"}), "requires"),
+    ("expected", _bad({"grader": "numeric", "expected": "1e400"}), "finite"),
     ("expected", _bad({"grader": "json", "expected": "{nope"}), "JSON text"),
     ("schema", _bad({"grader": "json", "schema": {"type": 12}}), "not a valid JSON Schema"),
     ("fields", _bad({"grader": "json", "fields": []}), "expected object"),
