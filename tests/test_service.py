@@ -412,6 +412,8 @@ def test_client_errors_are_one_family_and_never_carry_the_key(service: RunningSe
         b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 5\r\nConnection: close\r\n\r\noops!",
         b"garbage, not HTTP\r\n\r\n",
         b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 39\r\nConnection: close\r\n\r\n"
+        b'{"verdict": "PASS", "check_results": 7}',
     ):
         with canned_server(reply) as canned:
             with pytest.raises(VerificationServiceError) as odd:
