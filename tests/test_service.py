@@ -580,9 +580,9 @@ def test_verdryx_serve_runs_the_service(tmp_path: Path) -> None:
     key = created.stdout.strip()
     port = free_port()
     server = subprocess.Popen(
-        [str(VERDRYX), "serve", "--db", str(db), "--port", str(port), "--log-level", "warning"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        [str(VERDRYX), "serve", "--db", str(db), "--port", str(port), "--log-level", "info"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
         text=True,
     )
     try:
@@ -593,13 +593,15 @@ def test_verdryx_serve_runs_the_service(tmp_path: Path) -> None:
                 break
             except VerificationServiceError:
                 if server.poll() is not None:
-                    raise AssertionError(server.stderr.read() if server.stderr else "") from None
+                    raise AssertionError(server.stdout.read() if server.stdout else "") from None
                 threading.Event().wait(0.05)
         contract_id = client.create_contract(example_contract())
         assert client.submit_run(contract_id, example_bundle())["verdict"] == "PASS"
     finally:
         server.terminate()
-        _, err = server.communicate(timeout=20)
+        err, _ = server.communicate(timeout=20)
+    # The access log (info) names every request, and never the key.
+    assert "POST /v1/contracts HTTP/1.1" in err
     assert key not in err
 
 
