@@ -429,6 +429,9 @@ def test_client_errors_are_one_family_and_never_carry_the_key(service: RunningSe
             Client(api_key=bad, base_url=service.url)
     with pytest.raises(VerificationServiceError, match="not an http"):
         Client(api_key=key, base_url="ftp://example.invalid")
+    for timeout in (0, -1, float("nan"), float("inf")):
+        with pytest.raises(VerificationServiceError, match="timeout must be a positive number"):
+            Client(api_key=key, base_url=service.url, timeout=timeout)
 
     for failure in failures:
         text = f"{failure} {failure!r} {failure.args}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import math
 import ssl
 import urllib.parse
 from collections.abc import Mapping
@@ -60,8 +61,8 @@ class Client:
             port = url.port
         except ValueError:
             raise VerificationServiceError(f"base_url {base_url!r} has an invalid port") from None
-        if not timeout or timeout <= 0:
-            raise VerificationServiceError(f"timeout must be positive, got {timeout!r}")
+        if not isinstance(timeout, int | float) or not math.isfinite(timeout) or timeout <= 0:
+            raise VerificationServiceError(f"timeout must be a positive number, got {timeout!r}")
         self._api_key = api_key
         self._https = url.scheme == "https"
         self._host = url.hostname
