@@ -10,6 +10,7 @@ case is checked as it will be graded.
 
 from __future__ import annotations
 
+import copy
 import difflib
 import json
 from collections.abc import Callable, Mapping, Sequence
@@ -162,7 +163,9 @@ def _check_text(data: Mapping[str, Any], path: str | Path) -> None:
 
 @cache
 def _fast_validator() -> Callable[[Any], Any]:
-    return fastjsonschema.compile(evalset_schema())
+    # fastjsonschema rewrites the `$ref`s of the schema it compiles in place: compile a copy,
+    # or the cached schema that jsonschema's messages and the docs test read is changed.
+    return fastjsonschema.compile(copy.deepcopy(evalset_schema()))
 
 
 def _check_schema(
