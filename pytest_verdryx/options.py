@@ -9,14 +9,32 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final
 
 import pytest
 
 from verdryx_core.drift import DEFAULT_THRESHOLD, GATES
-from verdryx_core.runner import DEFAULT_MIN_SCORE
+from verdryx_core.evaluation import DEFAULT_MIN_SCORE, EvalSettings, FlagNames, judge_in_effect
 
-__all__ = ["DEFAULT_PATTERNS", "OPTIONS", "Settings", "add_options", "read_settings"]
+__all__ = [
+    "DEFAULT_PATTERNS",
+    "FLAGS",
+    "OPTIONS",
+    "Settings",
+    "add_options",
+    "eval_settings",
+    "read_settings",
+]
+
+#: How this face spells the settings a message from the pipeline may point at.
+FLAGS: Final = FlagNames(
+    judge="--verdryx-judge",
+    model="--verdryx-model",
+    typed_url="--verdryx-typed-url",
+    typed_key_file="--verdryx-typed-key-file",
+    typed_template="--verdryx-typed-template",
+)
 
 DEFAULT_PATTERNS: Final = ("*.evalset.json",)
 
@@ -193,10 +211,30 @@ class Settings:
 
     @property
     def judge_model(self) -> str | None:
-        """The judge in effect: the named one, or the stub judge with the stub model."""
-        if self.judge:
-            return self.judge
-        return "stub" if self.model == "stub" else None
+        return judge_in_effect(self.model, self.judge)
+
+
+def eval_settings(settings: Settings, prices_base: Path) -> EvalSettings:
+    """What the pipeline needs; a relative price file is read from `prices_base` (the ini
+    file's folder, as pytest reads an ini key's relative path)."""
+    prices = None
+    if settings.prices:
+        path = Path(settings.prices)
+        prices = path if path.is_absolute() else prices_base / path
+    return EvalSettings(
+        model=settings.model,
+        judge=settings.judge,
+        cache=settings.cache,
+        concurrency=settings.concurrency,
+        repeat=settings.repeat,
+        prices=prices,
+        typed_url=settings.typed_url,
+        typed_key_file=settings.typed_key_file,
+        typed_template=settings.typed_template,
+        min_score=settings.min_score,
+        agent_id=settings.agent_id,
+        flags=FLAGS,
+    )
 
 
 def add_options(parser: pytest.Parser) -> None:

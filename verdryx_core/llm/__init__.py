@@ -40,6 +40,7 @@ def make_adapter(
     prices: PriceBook | None = None,
     max_retries: int = 4,
     temperature: float | None = None,
+    timeout: float | None = None,
 ) -> ModelAdapter:
     """`stub` is the offline stub; any other name is a real Anthropic model.
 
@@ -59,4 +60,5 @@ def make_adapter(
         prices=prices,
         max_retries=max_retries,
         temperature=temperature,
+        timeout=timeout,
     )

@@ -1,6 +1,6 @@
-"""What a finished session sends out besides the store: JUnit suite properties, the event
-log, OTLP spans and the HTML report. Each is opt-in, and none can fail the eval: a problem
-becomes a line in the summary."""
+"""Exports: what a finished session sends out besides the store (JUnit suite properties, the
+event log, OTLP spans, the HTML report). Each is opt-in, checked at configure time, and none
+can fail the eval: a problem at the end becomes a line in the summary."""
 
 from __future__ import annotations
 
@@ -9,11 +9,45 @@ from typing import Any
 
 import pytest
 
+from pytest_verdryx.options import Settings
+from verdryx_core.errors import UsageError
 from verdryx_core.gate import GateResult
 from verdryx_core.model import Baseline, EvalRun
 from verdryx_core.store import Store
 
-__all__ = ["add_junit_properties", "emit_events", "export_spans", "write_html_report"]
+__all__ = [
+    "add_junit_properties",
+    "check_exports",
+    "emit_events",
+    "export_spans",
+    "write_html_report",
+]
+
+
+def check_exports(settings: Settings, *, on_controller: bool, otlp_endpoint: str | None) -> Any:
+    """Opt-in exports are checked at configure time, so a typo is exit 4, not a silent drop
+    at the end of a long run. Returns the OTLP exporter (None when not exporting here).
+    Raises VerdryxError."""
+    agent_id = settings.agent_id
+    if agent_id:
+        from verdryx_core.events import is_canonical_agent_id
+
+        if not is_canonical_agent_id(agent_id):
+            raise UsageError(
+                f"--verdryx-agent-id {agent_id!r} is not an agent id of the form "
+                "agent://host/path (lowercase letters, digits, '.', '_', '/', '-')"
+            )
+    exporter = None
+    if otlp_endpoint and on_controller:
+        from verdryx_core.otel import SpanExporter
+
+        exporter = SpanExporter(otlp_endpoint)
+    if settings.report and not settings.store:
+        raise UsageError(
+            "--verdryx-report draws the run history from the store, and "
+            "--no-verdryx-store keeps this run out of it: drop one of the two"
+        )
+    return exporter
 
 
 def add_junit_properties(
@@ -59,7 +93,7 @@ def emit_events(path: str, run: EvalRun, report: Any) -> list[str]:
             events += drift_events(report.to_dict(), run.id)
         for kind, data, run_id in events:
             log.emit(kind, run.agent_id, data, run_id=run_id)
-    except Exception as exc:  # the event wire never fails the eval
+    except Exception as exc:  # the event log never fails the eval
         return [*lines, f"events: not written ({exc})"]
     line = f"events: {log.written} written to {path}"
     if log.skipped_no_agent:
@@ -82,7 +116,7 @@ def export_spans(exporter: Any, endpoint: str, run: EvalRun, report: Any) -> str
             # The current run's id, so the drift check joins the run's trace.
             exporter.export("quality_drift", run.id, report.to_dict(), agent_id=run.agent_id)
         delivered = exporter.wait()
-    except Exception as exc:  # the OTLP wire never fails the eval
+    except Exception as exc:  # the OTLP export never fails the eval
         return f"otlp: not exported ({exc})"
     state = "delivered" if delivered else "NOT delivered (collector did not answer)"
     return f"otlp: spans {state} to {endpoint}"
