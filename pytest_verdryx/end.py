@@ -10,7 +10,6 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -24,6 +23,7 @@ from verdryx_core.errors import StoreError, VerdryxError
 from verdryx_core.evaluation import EvalSettings, assemble_run, save_run
 from verdryx_core.gate import GateResult, compare_to_baseline, select_window
 from verdryx_core.model import Baseline, EvalRun
+from verdryx_core.otel import SpanExporter
 
 __all__ = ["SessionEnd", "end_session", "incomplete_reason"]
 
@@ -81,7 +81,7 @@ def end_session(
     stopped: str | None,
     exit_status: int | pytest.ExitCode,
     messages: list[str],
-    exporter: Any,
+    exporter: SpanExporter | None,
     otlp_endpoint: str | None,
     call_seconds: float,
 ) -> SessionEnd:
@@ -180,7 +180,7 @@ def _save_baseline(end: SessionEnd, store: StoreHandle, root: Path) -> None:
 
 
 def _send_exports(
-    end: SessionEnd, store: StoreHandle, exporter: Any, otlp_endpoint: str | None
+    end: SessionEnd, store: StoreHandle, exporter: SpanExporter | None, otlp_endpoint: str | None
 ) -> None:
     """The opt-in exports (events, OTLP, the HTML report): never failing the eval."""
     run, settings = end.run, end.settings

@@ -10,9 +10,11 @@ from typing import Any
 import pytest
 
 from pytest_verdryx.options import Settings
+from verdryx_core.drift import DriftReport
 from verdryx_core.errors import UsageError
 from verdryx_core.gate import GateResult
 from verdryx_core.model import Baseline, EvalRun
+from verdryx_core.otel import SpanExporter
 from verdryx_core.store import Store
 
 __all__ = [
@@ -24,7 +26,9 @@ __all__ = [
 ]
 
 
-def check_exports(settings: Settings, *, on_controller: bool, otlp_endpoint: str | None) -> Any:
+def check_exports(
+    settings: Settings, *, on_controller: bool, otlp_endpoint: str | None
+) -> SpanExporter | None:
     """Opt-in exports are checked at configure time, so a typo is exit 4, not a silent drop
     at the end of a long run. Returns the OTLP exporter (None when not exporting here).
     Raises VerdryxError."""
@@ -39,8 +43,6 @@ def check_exports(settings: Settings, *, on_controller: bool, otlp_endpoint: str
             )
     exporter = None
     if otlp_endpoint and on_controller:
-        from verdryx_core.otel import SpanExporter
-
         exporter = SpanExporter(otlp_endpoint)
     if settings.report and not settings.store:
         raise UsageError(
@@ -79,7 +81,7 @@ def add_junit_properties(
         xml.add_global_property(name, value)
 
 
-def emit_events(path: str, run: EvalRun, report: Any) -> list[str]:
+def emit_events(path: str, run: EvalRun, report: DriftReport | None) -> list[str]:
     """Append the run's events (and a drift event when regressed); returns summary lines."""
     from verdryx_core.events import EventLog, drift_events, run_events
 
@@ -105,7 +107,9 @@ def emit_events(path: str, run: EvalRun, report: Any) -> list[str]:
     return [*lines, line]
 
 
-def export_spans(exporter: Any, endpoint: str, run: EvalRun, report: Any) -> str:
+def export_spans(
+    exporter: SpanExporter, endpoint: str, run: EvalRun, report: DriftReport | None
+) -> str:
     """One span for the run and one for its drift check, in the run's trace; waits at most
     the exporter's timeout. Returns the summary line."""
     from verdryx_core.otel import run_span_attributes

@@ -32,6 +32,7 @@ from pytest_verdryx.xdist import PAYLOAD_KEY, XdistHooks
 from verdryx_core.errors import VerdryxError
 from verdryx_core.evaluation import Pipeline
 from verdryx_core.model import Baseline
+from verdryx_core.otel import SpanExporter
 
 __all__ = ["VerdryxPlugin"]
 
@@ -69,7 +70,7 @@ class VerdryxPlugin:
         self.messages: list[str] = []
         # Read once, at configure time (docs/events-and-otlp.md).
         self.otlp_endpoint = os.environ.get("VERDRYX_OTLP_ENDPOINT") or None
-        self.exporter: Any = None
+        self.exporter: SpanExporter | None = None
         self.end: SessionEnd | None = None
 
     def register(self) -> None:

@@ -46,11 +46,16 @@ class EvalSetFile(pytest.File):
         for case in evalset.cases:
             yield EvalCaseItem.from_parent(self, name=case.id, case=case, evalset=evalset)
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> str | Any:
-        # Collector.repr_failure takes no `style`: one extra argument here was an
-        # INTERNALERROR for a file pytest reaches through a deep chain of collectors.
+    # The signature of pytest's Collector.repr_failure (which narrows Node's, hence the
+    # ignore): no `style`. Passing one on was an INTERNALERROR for an eval set file whose
+    # error pytest renders through the collector chain.
+    def repr_failure(  # type: ignore[override]
+        self, excinfo: pytest.ExceptionInfo[BaseException]
+    ) -> str | Any:
         if isinstance(excinfo.value, VerdryxError):
             return str(excinfo.value)
+        if isinstance(excinfo.value, RecursionError):
+            return f"{self.path}: nests too deeply to read ({excinfo.value})"
         return super().repr_failure(excinfo)
 
 

@@ -43,7 +43,7 @@ __all__ = [
 BUNDLE_FORMAT: Final = "verdryx-evidence/1"
 
 
-def _canonical_sha256(value: object) -> str:
+def _canonical_sha256(value: Any) -> str:
     return hashlib.sha256(rfc8785.dumps(value)).hexdigest()
 
 
@@ -223,9 +223,10 @@ def _artifact_problems(artifact: Mapping[str, Any]) -> list[str]:
             problems.append(
                 f"{section} sha256 mismatch (recorded {recorded!r}, recomputed {digest!r})"
             )
-    content = artifact.get("content")
-    if "content" in expected and content.get("bytes") != len(_decode(content)):
-        problems.append(f"content length mismatch (recorded {content.get('bytes')!r} bytes)")
+    if "content" in expected:
+        content = artifact["content"]
+        if content.get("bytes") != len(_decode(content)):
+            problems.append(f"content length mismatch (recorded {content.get('bytes')!r} bytes)")
     return problems
 
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from verdryx_core.graders.base import Grade, GradeContext, Grader
 from verdryx_core.graders.exact import ExactGrader
 from verdryx_core.graders.outcome_tag import OutcomeTagGrader
 from verdryx_core.graders.regex import RegexGrader
 from verdryx_core.graders.tool_trace import ToolTraceGrader
+from verdryx_core.llm.base import ModelAdapter
+from verdryx_core.typryx import TypryxClient
 
 __all__ = [
     "ExactGrader",
@@ -26,8 +27,8 @@ __all__ = [
 def build_graders(
     *,
     outcome_map: Mapping[str, float] | None = None,
-    judge: Any = None,
-    typed_client: Any = None,
+    judge: ModelAdapter | None = None,
+    typed_client: TypryxClient | None = None,
 ) -> dict[str, Grader]:
     """The graders for one run. Graders that cost money (the LLM judge, the typed verdict
     service) are present only when their dependency is given: nothing is paid by default."""

@@ -41,7 +41,12 @@ class CallPool:
         future = self._executor.submit(fn, *args, **kwargs)
         if self.progress is not None:
             progress = self.progress
-            future.add_done_callback(lambda done: done.cancelled() or progress.advance())
+
+            def advance(done: Future[_T]) -> None:
+                if not done.cancelled():
+                    progress.advance()
+
+            future.add_done_callback(advance)
         return future
 
     def close(self, *, cancel: bool = False) -> None:

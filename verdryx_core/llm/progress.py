@@ -24,6 +24,7 @@ class TextStream(Protocol):
 
     def isatty(self) -> bool: ...
 
+
 _TTY_INTERVAL: Final = 0.1
 _LOG_INTERVAL: Final = 2.0
 _LOG_STEP: Final = 0.10

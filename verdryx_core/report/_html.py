@@ -471,7 +471,7 @@ def _cases_section(data: ReportData) -> str:
     )
     new = sorted((row for row in rows if row.status == "new"), key=lambda row: row.score.key)
     same = sorted((row for row in rows if row.status == "same"), key=lambda row: row.score.key)
-    counts = defaultdict(int)
+    counts: defaultdict[str, int] = defaultdict(int)
     for row in rows:
         counts[row.status] += 1
     summary = (
