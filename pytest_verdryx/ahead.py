@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_verdryx.scoring import ItemScoring
+from pytest_verdryx.scoring import ItemScoring, scorer_for
 from pytest_verdryx.storehandle import StoreHandle
 from pytest_verdryx.stream import TerminalStream
 from verdryx_core.errors import VerdryxError
@@ -94,7 +94,7 @@ class AheadCalls:
         if not work:
             return
         pipeline = self.scoring.pipeline
-        scorer = pipeline.scorer([entry.case for entry in work])
+        scorer = scorer_for(pipeline, [entry.case for entry in work])
         if not pipeline.paid:
             return  # the stub model and judge: free, nothing to call ahead
         # A typed verdict posts labels back to the service: it is asked once, by its worker.

@@ -15,7 +15,7 @@ import pytest
 
 from pytest_verdryx import exports
 from pytest_verdryx.baseline import BaselineView
-from pytest_verdryx.options import Settings
+from pytest_verdryx.options import Settings, worded
 from pytest_verdryx.state import SessionState
 from pytest_verdryx.storehandle import StoreHandle
 from verdryx_core.baselines import check_label, write_baseline_file
@@ -113,7 +113,7 @@ def end_session(
                 promises=state.contract_ids,
             )
         except StoreError as exc:
-            end.messages.append(f"ERROR: the run was not stored: {exc}")
+            end.messages.append(f"ERROR: the run was not stored: {worded(exc)}")
             _fail(end)
     if baseline.baseline is not None:
         _gate(end, baseline.baseline, store)
@@ -152,7 +152,7 @@ def _gate(end: SessionEnd, baseline: Baseline, store: StoreHandle) -> None:
             allow_model_change=settings.allow_model_change,
         )
     except VerdryxError as exc:
-        end.gate_error = f"gate refused: {exc}"
+        end.gate_error = f"gate refused: {worded(exc)}"
         end.exit_status = pytest.ExitCode.USAGE_ERROR
         return
     if end.result.regressed and end.exit_status == pytest.ExitCode.OK:
@@ -173,7 +173,8 @@ def _save_baseline(end: SessionEnd, store: StoreHandle, root: Path) -> None:
             store.open().save_baseline(baseline)
         path = write_baseline_file(root, baseline)
     except (ValueError, VerdryxError, OSError) as exc:
-        end.messages.append(f"ERROR: baseline {label!r} not saved: {exc}")
+        why = worded(exc) if isinstance(exc, VerdryxError) else str(exc)
+        end.messages.append(f"ERROR: baseline {label!r} not saved: {why}")
         _fail(end)
         return
     end.saved_baseline = f"{label} (mean {baseline.mean:.3f}) -> {path}"

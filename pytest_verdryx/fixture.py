@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from pytest_verdryx.options import worded
 from pytest_verdryx.outcome import outcome_for
 from pytest_verdryx.scoring import ItemScoring
 from verdryx_core.errors import VerdryxError
@@ -74,7 +75,7 @@ class VerdryxCase:
         try:
             grade = grader.grade(self.case, output, context)
         except VerdryxError as exc:
-            pytest.fail(f"verdryx: {exc}", pytrace=False)
+            pytest.fail(f"verdryx: {worded(exc)}", pytrace=False)
         return self._finish(
             value=grade.value,
             unmeasured=grade.unmeasured,

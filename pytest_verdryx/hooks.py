@@ -23,7 +23,7 @@ from pytest_verdryx.end import SessionEnd, end_session
 from pytest_verdryx.exports import check_exports
 from pytest_verdryx.fixture import custom_case_identity
 from pytest_verdryx.items import EvalCaseItem
-from pytest_verdryx.options import Settings, eval_settings
+from pytest_verdryx.options import Settings, eval_settings, worded
 from pytest_verdryx.scoring import SCORING_KEY, ItemScoring
 from pytest_verdryx.state import SessionState
 from pytest_verdryx.storehandle import StoreHandle
@@ -38,7 +38,7 @@ __all__ = ["VerdryxPlugin"]
 
 
 def _usage_error(exc: VerdryxError) -> pytest.UsageError:
-    return pytest.UsageError(f"verdryx: {exc}")
+    return pytest.UsageError(f"verdryx: {worded(exc)}")
 
 
 class VerdryxPlugin:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from pytest_verdryx.options import worded
 from pytest_verdryx.outcome import CaseBelowBar, outcome_for
 from pytest_verdryx.scoring import ItemScoring, scoring_of
 from verdryx_core.errors import EvalSetError, ModelCallError, VerdryxError
@@ -53,7 +54,7 @@ class EvalSetFile(pytest.File):
         self, excinfo: pytest.ExceptionInfo[BaseException]
     ) -> str | Any:
         if isinstance(excinfo.value, VerdryxError):
-            return str(excinfo.value)
+            return worded(excinfo.value)
         if isinstance(excinfo.value, RecursionError):
             return f"{self.path}: nests too deeply to read ({excinfo.value})"
         return super().repr_failure(excinfo)
@@ -84,9 +85,9 @@ class EvalCaseItem(pytest.Item):
         try:
             self.score = scoring.score_case(self, self.case, context)
         except ModelCallError as exc:
-            problem = f"infrastructure error (not a score): {exc}"
+            problem = f"infrastructure error (not a score): {worded(exc)}"
         except VerdryxError as exc:
-            problem = f"{self.nodeid}: {exc}"
+            problem = f"{self.nodeid}: {worded(exc)}"
         if problem is not None:  # outside `except`: no "during handling" chain in the report
             pytest.fail(problem, pytrace=False)
 
@@ -100,9 +101,9 @@ class EvalCaseItem(pytest.Item):
         if isinstance(excinfo.value, CaseBelowBar):
             return excinfo.value.text
         if isinstance(excinfo.value, ModelCallError):
-            return f"infrastructure error (not a score): {excinfo.value}"
+            return f"infrastructure error (not a score): {worded(excinfo.value)}"
         if isinstance(excinfo.value, VerdryxError):
-            return str(excinfo.value)
+            return worded(excinfo.value)
         return super().repr_failure(excinfo, style)
 
     def reportinfo(self) -> tuple[Any, int | None, str]:

@@ -15,7 +15,8 @@ from typing import Any, Final
 import pytest
 
 from verdryx_core.drift import DEFAULT_THRESHOLD, GATES
-from verdryx_core.evaluation import DEFAULT_MIN_SCORE, EvalSettings, FlagNames, judge_in_effect
+from verdryx_core.errors import VerdryxError
+from verdryx_core.evaluation import DEFAULT_MIN_SCORE, EvalSettings, judge_in_effect
 
 __all__ = [
     "DEFAULT_PATTERNS",
@@ -25,16 +26,9 @@ __all__ = [
     "add_options",
     "eval_settings",
     "read_settings",
+    "worded",
 ]
 
-#: How this face spells the settings a message from the pipeline may point at.
-FLAGS: Final = FlagNames(
-    judge="--verdryx-judge",
-    model="--verdryx-model",
-    typed_url="--verdryx-typed-url",
-    typed_key_file="--verdryx-typed-key-file",
-    typed_template="--verdryx-typed-template",
-)
 
 DEFAULT_PATTERNS: Final = ("*.evalset.json",)
 
@@ -181,6 +175,22 @@ OPTIONS: Final = (
     ),
     _Option("no_verdryx_store", "do not save this run to the store", False, "bool"),
 )
+
+
+#: How this face spells each setting a core message may point at (`--verdryx-cache`...).
+FLAGS: Final[Mapping[str, str]] = {
+    **{
+        option.name.removeprefix("verdryx_"): option.flag
+        for option in OPTIONS
+        if option.name.startswith("verdryx_")
+    },
+    "save_baseline": "--verdryx-save-baseline=LABEL",
+}
+
+
+def worded(exc: VerdryxError) -> str:
+    """A core error in this face's words."""
+    return exc.worded(FLAGS)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

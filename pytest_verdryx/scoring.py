@@ -11,8 +11,9 @@ from concurrent.futures import Future
 import pytest
 
 from pytest_verdryx.baseline import BaselineView
-from pytest_verdryx.options import Settings
+from pytest_verdryx.options import Settings, worded
 from pytest_verdryx.state import SessionState
+from verdryx_core.errors import VerdryxError
 from verdryx_core.evaluation import CaseScorer, Pipeline, stability
 from verdryx_core.graders import GradeContext
 from verdryx_core.model import EvalCase, Score
@@ -46,7 +47,7 @@ class ItemScoring:
         item needs them."""
         if self._scorer is None:
             cases = [case for case in map(_case_of, self.items) if case is not None]
-            self._scorer = self.pipeline.scorer(cases, judge_wanted=self._custom_judge())
+            self._scorer = scorer_for(self.pipeline, cases, judge_wanted=self._custom_judge())
         return self._scorer
 
     def _custom_judge(self) -> bool:
@@ -80,6 +81,17 @@ class ItemScoring:
             from verdryx_core.contracts.history import promise_of
 
             self.state.contract_ids[score.key] = promise_of(case)
+
+
+def scorer_for(
+    pipeline: Pipeline, cases: list[EvalCase], *, judge_wanted: bool = False
+) -> CaseScorer:
+    """The pipeline's scorer; a model that cannot be set up (no SDK, a bad price file) is a
+    usage error, exit 4, before anything is paid for."""
+    try:
+        return pipeline.scorer(cases, judge_wanted=judge_wanted)
+    except VerdryxError as exc:
+        raise pytest.UsageError(f"verdryx: {worded(exc)}") from None
 
 
 SCORING_KEY = pytest.StashKey[ItemScoring]()

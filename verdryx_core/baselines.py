@@ -58,8 +58,8 @@ def read_baseline_file(path: Path) -> Baseline:
         return Baseline.from_dict(data)
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise UsageError(
-            f"{path}: not a readable verdryx baseline file ({exc}); re-create it with "
-            "--verdryx-save-baseline"
+            f"{path}: not a readable verdryx baseline file ({exc})",
+            hint="re-create it with {save_baseline}",
         ) from None
 
 
@@ -83,7 +83,9 @@ def find_baseline(id_or_label: str, *, store: Store | None, root: Path | None) -
         if path.is_file():
             return read_baseline_file(path)
     labels = known_labels(store, root)
-    known = (
-        ", ".join(labels) if labels else "none yet (save one with --verdryx-save-baseline=LABEL)"
+    if labels:
+        raise UsageError(f"unknown baseline {id_or_label!r}; known baselines: {', '.join(labels)}")
+    raise UsageError(
+        f"unknown baseline {id_or_label!r}; known baselines: none yet",
+        hint="save one with {save_baseline}",
     )
-    raise UsageError(f"unknown baseline {id_or_label!r}; known baselines: {known}")

@@ -76,8 +76,9 @@ def check_models(run: EvalRun, baseline: Baseline, *, allow: bool) -> str | None
     )
     if not allow:
         raise ModelChangeError(
-            f"{message}; save a new baseline for this model, or pass "
-            "--verdryx-allow-model-change to compare anyway"
+            message,
+            hint="save a new baseline for this model, or pass {allow_model_change} to compare "
+            "anyway",
         )
     return message
 

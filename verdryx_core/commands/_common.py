@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any
 
+from verdryx_core.errors import StoreError
 from verdryx_core.store import Store, resolve_store_path
 
 __all__ = ["add_db_argument", "add_json_argument", "open_store", "print_json"]
@@ -28,7 +29,15 @@ def add_json_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def open_store(args: argparse.Namespace) -> Store:
-    return Store.open(resolve_store_path(getattr(args, "db", None)))
+    path = resolve_store_path(getattr(args, "db", None))
+    if not path.parent.is_dir():
+        # Checked here too, so the hint names this face's flag (--db).
+        raise StoreError(
+            f"{path}: cannot open the verdryx store: the directory {str(path.parent)!r} "
+            "does not exist (verdryx creates no directories)",
+            hint="create it or pass another path with {db}",
+        )
+    return Store.open(path)
 
 
 def print_json(document: Any) -> None:

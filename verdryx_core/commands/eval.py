@@ -19,7 +19,6 @@ from verdryx_core.evalset import load_evalset
 from verdryx_core.evaluation import (
     DEFAULT_MIN_SCORE,
     EvalSettings,
-    FlagNames,
     Pipeline,
     Work,
     assemble_run,
@@ -33,15 +32,6 @@ from verdryx_core.summary import run_lines, unmeasured_lines
 
 NAME = "eval"
 HELP = "grade eval sets against a model, store the run, print the scores"
-
-#: How this face spells the settings a message may point at.
-FLAGS = FlagNames(
-    judge="--judge",
-    model="--model",
-    typed_url="--typed-url",
-    typed_key_file="--typed-key-file",
-    typed_template="--typed-template",
-)
 
 
 def _positive(text: str) -> int:
@@ -120,7 +110,6 @@ def settings_from(args: argparse.Namespace) -> EvalSettings:
         typed_template=args.typed_template,
         min_score=args.min_score,
         agent_id=args.agent_id or None,
-        flags=FLAGS,
     )
 
 

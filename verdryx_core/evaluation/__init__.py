@@ -16,7 +16,6 @@ from verdryx_core.evaluation.scoring import CaseScorer, decided, missing_grader_
 from verdryx_core.evaluation.settings import (
     DEFAULT_MIN_SCORE,
     EvalSettings,
-    FlagNames,
     judge_in_effect,
 )
 from verdryx_core.evaluation.sources import (
@@ -34,7 +33,6 @@ __all__ = [
     "CallTally",
     "CaseScorer",
     "EvalSettings",
-    "FlagNames",
     "ModelCalls",
     "ModelOutput",
     "OutputSource",

@@ -46,10 +46,9 @@ class Pipeline:
             from verdryx_core.typryx import read_key_file
 
             if not settings.typed_key_file:
-                flags = settings.flags
                 raise UsageError(
-                    f"{flags.typed_url} was given with no key: pass {flags.typed_key_file} PATH "
-                    "or set $VERDRYX_TYPRYX_KEY_FILE"
+                    "a typed verdict service URL was given with no key",
+                    hint="pass {typed_key_file} PATH or set $VERDRYX_TYPRYX_KEY_FILE",
                 )
             key = read_key_file(settings.typed_key_file)
             self._typed = TypryxClient(settings.typed_url, key, template=settings.typed_template)

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
+from verdryx_core.errors import word_hint
 from verdryx_core.evaluation.bar import pass_bar
-from verdryx_core.evaluation.settings import FlagNames
 from verdryx_core.evaluation.sources import OutputSource, source_for
 from verdryx_core.graders.base import Grade, GradeContext, Grader
 from verdryx_core.model import EvalCase, Score
@@ -27,17 +27,19 @@ _MAX_STORED_OUTPUT: Final = 8_000
 _REMOTE_GRADERS: Final = ("llm_judge", "typed")
 
 
-def missing_grader_reason(kind: str, flags: FlagNames) -> str:
+def missing_grader_reason(kind: str, flags: Mapping[str, str]) -> str:
     """Why a case whose grader is not configured is skipped, naming the face's flag."""
     if kind == "llm_judge":
-        return (
+        return word_hint(
             "llm_judge cases need a judge model and are never paid for by default: "
-            f"pass {flags.judge} MODEL (with {flags.model} stub the stub judge is used)"
+            "pass {judge} MODEL (with {model} stub the stub judge is used)",
+            flags,
         )
     if kind == "typed":
-        return (
-            f"typed cases need the verdict service: pass {flags.typed_url} URL "
-            f"(and a key file with {flags.typed_key_file} or $VERDRYX_TYPRYX_KEY_FILE)"
+        return word_hint(
+            "typed cases need the verdict service: pass {typed_url} URL "
+            "(and a key file with {typed_key_file} or $VERDRYX_TYPRYX_KEY_FILE)",
+            flags,
         )
     if kind == "contract":
         return "contract cases need the contracts extra of this build"
@@ -63,7 +65,7 @@ class CaseScorer:
         live: OutputSource | None = None,
         repeat: int = 1,
         min_score: float,
-        flags: FlagNames,
+        flags: Mapping[str, str],
     ) -> None:
         self.graders = graders
         self.live = live

@@ -3,16 +3,19 @@ for the judge in effect.
 
 Both faces build an `EvalSettings` from their own flags (`verdryx eval --repeat 3`,
 `pytest --verdryx-repeat=3`) and hand it to the pipeline; nothing below this line knows
-which face it serves. Messages that point the user at a setting use the face's `FlagNames`.
+which face it serves. Messages that point the user at a setting use the face's `flags`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-__all__ = ["DEFAULT_MIN_SCORE", "EvalSettings", "FlagNames", "judge_in_effect"]
+from verdryx_core.errors import CLI_FLAGS
+
+__all__ = ["DEFAULT_MIN_SCORE", "EvalSettings", "judge_in_effect"]
 
 DEFAULT_MIN_SCORE: Final = 0.5
 
@@ -23,17 +26,6 @@ def judge_in_effect(model: str, judge: str | None) -> str | None:
     if judge:
         return judge
     return "stub" if model == "stub" else None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class FlagNames:
-    """How a face spells the settings a message may point the user at."""
-
-    judge: str
-    model: str
-    typed_url: str
-    typed_key_file: str
-    typed_template: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -57,15 +49,9 @@ class EvalSettings:
     #: The pass bar of cases without their own `min_score`.
     min_score: float = DEFAULT_MIN_SCORE
     agent_id: str | None = None
-    flags: FlagNames = field(
-        default_factory=lambda: FlagNames(
-            judge="--judge",
-            model="--model",
-            typed_url="--typed-url",
-            typed_key_file="--typed-key-file",
-            typed_template="--typed-template",
-        )
-    )
+    #: How the face spells each setting, for messages that point at one
+    #: (`verdryx_core.errors.word_hint`).
+    flags: Mapping[str, str] = field(default_factory=lambda: CLI_FLAGS)
 
     @property
     def judge_model(self) -> str | None:

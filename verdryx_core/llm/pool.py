@@ -28,8 +28,8 @@ class CallPool:
     def __init__(self, concurrency: int, *, progress: Progress | None = None) -> None:
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise UsageError(
-                f"concurrency {concurrency!r} is not a positive integer; "
-                "pass --verdryx-concurrency=N with N >= 1 (default 8)"
+                f"concurrency {concurrency!r} is not a positive integer",
+                hint="pass {concurrency}=N with N >= 1 (default 8)",
             )
         self.concurrency = concurrency
         self.progress = progress
