@@ -97,7 +97,7 @@ class AheadCalls:
         scorer = scorer_for(pipeline, [entry.case for entry in work])
         if not pipeline.paid:
             return  # the stub model and judge: free, nothing to call ahead
-        # A typed verdict posts labels back to the service: it is asked once, by its worker.
+        # A typed grade posts labels back to the service: it is asked once, by its worker.
         remote = [entry for entry in work if entry.case.grader != "typed"]
         ahead = call_ahead(
             scorer,

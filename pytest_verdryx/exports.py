@@ -56,32 +56,32 @@ def add_junit_properties(
     config: pytest.Config, run: EvalRun, result: GateResult | None, baseline_name: str
 ) -> None:
     """Suite-level properties through the junitxml plugin object: `record_testsuite_property`
-    does nothing under xdist, and the controller is where the verdict is known."""
+    does nothing under xdist, and the controller is where the drift verdict is known."""
     xml = _junit_xml(config)
     if xml is None:
         return
-    report = result.report if result else None
+    drift = result.report if result else None
     properties: dict[str, object] = {
         "verdryx.run_id": run.id,
         "verdryx.model": run.model,
         "verdryx.mean_score": _num(run.mean_score),
         "verdryx.baseline": baseline_name,
-        "verdryx.delta": _num(report.delta if report else None),
-        "verdryx.ci_low": _num(report.ci_low if report else None),
-        "verdryx.ci_high": _num(report.ci_high if report else None),
-        "verdryx.verdict": "" if report is None else report.verdict,
+        "verdryx.delta": _num(drift.delta if drift else None),
+        "verdryx.ci_low": _num(drift.ci_low if drift else None),
+        "verdryx.ci_high": _num(drift.ci_high if drift else None),
+        "verdryx.verdict": "" if drift is None else drift.verdict,
         "verdryx.unmeasured": len(run.unmeasured),
         "verdryx.cost_usd": f"{run.total_cost_usd:.6g}",
         "verdryx.complete": str(run.complete).lower(),
     }
-    if report is not None and report.paired is not None:
-        properties["verdryx.paired_ci_low"] = _num(report.paired.ci_low)
-        properties["verdryx.paired_ci_high"] = _num(report.paired.ci_high)
+    if drift is not None and drift.paired is not None:
+        properties["verdryx.paired_ci_low"] = _num(drift.paired.ci_low)
+        properties["verdryx.paired_ci_high"] = _num(drift.paired.ci_high)
     for name, value in properties.items():
         xml.add_global_property(name, value)
 
 
-def emit_events(path: str, run: EvalRun, report: DriftReport | None) -> list[str]:
+def emit_events(path: str, run: EvalRun, drift: DriftReport | None) -> list[str]:
     """Append the run's events (and a drift event when regressed); returns summary lines."""
     from verdryx_core.events import EventLog, drift_events, run_events
 
@@ -91,8 +91,8 @@ def emit_events(path: str, run: EvalRun, report: DriftReport | None) -> list[str
         if log.torn_tail:
             lines.append(f"WARNING: events: {log.torn_tail}")
         events = run_events(run)
-        if report is not None:
-            events += drift_events(report.to_dict(), run.id)
+        if drift is not None:
+            events += drift_events(drift.to_dict(), run.id)
         for kind, data, run_id in events:
             log.emit(kind, run.agent_id, data, run_id=run_id)
     except Exception as exc:  # the event log never fails the eval
@@ -108,7 +108,7 @@ def emit_events(path: str, run: EvalRun, report: DriftReport | None) -> list[str
 
 
 def export_spans(
-    exporter: SpanExporter, endpoint: str, run: EvalRun, report: DriftReport | None
+    exporter: SpanExporter, endpoint: str, run: EvalRun, drift: DriftReport | None
 ) -> str:
     """One span for the run and one for its drift check, in the run's trace; waits at most
     the exporter's timeout. Returns the summary line."""
@@ -116,9 +116,9 @@ def export_spans(
 
     try:
         exporter.export("eval_run", run.id, run_span_attributes(run), agent_id=run.agent_id)
-        if report is not None:
+        if drift is not None:
             # The current run's id, so the drift check joins the run's trace.
-            exporter.export("quality_drift", run.id, report.to_dict(), agent_id=run.agent_id)
+            exporter.export("quality_drift", run.id, drift.to_dict(), agent_id=run.agent_id)
         delivered = exporter.wait()
     except Exception as exc:  # the OTLP export never fails the eval
         return f"otlp: not exported ({exc})"
@@ -132,7 +132,7 @@ def write_html_report(
     try:
         from verdryx_core.report import write_report
 
-        # The session's own verdict, so the page never disagrees with the exit status.
+        # The session's own gate result, so the page never disagrees with the exit status.
         written = write_report(store, Path(path), run_id=run.id, baseline=baseline, result=result)
     except Exception as exc:
         return f"report: not written ({exc})"

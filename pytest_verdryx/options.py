@@ -154,7 +154,7 @@ OPTIONS: Final = (
         "the agent this run measures (agent://...), for events and SLO joins",
         metavar="ID",
     ),
-    _Option("verdryx_typed_url", "typed verdict service URL; enables typed cases", metavar="URL"),
+    _Option("verdryx_typed_url", "typed grading service URL; enables typed cases", metavar="URL"),
     _Option(
         "verdryx_typed_key_file",
         "file holding the typed service key (default $VERDRYX_TYPRYX_KEY_FILE)",
@@ -162,7 +162,7 @@ OPTIONS: Final = (
     ),
     _Option(
         "verdryx_typed_template",
-        "typed verdict template (default eval.outcome_met)",
+        "typed grading template (default eval.outcome_met)",
         "eval.outcome_met",
         metavar="ID",
     ),

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_verdryx.end import SessionEnd
+from pytest_verdryx.options import FLAGS
 from verdryx_core.model import EvalRun, Score
 from verdryx_core.summary import fmt_score, gate_lines, run_lines, unmeasured_lines
 
@@ -59,7 +60,7 @@ def write_summary(tr: Any, end: SessionEnd) -> None:
     if end.store_path is not None:
         tr.write_line(f"stored: {run.id} in {end.store_path}")
     if end.result is not None:
-        for line in gate_lines(end.result):
+        for line in gate_lines(end.result, flags=FLAGS):
             regressed = line.startswith("verdict: REGRESSED")
             tr.write_line(line, bold=regressed, red=regressed)
     if end.gate_error:
@@ -97,12 +98,12 @@ def next_step(end: SessionEnd, run: EvalRun) -> str:
             "next: save this run as a baseline with --verdryx-save-baseline=v1, commit "
             ".verdryx/baselines/v1.json, then gate CI with --verdryx-baseline=v1"
         )
-    report = result.report if result is not None else None
-    if report is not None and report.inconclusive:
+    drift = result.report if result is not None else None
+    if drift is not None and drift.inconclusive:
         return "next: add cases or use --verdryx-repeat N until the drop is decided"
     failed = sum(1 for score in run.scores if score.passed is False and not _excused(end, score))
     if failed:
         return f"next: the gate is on track, but {failed} case(s) failed: see the reports above"
-    if report is not None:
+    if drift is not None:
         return f"next: nothing to do: quality is on track against {end.baseline.name}"
     return f"mean {fmt_score(run.mean_score)}"

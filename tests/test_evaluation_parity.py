@@ -92,7 +92,7 @@ def _project(root: Path) -> None:
 
 def _comparable(run: EvalRun) -> list[dict[str, Any]]:
     """What must agree between the faces: every stored field of every score, in case order.
-    The verdict service gives each ask its own answer id (quoted in the reason): that alone
+    The typed grading service gives each ask its own answer id (quoted in the reason): that alone
     may differ."""
     scores = [score.to_dict() for score in run.scores]
     for score in scores:

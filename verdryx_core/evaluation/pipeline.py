@@ -37,7 +37,7 @@ class Pipeline:
         self._typed: TypryxClient | None = None
 
     def typed_client(self) -> TypryxClient | None:
-        """The verdict service client when a URL is set (built once; a missing key is a
+        """The typed grading service client when a URL is set (built once; a missing key is a
         UsageError now, not at the first typed case)."""
         settings = self.settings
         if not settings.typed_url:
@@ -47,7 +47,7 @@ class Pipeline:
 
             if not settings.typed_key_file:
                 raise UsageError(
-                    "a typed verdict service URL was given with no key",
+                    "a typed grading service URL was given with no key",
                     hint="pass {typed_key_file} PATH or set $VERDRYX_TYPRYX_KEY_FILE",
                 )
             key = read_key_file(settings.typed_key_file)

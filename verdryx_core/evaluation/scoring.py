@@ -23,7 +23,7 @@ __all__ = ["CaseScorer", "decided", "missing_grader_reason"]
 #: Stored outputs are for reading in reports; beyond this they are cut (and say so).
 _MAX_STORED_OUTPUT: Final = 8_000
 
-#: Graders that call a service when grading (the judge model, the verdict service).
+#: Graders that call a service when grading (the judge model, the typed grading service).
 _REMOTE_GRADERS: Final = ("llm_judge", "typed")
 
 
@@ -37,7 +37,7 @@ def missing_grader_reason(kind: str, flags: Mapping[str, str]) -> str:
         )
     if kind == "typed":
         return word_hint(
-            "typed cases need the verdict service: pass {typed_url} URL "
+            "typed cases need the typed grading service: pass {typed_url} URL "
             "(and a key file with {typed_key_file} or $VERDRYX_TYPRYX_KEY_FILE)",
             flags,
         )
