@@ -191,3 +191,23 @@ def test_the_cli_and_the_plugin_store_the_same_run(
     rows = _verdict_rows(cli_db)
     assert rows == _verdict_rows(plugin_db)
     assert sorted(row[2] for row in rows) == ["FAIL", "PASS"]
+
+
+def test_neither_face_caches_the_stub(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # One rule: the stub model is free and deterministic, so no face stores its answers.
+    cases = [
+        {"id": "model", "prompt": "p", "expected": "stub output"},
+        {"id": "judged", "prompt": "p", "grader": "llm_judge", "rubric": "r"},
+    ]
+    sets = write_evalset(pytester.path, "stubbed", "stubbed", cases)
+    cli_db, plugin_db = pytester.path / "cli.db", pytester.path / "plugin.db"
+    assert main(["eval", str(sets), "--db", str(cli_db), "--json"]) == 0
+    capsys.readouterr()
+    pytester.runpytest(f"--verdryx-db={plugin_db}").assert_outcomes(passed=2)
+    assert _cache_rows(cli_db) == _cache_rows(plugin_db) == 0
+    (cli_run,) = stored_runs(cli_db)
+    (plugin_run,) = stored_runs(plugin_db)
+    assert _comparable(cli_run) == _comparable(plugin_run)
+    assert cli_run.judge_model == plugin_run.judge_model == "stub"

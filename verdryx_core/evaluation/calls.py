@@ -14,6 +14,7 @@ from typing import Any
 from verdryx_core.evaluation.settings import EvalSettings
 from verdryx_core.llm.base import ModelAdapter
 from verdryx_core.llm.cache import CachedAdapter
+from verdryx_core.llm.prices import PriceBook
 from verdryx_core.store import Store
 
 __all__ = ["CacheEntry", "CallTally", "ModelCalls"]
@@ -65,7 +66,7 @@ class ModelCalls:
         self.settings = settings
         self._open_store = open_store
         self._cached: list[CachedAdapter] = []
-        self._prices: Any = None
+        self._prices: PriceBook | None = None
 
     @property
     def paid(self) -> bool:
@@ -82,12 +83,10 @@ class ModelCalls:
         self._cached.append(cached)
         return cached
 
-    def _price_book(self) -> Any:
+    def _price_book(self) -> PriceBook | None:
         if self.settings.prices is None:
             return None
         if self._prices is None:
-            from verdryx_core.llm import PriceBook
-
             self._prices = PriceBook.from_file(self.settings.prices)
         return self._prices
 
