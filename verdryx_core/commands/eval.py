@@ -7,6 +7,7 @@ same pipeline the pytest plugin drives.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import uuid
 from datetime import UTC, datetime
@@ -96,8 +97,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def settings_from(args: argparse.Namespace) -> EvalSettings:
-    import os
-
     return EvalSettings(
         model=args.model,
         judge=args.judge or None,
