@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Self
 
 from verdryx_core.errors import StoreError
@@ -248,6 +249,17 @@ class PostgresStore(SqlStore):
     def _executemany(self, sql: str, rows: Any) -> None:
         with self._conn.cursor() as cursor:
             cursor.executemany(self._translate(sql), rows)  # type: ignore[arg-type]
+
+    def _insert_many(self, table: str, columns: str, rows: Sequence[Sequence[Any]]) -> None:
+        # COPY: a run of a thousand cases in one stream instead of a thousand INSERTs.
+        if not rows:
+            return
+        with (
+            self._conn.cursor() as cursor,
+            cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy,  # type: ignore[arg-type]
+        ):
+            for row in rows:
+                copy.write_row(row)
 
     def _begin(self) -> None:
         self._conn.execute("BEGIN")
