@@ -182,16 +182,13 @@ class PostgresStore(SqlStore):
 
     def _version(self) -> int | None:
         """The schema version, None when the schema holds no verdryx store; refuses a schema
-        that holds other tables."""
-        marker = self._execute("SELECT to_regclass('verdryx_meta')").fetchone()[0]
-        if marker is None:
-            tables = [
-                row[0]
-                for row in self._execute(
-                    "SELECT table_name FROM information_schema.tables "
-                    "WHERE table_schema = current_schema() ORDER BY table_name"
-                ).fetchall()
-            ]
+        that holds other tables. The marker and the other tables are read in one statement
+        (one snapshot): a store another job is creating is seen whole or not at all."""
+        tables: list[str] = self._execute(
+            "SELECT ARRAY(SELECT table_name::text FROM information_schema.tables "
+            "WHERE table_schema = current_schema() ORDER BY table_name)"
+        ).fetchone()[0]
+        if "verdryx_meta" not in tables:
             if tables:
                 shown = ", ".join(tables[:5]) + (", ..." if len(tables) > 5 else "")
                 raise StoreError(
