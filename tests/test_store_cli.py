@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -181,3 +182,20 @@ def test_a_pytest_session_stores_its_run_in_postgres(
     with Store.open(postgres_with_password, read_only=True) as store:
         runs = store.list_runs()
         assert len(runs) == 1 and runs[0].cases == 2
+
+
+def test_without_the_driver_a_url_names_the_extra_to_install() -> None:
+    # psycopg made unimportable in a fresh interpreter, as on an install without the extra.
+    code = (
+        "import sys\n"
+        "sys.modules['psycopg'] = None\n"
+        "from verdryx_core.cli import main\n"
+        f"sys.exit(main(['runs', '--db', 'postgresql://u:{SECRET}@127.0.0.1:1/x']))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert "pip install 'verdryx[postgres]'" in done.stderr
+    assert SECRET not in done.stderr and "postgresql://u:***@127.0.0.1:1/x" in done.stderr
