@@ -210,6 +210,9 @@ class PostgresStore(SqlStore):
                 f"verdryx understands ({SCHEMA_VERSION}); upgrade verdryx to read it"
             )
         if version == SCHEMA_VERSION:
+            if read_only:
+                # A read command cannot write by mistake, and a role with SELECT only will do.
+                self._execute("SET default_transaction_read_only = on")
             return
         if read_only:
             if version is None:
