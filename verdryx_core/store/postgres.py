@@ -165,7 +165,7 @@ class PostgresStore(SqlStore):
                 f"{url}: a PostgreSQL store needs the psycopg driver, which is not installed: "
                 f"{_INSTALL_HINT}"
             )
-        cls._driver_error = psycopg.Error
+        PostgresStore._driver_error = psycopg.Error
         try:
             connection = psycopg.connect(url.url, autocommit=True, connect_timeout=10)
         except psycopg.Error as exc:
