@@ -61,8 +61,10 @@ def split_words(ids: Any) -> Words | None:
     words = []
     for index in range(-(-longest // 8)):
         remaining = lengths - 8 * index
-        word = aligned[slot + index] >> right
-        word |= (aligned[slot + index + 1] << np.uint64(1)) << left
+        # Ids shorter than this word would read past the copy; their word is zeroed below.
+        at = np.minimum(slot + index, size - 2)
+        word = aligned[at] >> right
+        word |= (aligned[at + 1] << np.uint64(1)) << left
         # Keep the id's own bytes: the low 8*remaining bits (little-endian).
         drop = (8 * (8 - np.clip(remaining, 1, 8))).astype(np.uint64)
         word = (word << drop) >> drop
@@ -72,11 +74,15 @@ def split_words(ids: Any) -> Words | None:
 
 
 def fingerprint(lengths: np.ndarray, words: list[np.ndarray]) -> np.ndarray:
-    """A 64-bit mix of an id's length and words (splitmix-style multiply and shift)."""
+    """A 64-bit mix of an id's length and words (splitmix-style multiply and shift); a
+    function of the id alone."""
     value = lengths.astype(np.uint64) * _MIX_A
-    for word in words:
-        value = (value ^ word) * _MIX_B
-        value ^= value >> np.uint64(31)
+    for index, word in enumerate(words):
+        mixed = (value ^ word) * _MIX_B
+        mixed ^= mixed >> np.uint64(31)
+        # Only words inside the id: the same id gets the same fingerprint whatever the
+        # longest id of its batch (which decides how many words there are).
+        value = np.where(lengths > 8 * index, mixed, value)
     return value
 
 
