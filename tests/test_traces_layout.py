@@ -23,7 +23,7 @@ from verdryx_core.traces import (
     read_parquet_runs,
     reduce_traces,
 )
-from verdryx_core.traces.run_codes import RunCoder, split_words
+from verdryx_core.traces.run_codes import HashIndex, RunCoder, split_words
 
 SCHEMA = pa.schema(
     [
@@ -196,3 +196,28 @@ def test_an_id_keeps_its_fingerprint_in_any_batch(first: list[str], second: list
     seen = dict(zip(first, one.hashes.tolist(), strict=True))
     for value, fingerprint in zip(second, two.hashes.tolist(), strict=True):
         assert seen.get(value, fingerprint) == fingerprint
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.integers(0, 2**64 - 1) | st.integers(0, 40), max_size=300),
+        min_size=1,
+        max_size=5,
+    )
+)
+def test_hash_index_finds_what_was_inserted(batches: list[list[int]]) -> None:
+    """Small keys share their top bits, so they crowd one home slot: probing must still
+    find each of them, across inserts that grow the table."""
+    index = HashIndex(bits=1)
+    reference: dict[int, int] = {}
+    for batch in batches:
+        keys = np.array(batch, dtype=np.uint64)
+        expected = [reference.get(int(key), -1) for key in keys]
+        assert index.lookup(keys).tolist() == expected
+        fresh = list(dict.fromkeys(int(key) for key in keys if int(key) not in reference))
+        values = np.arange(len(reference), len(reference) + len(fresh))
+        index.insert(np.array(fresh, dtype=np.uint64), values)
+        reference.update(zip(fresh, values.tolist(), strict=True))
+        assert len(index) == len(reference)
+        assert index.lookup(keys).tolist() == [reference[int(key)] for key in keys]

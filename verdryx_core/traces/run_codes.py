@@ -21,7 +21,7 @@ from typing import Any, Final
 
 import numpy as np
 
-__all__ = ["Keys", "RunCoder", "concat_keys", "fingerprint", "split_words"]
+__all__ = ["HashIndex", "Keys", "RunCoder", "concat_keys", "fingerprint", "split_words"]
 
 #: Ids up to 8 * this many bytes are fingerprinted (UUIDs and the like are 36 bytes).
 _MAX_WORDS: Final = 16
@@ -86,6 +86,74 @@ def fingerprint(lengths: np.ndarray, words: list[np.ndarray]) -> np.ndarray:
     return value
 
 
+class HashIndex:
+    """uint64 keys to int64 values: open addressing with linear probing, in numpy.
+
+    Why not Arrow's hash table: its `index_in` rebuilds the table of known keys on every
+    call and hashes each key again; these keys are fingerprints, uniform already, so their
+    top bits are the slot. Every operation is a few whole-array passes: a lookup gathers the
+    keys at the queries' slots and moves the unresolved ones one slot on, round by round (at
+    most half the slots are used, so rounds are few). Slots are never emptied, so a key is
+    always found before the first empty slot after its home.
+    """
+
+    __slots__ = ("_bits", "_keys", "_size", "_values")
+
+    def __init__(self, bits: int = 10) -> None:
+        self._bits = bits
+        self._keys = np.zeros(1 << bits, dtype=np.uint64)
+        self._values = np.full(1 << bits, -1, dtype=np.int64)
+        self._size = 0
+
+    def __len__(self) -> int:
+        return self._size
+
+    def _home(self, keys: np.ndarray) -> np.ndarray:
+        return (keys >> np.uint64(64 - self._bits)).astype(np.int64)
+
+    def lookup(self, keys: np.ndarray) -> np.ndarray:
+        """The value of each key, -1 for keys not in the index."""
+        out = np.full(len(keys), -1, dtype=np.int64)
+        mask = (1 << self._bits) - 1
+        pending = np.arange(len(keys))
+        slot = self._home(keys)
+        wanted = keys
+        while pending.size:
+            values = self._values[slot]
+            hit = (values >= 0) & (self._keys[slot] == wanted)
+            out[pending[hit]] = values[hit]
+            onward = (values >= 0) & ~hit  # an other key sits here: probe the next slot
+            pending, slot, wanted = pending[onward], (slot[onward] + 1) & mask, wanted[onward]
+        return out
+
+    def insert(self, keys: np.ndarray, values: np.ndarray) -> None:
+        """Add distinct keys that are not in the index yet."""
+        if 2 * (self._size + len(keys)) > len(self._keys):
+            bits = self._bits
+            while 2 * (self._size + len(keys)) > 1 << bits:
+                bits += 1
+            held = self._values >= 0
+            old_keys, old_values = self._keys[held], self._values[held]
+            self.__init__(bits)  # type: ignore[misc]
+            self._place(old_keys, old_values)
+        self._place(keys, values)
+
+    def _place(self, keys: np.ndarray, values: np.ndarray) -> None:
+        mask = (1 << self._bits) - 1
+        slot = self._home(keys)
+        while keys.size:
+            free = self._values[slot] < 0
+            # Of the keys aiming at one free slot the first takes it; the rest move on.
+            taken, first = np.unique(slot[free], return_index=True)
+            winners = np.flatnonzero(free)[first]
+            self._keys[taken] = keys[winners]
+            self._values[taken] = values[winners]
+            self._size += winners.size
+            rest = np.ones(keys.size, dtype=bool)
+            rest[winners] = False
+            keys, values, slot = keys[rest], values[rest], (slot[rest] + 1) & mask
+
+
 @dataclass(frozen=True, slots=True)
 class Keys:
     """What an id is coded by: its byte length, words and fingerprint (see `split_words`)."""
@@ -127,6 +195,7 @@ class RunCoder:
         "_pa",
         "_pc",
         "_strings",
+        "_table",
         "_words",
         "by_strings",
     )
@@ -144,6 +213,7 @@ class RunCoder:
         self._hashes = np.zeros(0, dtype=np.uint64)
         self._lengths = np.zeros(0, dtype=np.int64)
         self._words: list[np.ndarray] = []
+        self._table = HashIndex()
         #: Set once ids are coded as strings (a collision, or an id too long to split).
         self.by_strings = False
 
@@ -186,8 +256,7 @@ class RunCoder:
         pa, pc = self._pa, self._pc
         known = len(self._hashes)
         if known:
-            found = pc.index_in(pa.array(hashes), value_set=pa.array(self._hashes))
-            codes = pc.fill_null(found, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+            codes = self._table.lookup(hashes)
             fresh = np.flatnonzero(codes < 0)
         else:
             codes = np.full(len(hashes), -1, dtype=np.int64)
@@ -219,6 +288,7 @@ class RunCoder:
                 return None
         self._hashes, self._lengths, self._words = new_hashes, new_lengths, stored
         if first.size:
+            self._table.insert(hashes[first], np.arange(known, known + first.size))
             taken = ids.take(pa.array(first, type=pa.int64()))
             self._strings = pa.concat_arrays([self._strings, _plain(pa, taken)])
         return codes
