@@ -141,8 +141,10 @@ def reduce_traces(
     batches = iter_trace_batches(
         files, columns, run_dictionary=lambda: reducer.wants_run_dictionary
     )
-    for where, batch in prefetch(batches):
-        reducer.feed(batch, source=where)
+    # The reader thread also reduces each batch on its own; this thread folds them in.
+    prepared = (reducer.prepare(batch, source=where) for where, batch in batches)
+    for item in prefetch(prepared):
+        reducer.absorb(item)
     return reducer.finish()
 
 

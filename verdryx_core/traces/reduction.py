@@ -201,6 +201,17 @@ class _Partial:
         self.cols = cols
 
 
+class _Prepared:
+    """A batch reduced on its own (`RunReducer.prepare`), waiting to be absorbed."""
+
+    __slots__ = ("loose", "partial", "row")
+
+    def __init__(self, partial: _Partial | None, loose: np.ndarray, row: dict[str, np.ndarray]):
+        self.partial = partial
+        self.loose = loose  # rows without a run id that carry a tag
+        self.row = row
+
+
 class _State:
     """Growable int64 columns indexed by run code."""
 
@@ -346,9 +357,16 @@ class RunReducer:
 
     def feed(self, batch: Any, *, source: str = "<batch>") -> None:
         """Reduce one record batch (rows in read order) into the running state."""
+        self.absorb(self.prepare(batch, source=source))
+
+    def prepare(self, batch: Any, *, source: str = "<batch>") -> _Prepared | None:
+        """The first half of `feed`: reduce a batch on its own (columns, partial per run,
+        run id keys). It may run on a reader thread while `absorb` folds earlier batches on
+        another, so the two halves of the work share the cores; batches must be prepared
+        in read order and absorbed in the same order."""
         n = batch.num_rows
         if n == 0:
-            return
+            return None
         base = self._rows
         self._rows += n
 
@@ -402,6 +420,7 @@ class RunReducer:
             values |= {"agent": row["agent"], "key": row["key"], "ts_first": row["ts"]}
             values["ts_last"] = row["ts"]
 
+        partial = None
         if run_ok.any():
             if plain is not None:
                 partial = self._rows_partial(plain, run_ok, row, present, values, step_at, base)
@@ -412,13 +431,20 @@ class RunReducer:
                 )
                 if len(partial.ids) > _SCATTERED_SHARE * n:
                     self._run_dictionary = False
+        return _Prepared(partial, np.flatnonzero(~run_ok & (tag >= 0)), row)
+
+    def absorb(self, prepared: _Prepared | None) -> None:
+        """The second half of `feed`: fold a prepared batch into the running state."""
+        if prepared is None:
+            return
+        partial = prepared.partial
+        if partial is not None:
             self._buffer.append(partial)
             self._buffered += len(partial.ids)
             if self._buffered >= (self._flush_rows or max(len(self._known), _FLUSH_FLOOR)):
                 self._flush()
-        loose = np.flatnonzero(~run_ok & (tag >= 0))
-        if loose.size:
-            self._add_loose(loose, row)
+        if prepared.loose.size:
+            self._add_loose(prepared.loose, prepared.row)
 
     def _plain_runs(self, batch: Any, source: str) -> Any | None:
         """The run_id column when it holds plain strings (not dictionary-encoded)."""
