@@ -141,10 +141,16 @@ def reduce_traces(
     batches = iter_trace_batches(
         files, columns, run_dictionary=lambda: reducer.wants_run_dictionary
     )
-    # The reader thread also reduces each batch on its own; this thread folds them in.
-    prepared = (reducer.prepare(batch, source=where) for where, batch in batches)
-    for item in prefetch(prepared):
-        reducer.absorb(item)
+    # Three stages, each on its own thread, in read order: decode a row group, reduce it
+    # on its own (`prepare`), fold it into the state (`absorb`, here).
+    decoded = prefetch(batches)
+    prepared = prefetch(reducer.prepare(batch, source=where) for where, batch in decoded)
+    try:
+        for item in prepared:
+            reducer.absorb(item)
+    finally:
+        prepared.close()  # first: its thread stops pulling from `decoded`
+        decoded.close()
     return reducer.finish()
 
 
