@@ -198,7 +198,7 @@ def compute_drift(
     # One independent stream per sample, so running them on threads changes nothing.
     streams = np.random.SeedSequence(seed).spawn(3)
     jobs = [(cur, streams[0]), (base, streams[1])] if two_sided else []
-    if with_pairs:
+    if with_pairs and diffs is not None:
         jobs.append((diffs, streams[2]))
     resampled = _bootstrap_all(jobs, iterations)
 
