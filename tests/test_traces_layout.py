@@ -23,6 +23,8 @@ from verdryx_core.traces import (
     read_parquet_runs,
     reduce_traces,
 )
+from verdryx_core.traces.parquet import iter_trace_batches, trace_files
+from verdryx_core.traces.reduction import COST_COLUMNS, RunReducer
 from verdryx_core.traces.run_codes import HashIndex, RunCoder, split_words
 
 SCHEMA = pa.schema(
@@ -106,11 +108,12 @@ def test_shuffled_trace_reduces_like_the_ordered_one(
 
 
 def test_scattered_runs_switch_to_plain_strings_and_agree(tmp_path: Path) -> None:
-    """Large enough that the reader really switches: the first row group shows every run
-    once, so later row groups arrive as plain strings; the answer matches a sorted copy."""
+    """Large enough that the reader really switches: in the shuffled copy a row group holds
+    more distinct runs than half its rows, so later row groups arrive as plain strings; in
+    the sorted copy runs repeat (ten calls each) and stay dictionary-encoded. Both agree."""
     rng = np.random.default_rng(7)
     count = 30_000
-    run = rng.integers(0, 20_000, count)
+    run = rng.integers(0, 3_000, count)  # ten calls a run
     step = np.arange(count)
     table = pa.table(
         {
@@ -124,11 +127,25 @@ def test_scattered_runs_switch_to_plain_strings_and_agree(tmp_path: Path) -> Non
     scattered, ordered = tmp_path / "scattered", tmp_path / "ordered"
     scattered.mkdir()
     ordered.mkdir()
-    pq.write_table(table, scattered / "calls-0.parquet", row_group_size=4_000)
+    pq.write_table(table, scattered / "calls-0.parquet", row_group_size=2_000)
     by_key = pc.sort_indices(table, sort_keys=[("run_id", "ascending"), ("step", "ascending")])
-    pq.write_table(table.take(by_key), ordered / "calls-0.parquet", row_group_size=4_000)
+    pq.write_table(table.take(by_key), ordered / "calls-0.parquet", row_group_size=2_000)
     assert cost_report_for(scattered) == cost_report_for(ordered)
     assert by_run(read_parquet_runs(scattered)) == by_run(read_parquet_runs(ordered))
+    # The switch itself: the scattered trace's run ids arrive dictionary-encoded only
+    # until the first row group shows them scattered; the ordered one's always do.
+    for folder, switches in ((scattered, True), (ordered, False)):
+        reducer = RunReducer(keep_loose=False, ordered=False)
+        encoded = []
+        for where, batch in iter_trace_batches(
+            trace_files(folder),
+            COST_COLUMNS,
+            run_dictionary=lambda r=reducer: r.wants_run_dictionary,
+        ):
+            encoded.append(pa.types.is_dictionary(batch.schema.field("run_id").type))
+            reducer.feed(batch, source=where)
+        assert encoded[0] and len(encoded) == 15
+        assert any(encoded[1:]) is not switches
 
 
 # -- run id coding -------------------------------------------------------------------------
