@@ -60,8 +60,8 @@ OPTIONS: Final = (
     ),
     _Option(
         "verdryx_judge",
-        "model for llm_judge cases; unset: those cases are skipped, never paid for "
-        "(with the stub model, the stub judge)",
+        "model for llm_judge cases ('stub': the offline stub judge); unset: those cases are "
+        "unmeasured (skipped), whatever the model, never paid for",
         metavar="MODEL",
     ),
     _Option(
@@ -222,7 +222,7 @@ class Settings:
 
     @property
     def judge_model(self) -> str | None:
-        return judge_in_effect(self.model, self.judge)
+        return judge_in_effect(self.judge)
 
 
 def eval_settings(settings: Settings, prices_base: Path) -> EvalSettings:

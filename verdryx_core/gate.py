@@ -122,7 +122,12 @@ def compare_to_baseline(
             per_case[score.key].append(score.value)
 
     current_keys = {score.key for score in current.scores}
-    added = sorted(key for key in current_keys if key not in base_cases)
+    # An unmeasured case is in neither side's numbers: it is not news that it has no baseline.
+    added = sorted(
+        score.key
+        for score in current.scores
+        if score.value is not None and score.key not in base_cases
+    )
     present = set(known_keys) if known_keys is not None else current_keys
     removed = sorted(
         key

@@ -52,7 +52,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="stub",
         help="'stub' (default: offline, deterministic) or a real model id",
     )
-    parser.add_argument("--judge", metavar="MODEL", help="judge model for llm_judge cases")
+    parser.add_argument(
+        "--judge",
+        metavar="MODEL",
+        help="judge model for llm_judge cases ('stub': the offline stub judge); without it "
+        "those cases are unmeasured",
+    )
     parser.add_argument("--agent-id", help="the agent this run measures (for SLO joins)")
     parser.add_argument(
         "--concurrency", type=_positive, default=8, help="model calls in flight (default 8)"

@@ -20,12 +20,11 @@ __all__ = ["DEFAULT_MIN_SCORE", "EvalSettings", "judge_in_effect"]
 DEFAULT_MIN_SCORE: Final = 0.5
 
 
-def judge_in_effect(model: str, judge: str | None) -> str | None:
-    """The judge model that grades llm_judge cases: the one named, else the stub judge when
-    the model is the stub (offline runs judge offline), else none (never paid by default)."""
-    if judge:
-        return judge
-    return "stub" if model == "stub" else None
+def judge_in_effect(judge: str | None) -> str | None:
+    """The judge model that grades llm_judge cases: the one named (`stub` names the stub
+    judge), else none, whatever the model. Without a judge those cases are unmeasured: a
+    score nobody measured (the stub judge's constant) must never look measured."""
+    return judge or None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -55,4 +54,4 @@ class EvalSettings:
 
     @property
     def judge_model(self) -> str | None:
-        return judge_in_effect(self.model, self.judge)
+        return judge_in_effect(self.judge)
