@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from verdryx_core.ci import verdict_interval
 from verdryx_core.gate import GateResult
 from verdryx_core.model import Baseline, EvalRun
 from verdryx_core.store import Store
@@ -25,14 +26,16 @@ def add_junit_properties(
     if xml is None:
         return
     report = result.report if result else None
+    # The interval the verdict used: paired when cases paired (docs/ci.md).
+    interval = verdict_interval(report) if report else None
     properties: dict[str, object] = {
         "verdryx.run_id": run.id,
         "verdryx.model": run.model,
         "verdryx.mean_score": _num(run.mean_score),
         "verdryx.baseline": baseline_name,
         "verdryx.delta": _num(report.delta if report else None),
-        "verdryx.ci_low": _num(report.ci_low if report else None),
-        "verdryx.ci_high": _num(report.ci_high if report else None),
+        "verdryx.ci_low": _num(interval.low if interval else None),
+        "verdryx.ci_high": _num(interval.high if interval else None),
         "verdryx.verdict": "" if report is None else report.verdict,
         "verdryx.unmeasured": len(run.unmeasured),
         "verdryx.cost_usd": f"{run.total_cost_usd:.6g}",

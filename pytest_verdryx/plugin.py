@@ -44,6 +44,10 @@ def pytest_configure(config: pytest.Config) -> None:
         from pytest_verdryx.xdist import XdistHooks
 
         config.pluginmanager.register(XdistHooks(session), "verdryx-xdist")
+    if not hasattr(config, "workerinput"):  # the controller, or a run without xdist
+        from pytest_verdryx.ci import CiOutputs
+
+        config.pluginmanager.register(CiOutputs(config), "verdryx-ci")
     session.check_wires()
     session.load_baseline()
 

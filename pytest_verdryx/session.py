@@ -528,7 +528,21 @@ class VerdryxSession:
         if self.settings.save_baseline:
             self._save_baseline(session, run)
         outputs.add_junit_properties(self.config, run, self.result, self.baseline_name)
+        self._ci_outputs(run)
         self._emit_wires(run)
+
+    def _ci_outputs(self, run: EvalRun) -> None:
+        from pytest_verdryx.ci import CiOutputs
+        from verdryx_core.ci import GateOutcome
+
+        ci = self.config.pluginmanager.get_plugin("verdryx-ci")
+        if not isinstance(ci, CiOutputs):
+            return
+        gate = None
+        if self.baseline is not None:
+            refused = self.gate_error.removeprefix("gate refused: ") if self.gate_error else None
+            gate = GateOutcome(baseline=self.baseline_name, result=self.result, refused=refused)
+        ci.finish(run, gate, gated=run.complete)
 
     def _incomplete_reason(self, session: pytest.Session, exitstatus: int) -> str | None:
         """Why this run is not a whole measurement, in words; None when it is."""
