@@ -44,6 +44,9 @@ def pytest_configure(config: pytest.Config) -> None:
         from pytest_verdryx.xdist import XdistHooks
 
         config.pluginmanager.register(XdistHooks(session), "verdryx-xdist")
+    from pytest_verdryx import status
+
+    config.pluginmanager.register(status, "verdryx-status")
     if not hasattr(config, "workerinput"):  # the controller, or a run without xdist
         from pytest_verdryx.ci import CiOutputs
 

@@ -219,3 +219,22 @@ def test_the_job_summary_is_appended(
         assert body == head + expected_tail.split("### Failed cases (6)\n\n")[0]
     else:
         assert text == head + expected_tail
+
+
+@pytest.mark.parametrize("mode", XDIST_MODES)
+def test_verbose_shows_each_cases_score(pytester: pytest.Pytester, mode: list[str]) -> None:
+    write_evalset(pytester.path, "s", "s", [exact_case("good", "yes"), exact_case("bad", "no")])
+    pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
+    result = pytester.runpytest("--no-verdryx-store", "-v", *mode)
+    # xdist prints the word before the node id: "[gw0] [ 50%] PASSED (score 1.000) s...::good".
+    shown = [
+        ("good", "PASSED (score 1.000)"),
+        ("bad", "FAILED (score 0.000)"),
+    ]
+    result.stdout.fnmatch_lines_random(
+        [f"*{word}*::{case}*" if mode else f"*::{case} {word}*" for case, word in shown]
+    )
+    plain = [line for line in result.stdout.lines if "test_plain" in line and "PASSED" in line]
+    assert plain and all("score" not in line for line in plain)
+    quiet = pytester.runpytest("--no-verdryx-store", *mode)
+    assert "(score" not in quiet.stdout.str()
