@@ -1,4 +1,4 @@
-"""A fake Anthropic Messages API on 127.0.0.1 for tests and benchmarks (issue 4).
+"""A fake Anthropic Messages API on 127.0.0.1 for tests and benchmarks.
 
 The real SDK talks to it through `base_url`. It speaks HTTP/1.1 keep-alive and sends status,
 headers and body in ONE write (split writes cost a keep-alive client ~40 ms a call through
@@ -13,6 +13,7 @@ tools gets `tool_use` blocks, anything else a text echo). `responder` replaces t
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import http
 import json
@@ -27,10 +28,13 @@ from typing import Any
 from .loopback import LoopbackHandler, LoopbackServer
 
 __all__ = [
+    "GARBAGE",
     "FakeAnthropic",
     "RecordedRequest",
     "Reply",
     "error_reply",
+    "garbage_reply",
+    "hang_reply",
     "message_body",
     "message_reply",
 ]
@@ -49,6 +53,12 @@ class Reply:
     headers: Mapping[str, str] = field(default_factory=dict)
     #: Extra seconds before answering, on top of the server's latency.
     delay: float = 0.0
+    #: Garbage mode: these bytes are the body as is (truncated JSON, an HTML page, ...), sent
+    #: with `content_type`; `body` is then ignored.
+    raw: bytes | None = None
+    content_type: str = "application/json"
+    #: Accept the request and never answer (until the server stops): a provider that hangs.
+    hang: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -124,6 +134,80 @@ def error_reply(
     )
 
 
+#: Answers a broken provider or a misrouted proxy gives: the adapter must turn each into one
+#: `ModelCallError` line (docs/troubleshooting.md, "Reliability").
+GARBAGE: dict[str, Reply] = {
+    "truncated json": Reply(raw=b'{"id": "msg_1", "type": "message", "content": [{"ty'),
+    "html page": Reply(
+        raw=b"<!DOCTYPE html><html><body><h1>502 Bad Gateway</h1></body></html>",
+        content_type="text/html; charset=utf-8",
+    ),
+    "empty object": Reply(body={}),
+    "empty body": Reply(raw=b""),
+    "json array": Reply(raw=b"[1, 2, 3]"),
+    "json null": Reply(raw=b"null"),
+    "wrong content type": Reply(
+        raw=json.dumps(message_body(text="hello")).encode(), content_type="text/plain"
+    ),
+    "content not a list": Reply(body={**message_body(text="x"), "content": "not a list"}),
+    "block without type": Reply(body={**message_body(text="x"), "content": [{"text": 5}]}),
+    "usage is a string": Reply(body={**message_body(text="x"), "usage": "lots"}),
+    "not utf-8": Reply(raw=b"\xff\xfe{\x00}"),
+    "deep nesting": Reply(raw=b"[" * 100_000),
+    "html error 500": Reply(
+        status=500, raw=b"<html>Internal Server Error</html>", content_type="text/html"
+    ),
+}
+
+
+def garbage_reply(
+    data: bytes, *, status: int = 200, content_type: str = "application/json"
+) -> Reply:
+    """An arbitrary body (a fuzzer's bytes) as the answer."""
+    return Reply(status=status, raw=data, content_type=content_type)
+
+
+def hang_reply() -> Reply:
+    """A reply that never comes: the connection stays open and silent until the server stops."""
+    return Reply(hang=True)
+
+
+def _tool_ids(content: Any, kind: str, key: str) -> list[Any]:
+    if not isinstance(content, list):
+        return []
+    return [
+        part.get(key) for part in content if isinstance(part, dict) and part.get("type") == kind
+    ]
+
+
+def _conversation_problems(messages: list[Any]) -> list[str]:
+    """The tool loop's rules: a tool_result answers a tool_use of the assistant turn just
+    before it, and every tool_use of that turn is answered."""
+    problems: list[str] = []
+    for index, item in enumerate(messages):
+        if not isinstance(item, dict):
+            continue
+        results = _tool_ids(item.get("content"), "tool_result", "tool_use_id")
+        if not results:
+            continue
+        before = messages[index - 1] if index > 0 else None
+        asked = (
+            _tool_ids(before.get("content"), "tool_use", "id") if isinstance(before, dict) else []
+        )
+        if item.get("role") != "user":
+            problems.append(f"messages[{index}] carries tool_result but is not a user turn")
+        for tool_use_id in results:
+            if tool_use_id not in asked:
+                problems.append(
+                    f"messages[{index}] has a tool_result for {tool_use_id!r}, which the "
+                    "assistant turn before it did not call"
+                )
+        for tool_use_id in asked:
+            if tool_use_id not in results:
+                problems.append(f"messages[{index}] does not answer tool_use {tool_use_id!r}")
+    return problems
+
+
 def _shape_problems(body: Any) -> list[str]:
     """What the real Messages API would reject, or verdryx should never send."""
     if not isinstance(body, dict):
@@ -145,6 +229,7 @@ def _shape_problems(body: Any) -> list[str]:
                 problems.append(f"messages[{index}].content is not a string or list")
         if isinstance(messages[0], dict) and messages[0].get("role") != "user":
             problems.append("the first message is not from the user")
+        problems += _conversation_problems(messages)
     if "system" in body and not isinstance(body["system"], str | list):
         problems.append("system is not a string or list")
     names: list[str] = []
@@ -192,6 +277,11 @@ class _Handler(LoopbackHandler):
             reply = fake._respond(
                 self.command, self.path, self.headers, raw, self.client_address[1]
             )
+            if reply.hang:
+                # Read, then silence: the client's own timeout is the only way out.
+                fake._stopping.wait()
+                self.close_connection = True
+                return
             pause = fake.latency + reply.delay
             if pause > 0:
                 time.sleep(pause)
@@ -200,13 +290,16 @@ class _Handler(LoopbackHandler):
             fake._leave()
 
     def _send(self, reply: Reply) -> None:
-        payload = json.dumps(reply.body if reply.body is not None else {}).encode()
+        if reply.raw is not None:
+            payload = reply.raw
+        else:
+            payload = json.dumps(reply.body if reply.body is not None else {}).encode()
         try:
             phrase = http.HTTPStatus(reply.status).phrase
         except ValueError:
             phrase = {529: "Overloaded"}.get(reply.status, "Unknown")
         headers = {
-            "Content-Type": "application/json",
+            "Content-Type": reply.content_type,
             "Content-Length": str(len(payload)),
             "request-id": "req_fake_0001",
             **reply.headers,
@@ -232,8 +325,12 @@ class FakeAnthropic(LoopbackServer):
         judge_reason: str = "fake judge reason",
         tool_calls: Sequence[str] | None = None,
         usage: tuple[int, int] = (10, 5),
+        hang: bool = False,
     ) -> None:
         self.api_key = api_key
+        #: Every request is accepted and never answered (see `hang_reply` for one at a time).
+        self.hang = hang
+        self._stopping = threading.Event()
         self.latency = latency
         self.judge_score = judge_score
         self.judge_reason = judge_reason
@@ -284,6 +381,9 @@ class FakeAnthropic(LoopbackServer):
 
     # -- the server side -------------------------------------------------------------------
 
+    def _before_stop(self) -> None:
+        self._stopping.set()
+
     def _enter(self) -> None:
         with self._lock:
             self._in_flight += 1
@@ -298,6 +398,11 @@ class FakeAnthropic(LoopbackServer):
         if key is None:
             auth = headers.get("authorization") or ""
             key = auth[len("Bearer ") :] if auth.startswith("Bearer ") else None
+            if auth.startswith("Basic "):
+                # A proxy URL's user:password (httpx sends it as basic auth): the password
+                # is the credential.
+                decoded = base64.b64decode(auth[len("Basic ") :]).decode("utf-8", "replace")
+                key = decoded.partition(":")[2]
         return key
 
     def _respond(self, method: str, path: str, headers: Any, raw: bytes, port: int) -> Reply:
@@ -336,6 +441,8 @@ class FakeAnthropic(LoopbackServer):
             return error_reply(401, "authentication_error", "invalid x-api-key")
         if scripted is not None:
             return scripted
+        if self.hang:
+            return hang_reply()
         if self.responder is not None:
             return self.responder(request)
         return self._default(request)

@@ -2,51 +2,46 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from verdryx_core.graders.base import Grade, GradeContext, Grader
+from verdryx_core.graders.checks import ChecksGrader
+from verdryx_core.graders.contains import ContainsGrader, IContainsGrader
 from verdryx_core.graders.exact import ExactGrader
+from verdryx_core.graders.f1 import F1Grader
+from verdryx_core.graders.json_output import JsonGrader
+from verdryx_core.graders.numeric import NumericGrader
 from verdryx_core.graders.outcome_tag import OutcomeTagGrader
 from verdryx_core.graders.regex import RegexGrader
+from verdryx_core.graders.registry import (
+    GraderError,
+    custom_grader_names,
+    default_min_score,
+    is_grader,
+    register_grader,
+    unregister_grader,
+)
+from verdryx_core.graders.table import GraderTable, build_graders
 from verdryx_core.graders.tool_trace import ToolTraceGrader
 
 __all__ = [
+    "ChecksGrader",
+    "ContainsGrader",
     "ExactGrader",
+    "F1Grader",
     "Grade",
     "GradeContext",
     "Grader",
+    "GraderError",
+    "GraderTable",
+    "IContainsGrader",
+    "JsonGrader",
+    "NumericGrader",
     "OutcomeTagGrader",
     "RegexGrader",
     "ToolTraceGrader",
     "build_graders",
+    "custom_grader_names",
+    "default_min_score",
+    "is_grader",
+    "register_grader",
+    "unregister_grader",
 ]
-
-
-def build_graders(
-    *,
-    outcome_map: Mapping[str, float] | None = None,
-    judge: Any = None,
-    typed_client: Any = None,
-) -> dict[str, Grader]:
-    """The graders for one run. Graders that cost money (the LLM judge, the typed verdict
-    service) are present only when their dependency is given: nothing is paid by default."""
-    graders: dict[str, Grader] = {
-        "exact": ExactGrader(),
-        "regex": RegexGrader(),
-        "outcome_tag": OutcomeTagGrader(outcome_map),
-        "tool_trace": ToolTraceGrader(),
-    }
-    # Free and deterministic, so always present; imported lazily like the paid graders.
-    from verdryx_core.graders.contract import ContractGrader
-
-    graders["contract"] = ContractGrader()
-    if judge is not None:
-        from verdryx_core.graders.llm_judge import LLMJudgeGrader
-
-        graders["llm_judge"] = LLMJudgeGrader(judge)
-    if typed_client is not None:
-        from verdryx_core.graders.typed import TypedGrader
-
-        graders["typed"] = TypedGrader(typed_client)
-    return graders
