@@ -23,9 +23,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from verdryx_core.runner import CaseEvaluator
+
 from verdryx_core.evalset import load_evalset
 from verdryx_core.graders import GradeContext, build_graders
-from verdryx_core.runner import CaseEvaluator
 
 #: JSONL must not cost more than JSON; a little slack for timer noise on a shared machine.
 MAX_JSONL_RATIO = 1.10

@@ -22,7 +22,7 @@ def pytest_report_teststatus(
     if not score:  # not a verdryx case, or unmeasured (its reason is shown already)
         return result
     category, letter, word = result
-    shown = f"(score {float(score):.3f})"
+    shown = f"(score {float(str(score)):.3f})"
     if isinstance(word, tuple):
         return category, letter, (f"{word[0]} {shown}", word[1])
     return category, letter, f"{word} {shown}" if word else word

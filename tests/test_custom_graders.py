@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from plugin_support import stored_runs
+from verdryx_core.runner import CaseEvaluator
 
 from verdryx_core.errors import EvalSetError
 from verdryx_core.evalset import load_evalset
@@ -28,7 +29,6 @@ from verdryx_core.graders import (
 )
 from verdryx_core.graders.registry import refresh_entry_points
 from verdryx_core.model import EvalCase
-from verdryx_core.runner import CaseEvaluator
 
 CONTEXT = GradeContext(eval_set_id="s")
 

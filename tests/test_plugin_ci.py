@@ -3,7 +3,6 @@ pytest's summary line, GitHub annotations, the job summary; with and without xdi
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -77,30 +76,33 @@ def test_an_on_track_gate_is_a_passed_testcase(pytester: pytest.Pytester, mode: 
 
 @pytest.mark.parametrize("mode", XDIST_MODES)
 def test_a_refused_gate_is_an_error_testcase(pytester: pytest.Pytester, mode: list[str]) -> None:
-    """The baseline was judged by another judge: known only once the run has been judged."""
-    write_evalset(
-        pytester.path,
-        "j",
-        "j",
-        [{"id": "judged", "prompt": "p", "grader": "llm_judge", "rubric": "r", "output": "o"}],
-    )
+    """The gate cannot read the run history it was asked to pool (--verdryx-window): the store
+    file was replaced by something else while the session ran."""
+    write_evalset(pytester.path, "s", "s", _cases(0, total=3))
     pytester.runpytest("--no-verdryx-store", "--verdryx-save-baseline=v1")
-    baseline = pytester.path / ".verdryx" / "baselines" / "v1.json"
-    data = json.loads(baseline.read_text())
-    data["judge_model"] = "claude-judge-x"
-    baseline.write_text(json.dumps(data))
+    db = pytester.path / "history.db"
+    pytester.makeconftest(
+        f"""
+        def pytest_collection_finish(session):
+            open({str(db)!r}, "w").write("not a verdryx store")
+        """
+    )
     xml = pytester.path / "q.xml"
     result = pytester.runpytest(
-        "--no-verdryx-store", "--verdryx-baseline=v1", f"--junitxml={xml}", *mode
+        "--no-verdryx-store",
+        f"--verdryx-db={db}",
+        "--verdryx-window=3",
+        "--verdryx-baseline=v1",
+        f"--junitxml={xml}",
+        *mode,
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.assert_outcomes(passed=1, errors=1)
+    result.assert_outcomes(passed=3, errors=1)
     gate, _, props = _gate_case(xml)
     (error,) = gate.result
     assert isinstance(error, Error)
-    assert "verdryx gate refused against baseline v1: this run measured judge 'stub'" in (
-        error.message or ""
-    )
+    assert "verdryx gate refused against baseline v1: " in (error.message or "")
+    assert str(db) in (error.message or "")
     assert props == {"verdryx.verdict": "refused"}
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from verdryx_core.runner import CaseEvaluator
 
 from verdryx_core.evalset import load_evalset
 from verdryx_core.graders import GradeContext, build_graders
@@ -28,7 +29,6 @@ from verdryx_core.graders.tool_trace import (
     trace_score,
 )
 from verdryx_core.model import EvalCase, ToolCall
-from verdryx_core.runner import CaseEvaluator
 
 CONTEXT = GradeContext(eval_set_id="s")
 MODES = ("ordered", "unordered", "subset", "superset")
