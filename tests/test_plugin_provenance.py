@@ -186,3 +186,29 @@ def test_provenance_from_git_when_not_in_ci(
 def test_the_docs_name_the_new_options() -> None:
     docs = (Path(__file__).resolve().parent.parent / "docs" / "options.md").read_text()
     assert "`--verdryx-label`" in docs and "`--verdryx-allow-partial-baseline`" in docs
+
+
+def test_store_paths_resolve_against_the_rootdir_never_the_cwd(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("VERDRYX_DB", raising=False)
+    monkeypatch.setenv("HOME", str(pytester.path / "home"))  # no ~/.taipan
+    monkeypatch.delenv("TAIPAN_HOME", raising=False)
+    (pytester.path / "data").mkdir()
+    pytester.makeini("[pytest]\nverdryx_db = data/ini.db\n")
+    evals = pytester.path / "evals"
+    evals.mkdir()
+    write_evalset(evals, "s", "s", [exact_case("c0", "yes")])
+    sub = pytester.path / "evals"
+    monkeypatch.chdir(sub)
+    # The ini value: beside the ini file, whatever folder pytest starts in.
+    pytester.runpytest(str(sub)).assert_outcomes(passed=1)
+    assert (pytester.path / "data" / "ini.db").is_file()
+    assert not (sub / "data").exists()
+    # A relative flag: in the rootdir (where the ini file is).
+    pytester.runpytest(str(sub), "--verdryx-db=flag.db").assert_outcomes(passed=1)
+    assert (pytester.path / "flag.db").is_file() and not (sub / "flag.db").exists()
+    # The default: verdryx.db in the rootdir.
+    pytester.makeini("[pytest]\n")
+    pytester.runpytest(str(sub)).assert_outcomes(passed=1)
+    assert (pytester.path / "verdryx.db").is_file() and not (sub / "verdryx.db").exists()
