@@ -6,6 +6,7 @@ a `SessionEnd` that the terminal summary only prints; pytest runs it in
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -94,6 +95,7 @@ def end_session(
         scores=state.ordered_scores(),
         complete=incomplete is None,
     )
+    run = _with_provenance(run, config, settings, state, stopped=stopped)
     end = SessionEnd(
         run=run,
         settings=settings,
@@ -121,8 +123,61 @@ def end_session(
     if settings.save_baseline:
         _save_baseline(end, store, config.rootpath)
     exports.add_junit_properties(config, run, end.result, baseline.name)
+    _ci_outputs(config, end)
     _send_exports(end, store, exporter, otlp_endpoint)
     return end
+
+
+def _ci_outputs(config: pytest.Config, end: SessionEnd) -> None:
+    """The gate as a test, and the job summary (docs/ci.md): before junitxml writes its file."""
+    from pytest_verdryx.ci import CiOutputs
+    from verdryx_core.ci import GateOutcome
+
+    ci = config.pluginmanager.get_plugin("verdryx-ci")
+    if not isinstance(ci, CiOutputs):
+        return
+    gate = None
+    if end.baseline.baseline is not None:
+        refused = end.gate_error.removeprefix("gate refused: ") if end.gate_error else None
+        gate = GateOutcome(baseline=end.baseline.name, result=end.result, refused=refused)
+    ci.finish(end.run, gate, gated=end.run.complete)
+
+
+def _with_provenance(
+    run: EvalRun,
+    config: pytest.Config,
+    settings: Settings,
+    state: SessionState,
+    *,
+    stopped: str | None,
+) -> EvalRun:
+    """Where the run came from (docs/ci.md), and whether it measured only part of the cases
+    collected: a subset is stored as partial, kept out of windows, history and baselines."""
+    from verdryx_core.ci import ci_provenance, default_run_group
+
+    found = ci_provenance(cwd=config.rootpath)
+    return dataclasses.replace(
+        run,
+        label=settings.label,
+        commit=found.commit,
+        branch=found.branch,
+        ci_url=found.ci_url,
+        run_group=default_run_group(),
+        partial=is_subset(config, state, stopped=stopped),
+    )
+
+
+def is_subset(config: pytest.Config, state: SessionState, *, stopped: str | None) -> bool:
+    """A run of fewer cases than were collected (-k, -m, --deselect, node ids select; a
+    stop after -x), or of only the cases that failed last time (--lf)."""
+    if stopped or state.stopped_early:
+        return True
+    if state.expected_count < len(state.known_keys):
+        return True
+    # --lf may skip whole files that had no failure: they are never collected, so compare
+    # with what the cache says failed instead.
+    lastfailed = getattr(config.pluginmanager.get_plugin("lfplugin"), "lastfailed", None)
+    return bool(config.getoption("lf", False) and lastfailed)
 
 
 def _fail(end: SessionEnd) -> None:
@@ -163,6 +218,15 @@ def _gate(end: SessionEnd, baseline: Baseline, store: StoreHandle) -> None:
 def _save_baseline(end: SessionEnd, store: StoreHandle, root: Path) -> None:
     run, settings = end.run, end.settings
     label = settings.save_baseline or ""
+    if run.partial and run.complete and not settings.allow_partial_baseline:
+        end.messages.append(
+            f"ERROR: baseline {label!r} NOT saved: this run measured a subset of the cases "
+            "(-k, -m, --lf, --deselect or node ids), and a baseline of a subset would gate "
+            "every later full run on it; run all the cases, or pass "
+            "--verdryx-allow-partial-baseline to save it anyway"
+        )
+        _fail(end)
+        return
     if not run.complete:
         end.messages.append(
             f"baseline {label!r} NOT saved: the session was interrupted and the run is incomplete"

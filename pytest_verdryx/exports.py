@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from pytest_verdryx.options import Settings
+from verdryx_core.ci import verdict_interval
 from verdryx_core.drift import DriftReport
 from verdryx_core.errors import UsageError
 from verdryx_core.gate import GateResult
@@ -61,14 +62,16 @@ def add_junit_properties(
     if xml is None:
         return
     drift = result.report if result else None
+    # The interval the verdict used: paired when cases paired (docs/ci.md).
+    interval = verdict_interval(drift) if drift else None
     properties: dict[str, object] = {
         "verdryx.run_id": run.id,
         "verdryx.model": run.model,
         "verdryx.mean_score": _num(run.mean_score),
         "verdryx.baseline": baseline_name,
         "verdryx.delta": _num(drift.delta if drift else None),
-        "verdryx.ci_low": _num(drift.ci_low if drift else None),
-        "verdryx.ci_high": _num(drift.ci_high if drift else None),
+        "verdryx.ci_low": _num(interval.low if interval else None),
+        "verdryx.ci_high": _num(interval.high if interval else None),
         "verdryx.verdict": "" if drift is None else drift.verdict,
         "verdryx.unmeasured": len(run.unmeasured),
         "verdryx.cost_usd": f"{run.total_cost_usd:.6g}",

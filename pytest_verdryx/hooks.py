@@ -26,7 +26,7 @@ from pytest_verdryx.items import EvalCaseItem
 from pytest_verdryx.options import Settings, eval_settings, worded
 from pytest_verdryx.scoring import SCORING_KEY, ItemScoring
 from pytest_verdryx.state import SessionState
-from pytest_verdryx.storehandle import StoreHandle
+from pytest_verdryx.storehandle import StoreHandle, session_store_path
 from pytest_verdryx.terminal import write_summary
 from pytest_verdryx.xdist import PAYLOAD_KEY, XdistHooks
 from verdryx_core.errors import VerdryxError
@@ -55,7 +55,14 @@ class VerdryxPlugin:
         self.rootdir = Path(config.rootpath)
         base = config.inipath.parent if config.inipath else self.rootdir
         self.eval_settings = eval_settings(settings, base)
-        self.store = StoreHandle(settings.db)
+        self.store = StoreHandle(
+            session_store_path(
+                config.getoption("verdryx_db"),
+                config.getini("verdryx_db"),
+                rootdir=self.rootdir,
+                inidir=config.inipath.parent if config.inipath else None,
+            )
+        )
         self.state = SessionState()
         self.pipeline = Pipeline(self.eval_settings, self.store.open, tally=self.state.calls)
         self.scoring = ItemScoring(
@@ -78,6 +85,13 @@ class VerdryxPlugin:
         config = self.config
         config.stash[SCORING_KEY] = self.scoring
         config.pluginmanager.register(self, "verdryx-session")
+        from pytest_verdryx import status
+
+        config.pluginmanager.register(status, "verdryx-status")
+        if not self.is_worker:  # what CI sees is decided where the verdict is
+            from pytest_verdryx.ci import CiOutputs
+
+            config.pluginmanager.register(CiOutputs(config), "verdryx-ci")
         if config.pluginmanager.hasplugin("xdist"):
             hooks = XdistHooks(self.state, self.ahead, self.controller_state)
             config.pluginmanager.register(hooks, "verdryx-xdist")

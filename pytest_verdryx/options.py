@@ -175,6 +175,17 @@ OPTIONS: Final = (
         "bool",
     ),
     _Option("no_verdryx_store", "do not save this run to the store", False, "bool"),
+    _Option(
+        "verdryx_label",
+        "a free label stored with this run (shown by verdryx runs/show and the report)",
+        metavar="TEXT",
+    ),
+    _Option(
+        "verdryx_allow_partial_baseline",
+        "let --verdryx-save-baseline save a subset run (-k, -m, --lf, --deselect, node ids)",
+        False,
+        "bool",
+    ),
 )
 
 
@@ -217,6 +228,8 @@ class Settings:
     report: str | None
     allow_model_change: bool
     store: bool
+    label: str | None = None
+    allow_partial_baseline: bool = False
     patterns: tuple[str, ...]
     prices: str | None
 
@@ -336,6 +349,8 @@ def read_settings(config: pytest.Config, env: Mapping[str, str] | None = None) -
         report=get("verdryx_report"),
         allow_model_change=get("verdryx_allow_model_change"),
         store=not get("no_verdryx_store"),
+        label=get("verdryx_label"),
+        allow_partial_baseline=get("verdryx_allow_partial_baseline"),
         patterns=patterns,
         prices=config.getini("verdryx_prices") or None,
     )

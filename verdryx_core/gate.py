@@ -186,18 +186,22 @@ def compare_to_baseline(
 
 def select_window(store: Store, current: EvalRun, size: int) -> list[EvalRun]:
     """The current run and the `size - 1` complete runs before it of the same eval sets and
-    model, newest first (docs/options.md, `--verdryx-window`)."""
+    model, newest first (docs/options.md, `--verdryx-window`). Partial runs (a `-k` subset,
+    an `--lf` rerun) are left out: they measured other cases than a whole run does."""
     if size < 1:
         raise UsageError(f"window {size} is not a positive number of runs")
     if size == 1:
         return [current]
-    earlier = store.list_runs(
-        model=current.model,
-        eval_set_ids=current.eval_set_ids,
-        complete_only=True,
-        before=iso_utc(current.started_at),
-        limit=size - 1,
-    )
+    earlier = [
+        summary
+        for summary in store.list_runs(
+            model=current.model,
+            eval_set_ids=current.eval_set_ids,
+            complete_only=True,
+            before=iso_utc(current.started_at),
+        )
+        if not summary.partial
+    ][: size - 1]
     runs = [current]
     for summary in earlier:
         run = store.load_run(summary.id)
