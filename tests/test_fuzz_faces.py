@@ -167,7 +167,7 @@ def test_cli_arbitrary_arguments(
 # -- the pytest face ---------------------------------------------------------------------------
 
 
-@settings(FUZZ, max_examples=min(FUZZ.max_examples, 6))
+@settings(FUZZ, max_examples=min(FUZZ.max_examples, 4))
 @given(document=evalset_documents)
 def test_pytest_sessions_on_generated_evalsets(
     pytester: pytest.Pytester, document: dict[str, Any]
