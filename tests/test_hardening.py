@@ -377,6 +377,8 @@ def test_drift_on_a_bad_committed_baseline_is_one_error_line(
     folder = tmp_path / ".verdryx" / "baselines"
     folder.mkdir(parents=True)
     (folder / "v1.json").write_text(json.dumps(_baseline_document(cases=[_case(value=True)])))
+    with Store.open(tmp_path / "s.db"):
+        pass  # a store with no runs: the read commands refuse a missing one first
     code, _, err = cli(capsys, "drift", "--baseline", "v1", "--db", str(tmp_path / "s.db"))
     assert code == 2
     assert "field 'value': expected number, got a boolean" in one_line(err)

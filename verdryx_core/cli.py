@@ -22,7 +22,7 @@ from verdryx_core.text import PrintableStream, clean_text, printable
 
 __all__ = ["build_parser", "main"]
 
-#: Usage errors and unreadable input (DESIGN.md section 9).
+#: Usage errors and unreadable input (docs/cli.md).
 EXIT_USAGE = 2
 
 #: Arguments that name files: kept byte for byte (a file name need not be UTF-8).
@@ -56,7 +56,7 @@ def _command_modules() -> list[ModuleType]:
 
 
 class _Parser(argparse.ArgumentParser):
-    """Usage errors are one line on stderr and exit 2 (DESIGN.md section 9), not a usage block."""
+    """Usage errors are one line on stderr and exit 2 (docs/cli.md), not a usage block."""
 
     def error(self, message: str) -> NoReturn:
         # The message quotes the user's argument, which may hold anything (an undecodable byte

@@ -1,5 +1,5 @@
 """Model calls: one adapter protocol, the stub and Anthropic adapters, the response cache,
-the bounded call pool with its progress line, and the price book (DESIGN.md section 6)."""
+the bounded call pool with its progress line, and the price book."""
 
 from __future__ import annotations
 

@@ -33,6 +33,7 @@ from verdryx_core.llm.judge_prompt import (
     render_judge_prompt,
 )
 from verdryx_core.llm.prices import PriceBook
+from verdryx_core.model import ToolCall
 from verdryx_core.redact import install_log_filter, redact_url
 
 if TYPE_CHECKING:
@@ -242,6 +243,14 @@ class AnthropicAdapter:
         return Completion(
             text="".join(block["text"] or "" for block in blocks if block["type"] == "text"),
             tool_names=tuple(str(block["name"]) for block in blocks if block["type"] == "tool_use"),
+            tool_calls=tuple(
+                ToolCall(
+                    name=str(block["name"]),
+                    arguments=dict(block["input"]) if isinstance(block["input"], Mapping) else {},
+                )
+                for block in blocks
+                if block["type"] == "tool_use"
+            ),
             input_tokens=input_tokens,
             output_tokens=output_tokens,
             cost_usd=cost,
