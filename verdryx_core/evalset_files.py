@@ -279,8 +279,10 @@ def _read_csv(path: Path) -> Document:
                     line=start,
                 )
             label = f"#{len(cases) + 1}"
-            case_id = row[position[columns["id"]]] if "id" in columns else ""
-            if case_id and position[columns["id"]] < len(row):
+            id_index = position[columns["id"]] if "id" in columns else len(row)
+            # A short row (fewer cells than the header) has no id cell: label it by number.
+            case_id = row[id_index] if id_index < len(row) else ""
+            if case_id:
                 label = f"{case_id!r} (#{len(cases) + 1})"
             case: dict[str, Any] = {}
             for field, column in columns.items():
