@@ -34,6 +34,7 @@ __all__ = [
     "Reply",
     "error_reply",
     "garbage_reply",
+    "hang_reply",
     "message_body",
     "message_reply",
 ]
@@ -56,6 +57,8 @@ class Reply:
     #: with `content_type`; `body` is then ignored.
     raw: bytes | None = None
     content_type: str = "application/json"
+    #: Accept the request and never answer (until the server stops): a provider that hangs.
+    hang: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -164,6 +167,47 @@ def garbage_reply(
     return Reply(status=status, raw=data, content_type=content_type)
 
 
+def hang_reply() -> Reply:
+    """A reply that never comes: the connection stays open and silent until the server stops."""
+    return Reply(hang=True)
+
+
+def _tool_ids(content: Any, kind: str, key: str) -> list[Any]:
+    if not isinstance(content, list):
+        return []
+    return [
+        part.get(key) for part in content if isinstance(part, dict) and part.get("type") == kind
+    ]
+
+
+def _conversation_problems(messages: list[Any]) -> list[str]:
+    """The tool loop's rules: a tool_result answers a tool_use of the assistant turn just
+    before it, and every tool_use of that turn is answered."""
+    problems: list[str] = []
+    for index, item in enumerate(messages):
+        if not isinstance(item, dict):
+            continue
+        results = _tool_ids(item.get("content"), "tool_result", "tool_use_id")
+        if not results:
+            continue
+        before = messages[index - 1] if index > 0 else None
+        asked = (
+            _tool_ids(before.get("content"), "tool_use", "id") if isinstance(before, dict) else []
+        )
+        if item.get("role") != "user":
+            problems.append(f"messages[{index}] carries tool_result but is not a user turn")
+        for tool_use_id in results:
+            if tool_use_id not in asked:
+                problems.append(
+                    f"messages[{index}] has a tool_result for {tool_use_id!r}, which the "
+                    "assistant turn before it did not call"
+                )
+        for tool_use_id in asked:
+            if tool_use_id not in results:
+                problems.append(f"messages[{index}] does not answer tool_use {tool_use_id!r}")
+    return problems
+
+
 def _shape_problems(body: Any) -> list[str]:
     """What the real Messages API would reject, or verdryx should never send."""
     if not isinstance(body, dict):
@@ -185,6 +229,7 @@ def _shape_problems(body: Any) -> list[str]:
                 problems.append(f"messages[{index}].content is not a string or list")
         if isinstance(messages[0], dict) and messages[0].get("role") != "user":
             problems.append("the first message is not from the user")
+        problems += _conversation_problems(messages)
     if "system" in body and not isinstance(body["system"], str | list):
         problems.append("system is not a string or list")
     names: list[str] = []
@@ -232,6 +277,11 @@ class _Handler(LoopbackHandler):
             reply = fake._respond(
                 self.command, self.path, self.headers, raw, self.client_address[1]
             )
+            if reply.hang:
+                # Read, then silence: the client's own timeout is the only way out.
+                fake._stopping.wait()
+                self.close_connection = True
+                return
             pause = fake.latency + reply.delay
             if pause > 0:
                 time.sleep(pause)
@@ -275,8 +325,12 @@ class FakeAnthropic(LoopbackServer):
         judge_reason: str = "fake judge reason",
         tool_calls: Sequence[str] | None = None,
         usage: tuple[int, int] = (10, 5),
+        hang: bool = False,
     ) -> None:
         self.api_key = api_key
+        #: Every request is accepted and never answered (see `hang_reply` for one at a time).
+        self.hang = hang
+        self._stopping = threading.Event()
         self.latency = latency
         self.judge_score = judge_score
         self.judge_reason = judge_reason
@@ -326,6 +380,9 @@ class FakeAnthropic(LoopbackServer):
             self._max_in_flight = 0
 
     # -- the server side -------------------------------------------------------------------
+
+    def _before_stop(self) -> None:
+        self._stopping.set()
 
     def _enter(self) -> None:
         with self._lock:
@@ -384,6 +441,8 @@ class FakeAnthropic(LoopbackServer):
             return error_reply(401, "authentication_error", "invalid x-api-key")
         if scripted is not None:
             return scripted
+        if self.hang:
+            return hang_reply()
         if self.responder is not None:
             return self.responder(request)
         return self._default(request)

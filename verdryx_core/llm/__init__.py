@@ -1,5 +1,6 @@
-"""Model calls: one adapter protocol, the stub and Anthropic adapters, the response cache,
-the bounded call pool with its progress line, and the price book."""
+"""Model calls: one adapter protocol, the stub, Anthropic and OpenAI-compatible adapters, the
+response cache, the bounded call pool with its progress line, and the price book
+(docs/models-and-judges.md)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,14 @@ from collections.abc import Mapping
 from verdryx_core.llm.anthropic_adapter import AnthropicAdapter, import_sdk
 from verdryx_core.llm.base import CALL_KINDS, Completion, Judgement, ModelAdapter
 from verdryx_core.llm.cache import CACHE_MODES, CachedAdapter, CacheStats
+from verdryx_core.llm.openai_adapter import MODEL_PREFIX as OPENAI_PREFIX
+from verdryx_core.llm.openai_adapter import OpenAIAdapter
+from verdryx_core.llm.openai_adapter import import_sdk as import_openai_sdk
 from verdryx_core.llm.pool import CallPool
 from verdryx_core.llm.prices import ModelPrice, PriceBook
 from verdryx_core.llm.progress import Progress
 from verdryx_core.llm.stub import StubAdapter, StubCall
+from verdryx_core.timeouts import DEFAULT_TIMEOUT_S
 
 __all__ = [
     "CACHE_MODES",
@@ -25,6 +30,7 @@ __all__ = [
     "Judgement",
     "ModelAdapter",
     "ModelPrice",
+    "OpenAIAdapter",
     "PriceBook",
     "Progress",
     "StubAdapter",
@@ -40,16 +46,30 @@ def make_adapter(
     prices: PriceBook | None = None,
     max_retries: int = 4,
     temperature: float | None = None,
+    timeout: float = DEFAULT_TIMEOUT_S,
 ) -> ModelAdapter:
-    """`stub` is the offline stub; any other name is a real Anthropic model.
+    """`stub` is the offline stub; `openai:NAME` an OpenAI-compatible model; any other name
+    is a real Anthropic model.
 
     The endpoint and credential come from the environment (`ANTHROPIC_BASE_URL`,
-    `ANTHROPIC_API_KEY`, else `ANTHROPIC_AUTH_TOKEN`), read here once; there is deliberately
-    no way to pass a key as an argument a command line could carry.
+    `ANTHROPIC_API_KEY`, else `ANTHROPIC_AUTH_TOKEN`; `OPENAI_BASE_URL`, `OPENAI_API_KEY`),
+    read here once; there is deliberately no way to pass a key as an argument a command line
+    could carry. `timeout` bounds each attempt of each call, in seconds.
     """
     if model == "stub":
         return StubAdapter()
     env = os.environ if env is None else env
+    if model.startswith(OPENAI_PREFIX):
+        import_openai_sdk()  # fail now, with the install hint, rather than at the first call
+        return OpenAIAdapter(
+            model,
+            api_key=env.get("OPENAI_API_KEY") or None,
+            base_url=env.get("OPENAI_BASE_URL") or None,
+            prices=prices,
+            max_retries=max_retries,
+            temperature=temperature,
+            timeout=timeout,
+        )
     import_sdk()  # fail now, with the install hint, rather than at the first call
     return AnthropicAdapter(
         model,
@@ -59,4 +79,5 @@ def make_adapter(
         prices=prices,
         max_retries=max_retries,
         temperature=temperature,
+        timeout=timeout,
     )

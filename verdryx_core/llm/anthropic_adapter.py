@@ -4,9 +4,12 @@ The SDK is an optional extra, imported on first use. Retries are the SDK's own: 
 408, 409, 429 and every 5xx (529 "overloaded" included) with exponential backoff and jitter,
 and waits exactly what `retry-after` / `retry-after-ms` asks when the server says (see
 `anthropic._base_client.BaseClient._calculate_retry_timeout`); `max_retries` bounds it. A
-401/403 is never retried. Whatever still fails becomes a `ModelCallError` carrying the HTTP
-status and naming what to do; the credential never appears in it (it is redacted even from
-the provider's own message, and a URL's user:password part is masked).
+401/403 is never retried. Each attempt is bounded by `timeout` (the SDK's own `timeout=`, a
+timeout it also retries), so a provider that accepts a request and never answers costs at most
+timeout x (max_retries + 1) plus the backoff between attempts. Whatever still fails becomes a
+`ModelCallError` carrying the HTTP status and naming what to do; the credential never appears
+in it (it is redacted even from the provider's own message, and a URL's user:password part is
+masked).
 
 A 2xx answer is read by verdryx, not by the SDK: the raw body must be JSON (content type and
 all) shaped like a Messages API message. Anything else (truncated JSON, an HTML page from a
@@ -35,6 +38,7 @@ from verdryx_core.llm.judge_prompt import (
 from verdryx_core.llm.prices import PriceBook
 from verdryx_core.model import ToolCall
 from verdryx_core.redact import install_log_filter, redact_url
+from verdryx_core.timeouts import DEFAULT_TIMEOUT_S, check_timeout
 
 if TYPE_CHECKING:
     import anthropic
@@ -91,7 +95,7 @@ class AnthropicAdapter:
         temperature: float | None = None,
         max_tokens: int = 1024,
         judge_max_tokens: int = 1024,
-        timeout: float | None = None,
+        timeout: float = DEFAULT_TIMEOUT_S,
     ) -> None:
         self.model = model
         self.base_url = base_url or DEFAULT_BASE_URL
@@ -100,7 +104,7 @@ class AnthropicAdapter:
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.judge_max_tokens = judge_max_tokens
-        self.timeout = timeout
+        self.timeout = check_timeout(timeout)
         self._api_key = api_key or None
         self._auth_token = auth_token or None
         self._sdk: Any = None
@@ -187,13 +191,13 @@ class AnthropicAdapter:
                     # behind the caller's back.
                     "base_url": self.base_url,
                     "max_retries": self.max_retries,
+                    # Bounds connecting and every wait for bytes, on each attempt.
+                    "timeout": self.timeout,
                 }
                 if self._api_key:
                     kwargs["api_key"] = self._api_key
                 else:
                     kwargs["auth_token"] = self._auth_token
-                if self.timeout is not None:
-                    kwargs["timeout"] = self.timeout
                 self._sdk = sdk
                 self._client = sdk.Anthropic(**kwargs)
                 # The SDK and httpx log each request's URL at INFO; a user:password in
@@ -302,8 +306,9 @@ class AnthropicAdapter:
             return ModelCallError(self._redact(_named_call(message, call)), status=status)
         if isinstance(exc, sdk.APITimeoutError):
             message = (
-                f"model {self.model}: {where} timed out, still failing after "
-                f"{self.max_retries} retries; check the endpoint or retry later"
+                f"model {self.model}: {where} did not answer within {self.timeout:g}s, still "
+                f"failing after {self.max_retries} retries; check the endpoint, retry later or "
+                "raise --verdryx-timeout"
             )
         elif isinstance(exc, sdk.APIConnectionError):
             cause = exc.__cause__ or exc

@@ -1,0 +1,379 @@
+"""The OpenAI-compatible adapter: the official `openai` SDK's chat completions behind the
+adapter protocol, for OpenAI itself and for anything that speaks its API (vLLM, Ollama,
+LiteLLM, llama.cpp's server) through `OPENAI_BASE_URL` (docs/models-and-judges.md).
+
+Model ids are `openai:NAME`; NAME is what the endpoint is asked for. The SDK is an optional
+extra, imported on first use. Retries and timeouts are the SDK's own, configured like the
+Anthropic adapter's: 408, 409, 429 and 5xx are retried with backoff and jitter honouring
+`retry-after`, at most `max_retries` times, each attempt bounded by `timeout`. The judge
+answers through a forced function call (`tool_choice`) to `record_verdict`, read by the same
+rules as the Anthropic judge (`verdryx_core.llm.judge_prompt`): anything but a number in
+[0, 1] with a reason is unmeasured. The credential never appears in an error.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.parse
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from verdryx_core.errors import ModelCallError, UsageError, VerdryxError
+from verdryx_core.llm.base import Completion, Judgement
+from verdryx_core.llm.judge_prompt import (
+    JUDGE_SYSTEM,
+    RECORD_VERDICT,
+    RECORD_VERDICT_TOOL,
+    Verdict,
+    parse_verdict,
+    render_judge_prompt,
+)
+from verdryx_core.llm.prices import PriceBook
+from verdryx_core.model import ToolCall
+from verdryx_core.timeouts import DEFAULT_TIMEOUT_S, check_timeout
+
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "INSTALL_HINT",
+    "MODEL_PREFIX",
+    "OpenAIAdapter",
+    "import_sdk",
+    "openai_tool",
+]
+
+MODEL_PREFIX: Final = "openai:"
+DEFAULT_BASE_URL: Final = "https://api.openai.com/v1"
+INSTALL_HINT: Final = "pip install 'verdryx[openai]'"
+_KEY_VARIABLE: Final = "OPENAI_API_KEY"
+_URL_VARIABLE: Final = "OPENAI_BASE_URL"
+#: Sent to a custom endpoint when no key is set: local servers (Ollama, vLLM without
+#: --api-key) ignore it, and the SDK refuses to send no key at all.
+_NO_KEY: Final = "no-key"
+_MESSAGE_PREVIEW: Final = 300
+
+
+def import_sdk() -> Any:
+    """The `openai` module, or a VerdryxError saying how to install it."""
+    try:
+        import openai
+    except ImportError:
+        raise VerdryxError(
+            "an openai: model was named but the OpenAI SDK is not installed; install it with "
+            f"{INSTALL_HINT}, or use --verdryx-model=stub"
+        ) from None
+    return openai
+
+
+def openai_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
+    """An eval set tool (`name`, `description`, `input_schema`, as the Anthropic API takes
+    them) as a chat-completions function tool; one already in that form passes unchanged."""
+    if tool.get("type") == "function" and isinstance(tool.get("function"), Mapping):
+        return {"type": "function", "function": dict(tool["function"])}
+    function: dict[str, Any] = {"name": tool["name"]}
+    if tool.get("description"):
+        function["description"] = tool["description"]
+    function["parameters"] = dict(tool.get("input_schema") or {"type": "object"})
+    return {"type": "function", "function": function}
+
+
+_JUDGE_TOOL: Final = openai_tool(RECORD_VERDICT_TOOL)
+_JUDGE_CHOICE: Final = {"type": "function", "function": {"name": RECORD_VERDICT}}
+
+
+def _display_url(url: str) -> str:
+    """A URL fit for an error message: any user:password part is dropped."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host += f":{parts.port}"
+    return urllib.parse.urlunsplit(parts._replace(netloc=host))
+
+
+def _preview(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _MESSAGE_PREVIEW else text[: _MESSAGE_PREVIEW - 3] + "..."
+
+
+class OpenAIAdapter:
+    """A chat-completions model. Thread-safe: one SDK client (one connection pool) is built
+    on first use and shared by every pool thread.
+
+    The credential comes from the caller (`make_adapter` reads `OPENAI_API_KEY`), never from
+    a flag. OpenAI's own endpoint needs it, and its absence fails the first call naming the
+    variable; a custom endpoint (a local server) may take none. Building the adapter never
+    fails on the credential, so a replay run needs no key.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        prices: PriceBook | None = None,
+        max_retries: int = 4,
+        temperature: float | None = None,
+        max_tokens: int = 1024,
+        judge_max_tokens: int = 1024,
+        timeout: float = DEFAULT_TIMEOUT_S,
+    ) -> None:
+        name = model[len(MODEL_PREFIX) :] if model.startswith(MODEL_PREFIX) else ""
+        if not name.strip():
+            raise UsageError(
+                f"model {model!r} is not an OpenAI-compatible model id; expected "
+                f"{MODEL_PREFIX}NAME, e.g. {MODEL_PREFIX}gpt-4o-mini or {MODEL_PREFIX}llama3.1"
+            )
+        self.model = model
+        #: What the endpoint is asked for.
+        self.name = name
+        self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
+        self.prices = prices if prices is not None else PriceBook.default()
+        self.max_retries = max_retries
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.judge_max_tokens = judge_max_tokens
+        self.timeout = check_timeout(timeout)
+        self._api_key = api_key or None
+        self._sdk: Any = None
+        self._client: Any = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"OpenAIAdapter(model={self.model!r}, base_url={_display_url(self.base_url)!r})"
+
+    @property
+    def parameters(self) -> Mapping[str, Any]:
+        """What changes the answers. Unlike the Anthropic adapter's, the endpoint does: the
+        same NAME on two servers (two local quantisations, a proxy to another vendor) can be
+        two different models, so answers cached from one never stand in for the other."""
+        return {
+            "max_tokens": self.max_tokens,
+            "judge_max_tokens": self.judge_max_tokens,
+            "temperature": self.temperature,
+            "base_url": _display_url(self.base_url),
+        }
+
+    @property
+    def _official(self) -> bool:
+        return urllib.parse.urlsplit(self.base_url).hostname == "api.openai.com"
+
+    # -- the protocol ----------------------------------------------------------------------
+
+    def complete(self, prompt: str, *, repeat: int = 0) -> Completion:
+        response = self._create(self.max_tokens, [{"role": "user", "content": prompt}])
+        return self._completion(response)
+
+    def complete_with_tools(
+        self, prompt: str, tools: Sequence[Mapping[str, Any]], *, repeat: int = 0
+    ) -> Completion:
+        # Single turn: the function calls of this first response are the trace; no tool is
+        # executed and nothing is sent back.
+        response = self._create(
+            self.max_tokens,
+            [{"role": "user", "content": prompt}],
+            tools=[openai_tool(tool) for tool in tools],
+        )
+        return self._completion(response)
+
+    def judge(self, prompt: str, output: str, rubric: str, *, repeat: int = 0) -> Judgement:
+        response = self._create(
+            self.judge_max_tokens,
+            [
+                {"role": "system", "content": JUDGE_SYSTEM},
+                {"role": "user", "content": render_judge_prompt(prompt, output, rubric)},
+            ],
+            tools=[_JUDGE_TOOL],
+            tool_choice=_JUDGE_CHOICE,
+        )
+        verdict = self._verdict(response)
+        input_tokens, output_tokens, cost = self._usage(response)
+        return Judgement(
+            score=verdict.score,
+            reason=verdict.reason,
+            unmeasured=verdict.unmeasured,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cost_usd=cost,
+        )
+
+    # -- reading answers -------------------------------------------------------------------
+
+    def _message(self, response: Any) -> tuple[Any, str | None]:
+        choices = getattr(response, "choices", None) or []
+        if not choices:
+            raise ModelCallError(
+                f"model {self.model}: {_display_url(self.base_url)} answered with no choices; "
+                "check that the endpoint speaks the chat-completions API"
+            )
+        choice = choices[0]
+        return getattr(choice, "message", None), getattr(choice, "finish_reason", None)
+
+    def _calls(self, message: Any) -> list[tuple[str, str]]:
+        """(name, raw JSON arguments) of each function call, in order."""
+        calls = []
+        for call in getattr(message, "tool_calls", None) or []:
+            function = getattr(call, "function", None)
+            if function is None:
+                continue
+            calls.append((str(function.name), str(getattr(function, "arguments", "") or "")))
+        return calls
+
+    def _completion(self, response: Any) -> Completion:
+        message, _ = self._message(response)
+        calls = self._calls(message)
+        input_tokens, output_tokens, cost = self._usage(response)
+        return Completion(
+            text=str(getattr(message, "content", None) or ""),
+            tool_names=tuple(name for name, _ in calls),
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cost_usd=cost,
+            tool_calls=tuple(ToolCall(name=name, arguments=_arguments(raw)) for name, raw in calls),
+        )
+
+    def _verdict(self, response: Any) -> Verdict:
+        message, finish = self._message(response)
+        blocks: list[dict[str, Any]] = []
+        content = getattr(message, "content", None)
+        if content:
+            blocks.append({"type": "text", "text": str(content)})
+        for name, raw in self._calls(message):
+            try:
+                data = json.loads(raw) if raw else None
+            except json.JSONDecodeError:
+                # Not JSON at all: unmeasured, saying what came back.
+                return Verdict(
+                    score=None,
+                    unmeasured=(
+                        f"judge answer unreadable: {RECORD_VERDICT} arguments are not JSON: "
+                        f"{_preview(raw)!r}"
+                    ),
+                )
+            blocks.append({"type": "tool_use", "name": name, "input": data})
+        return parse_verdict(blocks, "max_tokens" if finish == "length" else finish)
+
+    def _usage(self, response: Any) -> tuple[int, int, float]:
+        usage = getattr(response, "usage", None)
+        prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
+        output = int(getattr(usage, "completion_tokens", 0) or 0)
+        details = getattr(usage, "prompt_tokens_details", None)
+        # Cached prompt tokens are part of prompt_tokens, priced at the cache-read rate.
+        cached = min(prompt, int(getattr(details, "cached_tokens", 0) or 0))
+        priced_as = self.model if self.prices.is_known(self.model) else self.name
+        if not self.prices.is_known(priced_as):
+            priced_as = self.model  # the fallback note names the id the user wrote
+        cost = self.prices.cost(priced_as, prompt - cached, output, cache_read_tokens=cached)
+        return prompt, output, cost
+
+    # -- the wire --------------------------------------------------------------------------
+
+    def _get_client(self) -> Any:
+        with self._lock:
+            if self._client is None:
+                if not self._api_key and self._official:
+                    raise ModelCallError(
+                        f"model {self.model}: no OpenAI credential; set {_KEY_VARIABLE} in the "
+                        "environment (verdryx never takes a key on the command line), or set "
+                        f"{_URL_VARIABLE} to a server that needs none"
+                    )
+                sdk = import_sdk()
+                self._sdk = sdk
+                # Key and endpoint explicit, so the SDK never picks others from os.environ.
+                self._client = sdk.OpenAI(
+                    api_key=self._api_key or _NO_KEY,
+                    base_url=self.base_url,
+                    max_retries=self.max_retries,
+                    # Bounds connecting and every wait for bytes, on each attempt.
+                    timeout=self.timeout,
+                )
+            return self._client
+
+    def _create(self, max_tokens: int, messages: list[dict[str, Any]], **request: Any) -> Any:
+        client = self._get_client()
+        # OpenAI's own API wants max_completion_tokens (reasoning models refuse max_tokens);
+        # compatible servers have always taken max_tokens, and not all know the newer name.
+        limit = "max_completion_tokens" if self._official else "max_tokens"
+        request[limit] = max_tokens
+        if self.temperature is not None:
+            request["temperature"] = self.temperature
+        try:
+            return client.chat.completions.create(model=self.name, messages=messages, **request)
+        except self._sdk.OpenAIError as exc:
+            raise self._error(exc) from None
+
+    def _error(self, exc: Exception) -> ModelCallError:
+        sdk = self._sdk
+        where = _display_url(self.base_url)
+        if isinstance(exc, sdk.APIStatusError):
+            status = int(exc.status_code)
+            detail = self._provider_detail(exc)
+            if status in (401, 403):
+                message = (
+                    f"model {self.model}: {where} refused the credential (HTTP {status}{detail}); "
+                    f"set {_KEY_VARIABLE} to a valid key for this endpoint"
+                )
+            elif status in (408, 409, 429) or status >= 500:
+                hint = (
+                    "lower --verdryx-concurrency or raise your rate limit"
+                    if status == 429
+                    else "retry later"
+                )
+                message = (
+                    f"model {self.model}: HTTP {status}{detail} from {where}, still failing "
+                    f"after {self.max_retries} retries; {hint}"
+                )
+            else:
+                message = (
+                    f"model {self.model}: {where} rejected the request (HTTP {status}{detail}); "
+                    "check the model id and the request"
+                )
+            return ModelCallError(self._redact(message), status=status)
+        if isinstance(exc, sdk.APITimeoutError):
+            message = (
+                f"model {self.model}: {where} did not answer within {self.timeout:g}s, still "
+                f"failing after {self.max_retries} retries; check the endpoint, retry later or "
+                "raise --verdryx-timeout"
+            )
+        elif isinstance(exc, sdk.APIConnectionError):
+            cause = exc.__cause__ or exc
+            message = (
+                f"model {self.model}: cannot reach {where} ({type(cause).__name__}: {cause}), "
+                f"still failing after {self.max_retries} retries; check {_URL_VARIABLE} and "
+                "the network"
+            )
+        else:
+            message = f"model {self.model}: the OpenAI SDK failed: {type(exc).__name__}: {exc}"
+        return ModelCallError(self._redact(message))
+
+    def _provider_detail(self, exc: Any) -> str:
+        """`: <error type>: <message>` from an OpenAI error body, plus the request id."""
+        body = getattr(exc, "body", None)
+        parts: list[str] = []
+        if isinstance(body, Mapping):
+            for key in ("type", "code"):
+                if isinstance(body.get(key), str) and body[key] not in parts:
+                    parts.append(body[key])
+            if isinstance(body.get("message"), str):
+                parts.append(_preview(body["message"]))
+        detail = "".join(f": {part}" for part in parts)
+        request_id = getattr(exc, "request_id", None)
+        if request_id:
+            detail += f", request id {request_id}"
+        return detail
+
+    def _redact(self, text: str) -> str:
+        if self._api_key:
+            text = text.replace(self._api_key, "[redacted]")
+        return text
+
+
+def _arguments(raw: str) -> dict[str, Any]:
+    """A function call's JSON arguments; anything but a JSON object records none."""
+    try:
+        data = json.loads(raw) if raw else {}
+    except json.JSONDecodeError:
+        return {}
+    return data if isinstance(data, dict) else {}

@@ -1,0 +1,85 @@
+"""The case object a target is called with (docs/targets.md, "The case object").
+
+Built fresh for every call from an eval set case, so a target that mutates what it was given
+cannot change another repeat's input. It reads the case fields with defaults, so cases from
+sets without `system`, `messages` or `metadata` give None there.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["TargetCase"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TargetCase:
+    """One call's input: which case and repeat, and what the case says.
+
+    `messages` is the conversation so far (`{"role": "user"|"assistant", "content": str}`)
+    when the case carries one; `conversation()` gives it with the prompt as a single user turn
+    otherwise. `tools` are the case's tool definitions, as written in the eval set.
+    """
+
+    id: str
+    eval_set_id: str
+    prompt: str
+    messages: tuple[Mapping[str, Any], ...] | None = None
+    system: str | None = None
+    tools: tuple[Mapping[str, Any], ...] | None = None
+    metadata: Mapping[str, Any] | None = None
+    repeat: int = 0
+
+    @classmethod
+    def from_eval_case(cls, case: Any, *, eval_set_id: str, repeat: int = 0) -> TargetCase:
+        """From an `EvalCase` (or anything with `id` and `prompt`)."""
+        messages = getattr(case, "messages", None)
+        tools = getattr(case, "tools", None)
+        metadata = getattr(case, "metadata", None)
+        return cls(
+            id=str(case.id),
+            eval_set_id=eval_set_id,
+            prompt=str(case.prompt),
+            messages=None if messages is None else tuple(dict(m) for m in messages),
+            system=getattr(case, "system", None),
+            tools=None if tools is None else tuple(copy.deepcopy(dict(t)) for t in tools),
+            metadata=None if metadata is None else copy.deepcopy(dict(metadata)),
+            repeat=repeat,
+        )
+
+    def conversation(self) -> list[dict[str, Any]]:
+        """The messages to send a chat model: the case's own, else the prompt as one user
+        turn. A fresh list each call."""
+        if self.messages:
+            return [dict(message) for message in self.messages]
+        return [{"role": "user", "content": self.prompt}]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "eval_set_id": self.eval_set_id,
+            "prompt": self.prompt,
+            "messages": None if self.messages is None else [dict(m) for m in self.messages],
+            "system": self.system,
+            "tools": None if self.tools is None else [dict(t) for t in self.tools],
+            "metadata": None if self.metadata is None else dict(self.metadata),
+            "repeat": self.repeat,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TargetCase:
+        messages = data.get("messages")
+        tools = data.get("tools")
+        return cls(
+            id=str(data["id"]),
+            eval_set_id=str(data["eval_set_id"]),
+            prompt=str(data["prompt"]),
+            messages=None if messages is None else tuple(dict(m) for m in messages),
+            system=data.get("system"),
+            tools=None if tools is None else tuple(dict(t) for t in tools),
+            metadata=data.get("metadata"),
+            repeat=int(data.get("repeat", 0)),
+        )

@@ -1,0 +1,204 @@
+"""What a target returns, normalised (docs/targets.md, "What a target returns").
+
+A target may return a plain string (the output), a `TargetResult`, or a dict with the same
+keys. Everything is checked here, once, so the rest of verdryx reads one shape; a bad value
+is a `TargetResultError` of one line naming the field, which becomes that case's error.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from verdryx_core.targets.errors import TargetResultError
+
+__all__ = ["TargetResult", "TargetUsage", "normalise_result"]
+
+_RESULT_KEYS: Final = ("output", "tool_calls", "usage", "metadata")
+_CALL_KEYS: Final = ("name", "arguments")
+_USAGE_KEYS: Final = ("input_tokens", "output_tokens", "cost_usd")
+_PREVIEW: Final = 80
+
+
+def _preview(value: object) -> str:
+    text = " ".join(repr(value).split())
+    return text if len(text) <= _PREVIEW else text[: _PREVIEW - 3] + "..."
+
+
+def _json_safe(value: object, where: str) -> None:
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise TargetResultError(
+            f"{where} is not JSON data ({' '.join(str(exc).split())}); use str, int, float, "
+            "bool, None, lists and dicts with string keys"
+        ) from None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TargetUsage:
+    """What one target call consumed, as the target reports it (zero when it does not)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name in ("input_tokens", "output_tokens"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise TargetResultError(
+                    f"usage.{name} is {_preview(value)}, expected a non-negative integer"
+                )
+        cost = self.cost_usd
+        if isinstance(cost, bool) or not isinstance(cost, int | float):
+            raise TargetResultError(f"usage.cost_usd is {_preview(cost)}, expected a number")
+        if not math.isfinite(cost) or cost < 0:
+            raise TargetResultError(
+                f"usage.cost_usd is {cost!r}, expected a non-negative, finite number of dollars"
+            )
+        object.__setattr__(self, "cost_usd", float(cost))
+
+    @classmethod
+    def coerce(cls, value: object) -> TargetUsage:
+        if isinstance(value, TargetUsage):
+            return value
+        if value is None:
+            return cls()
+        if not isinstance(value, Mapping):
+            raise TargetResultError(
+                f"usage is {_preview(value)}, expected a dict with {', '.join(_USAGE_KEYS)}"
+            )
+        unknown = sorted(str(key) for key in value if key not in _USAGE_KEYS)
+        if unknown:
+            raise TargetResultError(
+                f"usage has unknown key {unknown[0]!r}; expected only {', '.join(_USAGE_KEYS)}"
+            )
+        return cls(**{str(key): item for key, item in value.items()})
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cost_usd": self.cost_usd,
+        }
+
+
+def _tool_call(value: object, index: int) -> dict[str, Any]:
+    where = f"tool_calls[{index}]"
+    if isinstance(value, str):  # a bare name: a call whose arguments were not recorded
+        value = {"name": value}
+    if not isinstance(value, Mapping):
+        raise TargetResultError(
+            f"{where} is {_preview(value)}, expected a dict with name and arguments"
+        )
+    unknown = sorted(str(key) for key in value if key not in _CALL_KEYS)
+    if unknown:
+        raise TargetResultError(
+            f"{where} has unknown key {unknown[0]!r}; expected only name and arguments"
+        )
+    name = value.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise TargetResultError(f"{where}.name is {_preview(name)}, expected a tool name")
+    arguments = value.get("arguments", {})
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, Mapping):
+        raise TargetResultError(
+            f"{where}.arguments is {_preview(arguments)}, expected a dict of arguments"
+        )
+    arguments = dict(arguments)
+    _json_safe(arguments, f"{where}.arguments")
+    return {"name": name, "arguments": arguments}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TargetResult:
+    """One target call's result: the output text, the tools it called in order (with their
+    arguments), what it consumed, and free-form metadata.
+
+    Construct it with plain lists and dicts; they are checked and normalised here, so a
+    target that builds a bad one fails that case with a one-line reason.
+    """
+
+    output: str
+    tool_calls: tuple[Mapping[str, Any], ...] = ()
+    usage: TargetUsage = field(default_factory=TargetUsage)
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.output, str):
+            raise TargetResultError(f"output is {_preview(self.output)}, expected a string")
+        calls: Any = self.tool_calls
+        if calls is None:
+            calls = ()
+        if isinstance(calls, str | bytes | Mapping) or not isinstance(calls, Sequence):
+            raise TargetResultError(
+                f"tool_calls is {_preview(calls)}, expected a list of "
+                '{"name": ..., "arguments": {...}}'
+            )
+        object.__setattr__(
+            self, "tool_calls", tuple(_tool_call(call, i) for i, call in enumerate(calls))
+        )
+        object.__setattr__(self, "usage", TargetUsage.coerce(self.usage))
+        metadata: Any = self.metadata
+        if metadata is None:
+            metadata = {}
+        if not isinstance(metadata, Mapping):
+            raise TargetResultError(f"metadata is {_preview(metadata)}, expected a dict")
+        metadata = dict(metadata)
+        _json_safe(metadata, "metadata")
+        object.__setattr__(self, "metadata", metadata)
+
+    @property
+    def tool_names(self) -> tuple[str, ...]:
+        """The ordered tool names: what the tool_trace grader compares."""
+        return tuple(str(call["name"]) for call in self.tool_calls)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "output": self.output,
+            "tool_calls": [
+                {"name": call["name"], "arguments": dict(call["arguments"])}
+                for call in self.tool_calls
+            ],
+            "usage": self.usage.to_dict(),
+            "metadata": dict(self.metadata),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TargetResult:
+        unknown = sorted(str(key) for key in data if key not in _RESULT_KEYS)
+        if unknown:
+            raise TargetResultError(
+                f"the result has unknown key {unknown[0]!r}; expected only "
+                f"{', '.join(_RESULT_KEYS)}"
+            )
+        if "output" not in data:
+            raise TargetResultError(
+                'the result has no output; return a dict with an output string ("" when '
+                "the agent only called tools)"
+            )
+        return cls(
+            output=data["output"],
+            tool_calls=data.get("tool_calls") or (),
+            usage=data.get("usage"),  # type: ignore[arg-type]  # coerced in __post_init__
+            metadata=data.get("metadata") or {},
+        )
+
+
+def normalise_result(value: object) -> TargetResult:
+    """A target's return value as a `TargetResult`, or a TargetResultError saying why not."""
+    if isinstance(value, TargetResult):
+        return value
+    if isinstance(value, str):
+        return TargetResult(output=value)
+    if isinstance(value, Mapping):
+        return TargetResult.from_dict(value)
+    raise TargetResultError(
+        f"the target returned {type(value).__name__} {_preview(value)}; expected a string, a "
+        "TargetResult or a dict with output (and optionally tool_calls, usage, metadata)"
+    )

@@ -1,0 +1,29 @@
+"""The one per-call time bound: every target, model, judge and typed call gets at most this
+long (docs/targets.md, "Timeouts")."""
+
+from __future__ import annotations
+
+import math
+from typing import Final
+
+from verdryx_core.errors import UsageError
+
+__all__ = ["DEFAULT_TIMEOUT_S", "check_timeout"]
+
+#: Seconds one call may take before it is that case's error (`--verdryx-timeout`).
+DEFAULT_TIMEOUT_S: Final = 120.0
+
+
+def check_timeout(value: object, *, what: str = "--verdryx-timeout") -> float:
+    """`value` as a positive, finite number of seconds, or a UsageError naming it."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise UsageError(
+            f"{what} {value!r} is not a number of seconds; expected a positive number "
+            f"(default {DEFAULT_TIMEOUT_S:g})"
+        )
+    if not (math.isfinite(value) and value > 0):
+        raise UsageError(
+            f"{what} {value!r} is not a positive, finite number of seconds "
+            f"(default {DEFAULT_TIMEOUT_S:g})"
+        )
+    return float(value)
