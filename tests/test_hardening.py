@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 from fakes.anthropic_server import GARBAGE, FakeAnthropic, error_reply
+from fakes.openai_server import FakeOpenAI, completion_body
+from fakes.openai_server import Reply as OpenAIReply
 from fakes.typryx_server import FakeTypryx
 from fakes.typryx_server import Reply as TypryxReply
 
@@ -540,3 +542,49 @@ def test_a_pytest_session_with_log_cli_info_never_prints_a_url_credential(
     text = result.stdout.str() + result.stderr.str()
     assert "HTTP Request: POST http://me:***@127.0.0.1" in text  # logged, and masked
     assert secret not in text
+
+
+# -- 3b. the same class through the OpenAI-compatible adapter -------------------------------
+
+OPENAI_GARBAGE = {
+    name: OpenAIReply(status=reply.status, raw=reply.raw, content_type=reply.content_type)
+    for name, reply in GARBAGE.items()
+    if reply.raw is not None
+} | {
+    "empty object": OpenAIReply(body={}),
+    "message not an object": OpenAIReply(body={"choices": [{"message": "hi"}]}),
+    "content a number": OpenAIReply(
+        body={"choices": [{"message": {"role": "assistant", "content": 5}}]}
+    ),
+    "usage is a string": OpenAIReply(body={**completion_body(text="x"), "usage": "lots"}),
+    "negative tokens": OpenAIReply(
+        body={**completion_body(text="x"), "usage": {"prompt_tokens": -3, "completion_tokens": 1}}
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OPENAI_GARBAGE))
+def test_a_malformed_openai_answer_is_one_model_call_error_or_an_unmeasured_verdict(
+    name: str,
+) -> None:
+    from verdryx_core.llm import make_adapter
+
+    reply = OPENAI_GARBAGE[name]
+    with FakeOpenAI() as fake:
+        adapter = make_adapter("openai:gpt-4o-mini", env=fake.env(), max_retries=0)
+        for call in ("complete", "tools"):
+            fake.script(reply)
+            with pytest.raises(ModelCallError) as caught:
+                if call == "complete":
+                    adapter.complete("hi")
+                else:
+                    adapter.complete_with_tools("hi", TOOLS)
+            message = one_line(str(caught.value))
+            assert f"HTTP {reply.status}" in message and "gpt-4o-mini" in message
+        fake.script(reply)
+        if reply.status >= 400:
+            with pytest.raises(ModelCallError):
+                adapter.judge("p", "o", "r")
+        else:
+            judgement = adapter.judge("p", "o", "r")
+            assert judgement.score is None and "HTTP 200" in (judgement.unmeasured or "")

@@ -370,6 +370,8 @@ def _output_in(output: Any, grader: str) -> Any:
         # Recorded calls become ToolCall records: their text in a stored score is JSON.
         return [ToolCall.from_value(item) if isinstance(item, Mapping) else item for item in output]
     return list(output)
+
+
 _SCORE_TEXT: Final = (
     "case_id",
     "eval_set_id",
