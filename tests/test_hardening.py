@@ -588,3 +588,19 @@ def test_a_malformed_openai_answer_is_one_model_call_error_or_an_unmeasured_verd
         else:
             judgement = adapter.judge("p", "o", "r")
             assert judgement.score is None and "HTTP 200" in (judgement.unmeasured or "")
+
+
+def test_an_agent_output_nested_100000_deep_scores_0_for_the_json_grader_not_a_crash() -> None:
+    from verdryx_core.graders.json_output import json_score
+
+    assert json_score("[" * 100_000) == (0.0, ["the output is not JSON"])
+    assert json_score("[[1]]", expected="[[1]]") == (1.0, [])
+
+
+def test_a_json_expectation_nested_100000_deep_is_refused_at_load(tmp_path: Path) -> None:
+    path = tmp_path / "j.evalset.json"
+    case = {"id": "a", "prompt": "p", "grader": "json", "expected": "[" * 100_000}
+    path.write_text(json.dumps({"id": "s", "cases": [case]}), encoding="utf-8")
+    with pytest.raises(EvalSetError, match="nested deeper than 100 levels") as caught:
+        load_evalset(path)
+    assert caught.value.field == "expected"
