@@ -22,6 +22,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from verdryx_core.baselines import read_baseline_file
+from verdryx_core.contracts.evidence import load_bundle
+from verdryx_core.contracts.validate import load_contract
 from verdryx_core.errors import VerdryxError
 from verdryx_core.evalset import load_evalset
 from verdryx_core.events import EventLog, verify_chain
@@ -60,6 +62,8 @@ LOADERS: dict[str, tuple[str, Callable[[Path], object]]] = {
     "ndjson": (".ndjson", read_ndjson),
     "csv": (".csv", read_csv),
     "events": (".ndjson", _events),
+    "contract": (".contract.json", load_contract),
+    "bundle": (".bundle.json", load_bundle),
 }
 
 
