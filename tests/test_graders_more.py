@@ -260,6 +260,7 @@ def test_an_unmeasured_check_leaves_the_case_unmeasured() -> None:
     }
     result = grade(case, "yes")  # no judge configured for this run
     assert result.value is None and result.unmeasured and "llm_judge" in result.unmeasured
+    assert "--verdryx-judge" in result.unmeasured  # the flag that would measure it
     assert result.checks[0].value == 1.0 and result.checks[1].value is None
 
 

@@ -23,7 +23,12 @@ import fastjsonschema
 import jsonschema
 
 from verdryx_core.errors import EvalSetError
-from verdryx_core.evalset_files import EVALSET_SUFFIXES, NonFiniteNumber, read_document
+from verdryx_core.evalset_files import (
+    EVALSET_SUFFIXES,
+    NonFiniteNumber,
+    json_case_lines,
+    read_document,
+)
 from verdryx_core.evalset_rules import check_case, check_defaults, effective_case
 from verdryx_core.jsonwords import item_label, json_kind
 from verdryx_core.model import EvalCase
@@ -57,6 +62,20 @@ class EvalSet:
     @classmethod
     def load(cls, path: str | Path) -> EvalSet:
         return load_evalset(path)
+
+    def case_lines(self) -> tuple[int, ...] | None:
+        """The line each case starts on: kept for JSONL and CSV, found in the file for JSON
+        (None when the set has no file, or the file changed since it was loaded)."""
+        if self.lines is not None:
+            return self.lines
+        if self.path is None:
+            return None
+        try:
+            text = self.path.read_text(encoding="utf-8-sig")
+        except (OSError, UnicodeDecodeError):
+            return None
+        lines = json_case_lines(text)
+        return lines if len(lines) == len(self.cases) else None
 
 
 def load_evalset(path: str | Path) -> EvalSet:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import copy
 import hashlib
 import json
 import os
@@ -188,7 +189,8 @@ def _validator() -> jsonschema.Draft202012Validator:
 
 @cache
 def _fast_validator() -> Any:
-    return fastjsonschema.compile(bundle_schema())
+    # A copy: fastjsonschema rewrites the `$ref`s of the schema it is given, in place.
+    return fastjsonschema.compile(copy.deepcopy(bundle_schema()))
 
 
 def validate_bundle(bundle: object, *, name: str = "bundle") -> None:

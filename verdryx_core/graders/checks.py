@@ -51,12 +51,15 @@ class ChecksGrader:
         for check in case.checks or ():
             grader = self.graders.get(check.grader)
             if grader is None:
+                # The same reason a single-grader case gets, naming the flag that enables it.
+                from verdryx_core.runner import MISSING_GRADER_REASONS
+
+                why = MISSING_GRADER_REASONS.get(
+                    check.grader, f"no grader {check.grader!r} is configured for this run"
+                )
                 results.append(
                     CheckResult(
-                        grader=check.grader,
-                        weight=check.weight,
-                        value=None,
-                        unmeasured=f"no grader {check.grader!r} is configured for this run",
+                        grader=check.grader, weight=check.weight, value=None, unmeasured=why
                     )
                 )
                 continue
