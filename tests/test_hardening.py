@@ -604,3 +604,11 @@ def test_a_json_expectation_nested_100000_deep_is_refused_at_load(tmp_path: Path
     with pytest.raises(EvalSetError, match="nested deeper than 100 levels") as caught:
         load_evalset(path)
     assert caught.value.field == "expected"
+
+
+def test_a_judged_output_with_a_lone_surrogate_reaches_the_judge_as_u_fffd(
+    server: FakeAnthropic,
+) -> None:
+    judgement = _adapter(server).judge("p", "half an emoji \ud83d", "r")
+    assert judgement.score == 0.75
+    assert "half an emoji \ufffd" in server.requests[-1].user_text
