@@ -22,9 +22,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
-import fastjsonschema  # type: ignore[import-untyped]
-import jsonschema  # type: ignore[import-untyped]
-import jsonschema.exceptions  # type: ignore[import-untyped]
+import fastjsonschema
+import jsonschema
+import jsonschema.exceptions
 import rfc8785
 
 from verdryx_core.contracts.checks import run_checks
@@ -54,7 +54,7 @@ __all__ = [
 BUNDLE_FORMAT: Final = "verdryx-evidence/1"
 
 
-def _canonical_sha256(value: object) -> str:
+def _canonical_sha256(value: Any) -> str:
     return hashlib.sha256(rfc8785.dumps(value)).hexdigest()
 
 
