@@ -25,7 +25,7 @@ def write_summary(tr: Any, end: SessionEnd) -> None:
     for line in run_lines(run, passed=passed, failed=len(below) - xfailed, xfailed=xfailed):
         tr.write_line(line)
     if end.incomplete:
-        kept = "stored as incomplete and" if settings.store else "not stored, and"
+        kept = "stored as incomplete and" if end.stored else "not stored, and"
         tr.write_line(f"INCOMPLETE run: {end.incomplete}; {kept} not gated", red=True)
     calls = end.state.calls
     if calls.hits or calls.misses:
@@ -57,7 +57,7 @@ def write_summary(tr: Any, end: SessionEnd) -> None:
         tr.write_line("unmeasured (skipped, counted apart):")
         for line in unmeasured_lines(run.unmeasured):
             tr.write_line(line)
-    if end.store_path is not None:
+    if end.stored and end.store_path is not None:
         tr.write_line(f"stored: {run.id} in {end.store_path}")
     if end.result is not None:
         for line in gate_lines(end.result, flags=FLAGS):
@@ -81,6 +81,8 @@ def next_step(end: SessionEnd, run: EvalRun) -> str:
     """The one thing to do now, as the summary's last line."""
     if not run.complete:
         return "next: fix what stopped the session, then re-run it whole to get a gated run"
+    if end.settings.store and not end.stored:
+        return "next: fix the store error above, then re-run to store and gate the run"
     result = end.result
     if result is not None and result.regressed:
         return (

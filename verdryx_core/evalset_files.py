@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import bisect
 import csv
+import errno
 import io
 import json
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -76,7 +78,24 @@ def _read_text(path: Path) -> str:
         # utf-8-sig: editors on Windows save a byte order mark, which is not an error.
         return path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
+        if path.is_symlink() and not path.exists():
+            raise EvalSetError(path, _broken_link(path)) from None
         raise EvalSetError(path, f"cannot read: {exc}") from None
+
+
+def _broken_link(path: Path) -> str:
+    try:
+        target = os.readlink(path)
+    except OSError:
+        target = "?"
+    try:
+        path.resolve(strict=True)
+    except RuntimeError:  # Python 3.11 raises this for a loop
+        return f"a symbolic link loop (it points to {target!r}); fix or remove the link"
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return f"a symbolic link loop (it points to {target!r}); fix or remove the link"
+    return f"a symbolic link to {target!r}, which does not exist; fix or remove the link"
 
 
 def read_document(path: Path) -> Document:
