@@ -12,6 +12,7 @@ from pytest_verdryx.end import SessionEnd
 from pytest_verdryx.options import FLAGS
 from verdryx_core.model import EvalRun, Score
 from verdryx_core.summary import fmt_score, gate_lines, run_lines, unmeasured_lines
+from verdryx_core.text import printable
 
 __all__ = ["next_step", "write_summary"]
 
@@ -56,7 +57,8 @@ def write_summary(tr: Any, end: SessionEnd) -> None:
     if run.unmeasured:
         tr.write_line("unmeasured (skipped, counted apart):")
         for line in unmeasured_lines(run.unmeasured):
-            tr.write_line(line)
+            # Reasons quote providers and outputs: escaped, one line each (verdryx_core.text).
+            tr.write_line(printable(line, keep_newlines=False))
     if end.stored and end.store_path is not None:
         tr.write_line(f"stored: {run.id} in {end.store_path}")
     if end.result is not None:
@@ -68,7 +70,9 @@ def write_summary(tr: Any, end: SessionEnd) -> None:
     if end.saved_baseline:
         tr.write_line(f"baseline saved: {end.saved_baseline}")
     for message in end.messages:
-        tr.write_line(message, red=message.startswith(("ERROR", "WARNING")))
+        tr.write_line(
+            printable(message, keep_newlines=False), red=message.startswith(("ERROR", "WARNING"))
+        )
     tr.write_line(next_step(end, run))
 
 
