@@ -86,7 +86,11 @@ def broken_links(folder: Path, patterns: Sequence[str]) -> list[Path]:
     for path in entries:
         if not any(fnmatch.fnmatch(path.name, pattern) for pattern in patterns):
             continue
-        if path.is_symlink() and not path.exists():  # dangling, or a loop (ELOOP)
+        try:
+            broken = path.is_symlink() and not path.exists()  # dangling, or a loop (ELOOP)
+        except OSError:
+            continue
+        if broken:
             found.append(path)
     return found
 

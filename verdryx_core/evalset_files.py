@@ -78,9 +78,16 @@ def _read_text(path: Path) -> str:
         # utf-8-sig: editors on Windows save a byte order mark, which is not an error.
         return path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
-        if path.is_symlink() and not path.exists():
+        if _is_broken_link(path):
             raise EvalSetError(path, _broken_link(path)) from None
         raise EvalSetError(path, f"cannot read: {exc}") from None
+
+
+def _is_broken_link(path: Path) -> bool:
+    try:
+        return path.is_symlink() and not path.exists()
+    except (OSError, ValueError):  # a name too long to look at is no link to explain
+        return False
 
 
 def _broken_link(path: Path) -> str:
