@@ -612,3 +612,18 @@ def test_a_judged_output_with_a_lone_surrogate_reaches_the_judge_as_u_fffd(
     judgement = _adapter(server).judge("p", "half an emoji \ud83d", "r")
     assert judgement.score == 0.75
     assert "half an emoji \ufffd" in server.requests[-1].user_text
+
+
+def test_a_malformed_judge_answer_is_not_cached_the_next_run_asks_again(
+    server: FakeAnthropic, tmp_path: Path
+) -> None:
+    from verdryx_core.llm.cache import CachedAdapter
+
+    with Store.open(tmp_path / "s.db") as store:
+        judge = CachedAdapter(_adapter(server), store, "on")
+        server.script(GARBAGE["html page"])
+        assert judge.judge("p", "o", "r").score is None  # unmeasured this run
+        judge.flush()
+        again = CachedAdapter(_adapter(server), store, "on")
+        assert again.judge("p", "o", "r").score == 0.75  # asked again, not replayed
+    assert len(server.requests) == 2

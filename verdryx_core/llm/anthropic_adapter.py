@@ -33,7 +33,12 @@ from verdryx_core.llm.judge_prompt import (
     render_judge_prompt,
 )
 from verdryx_core.llm.prices import PriceBook
-from verdryx_core.llm.wire import MalformedAnswer, read_json_object, token_count
+from verdryx_core.llm.wire import (
+    UNREADABLE_ANSWER,
+    MalformedAnswer,
+    read_json_object,
+    token_count,
+)
 from verdryx_core.model import ToolCall
 from verdryx_core.redact import install_log_filter, redact_url
 from verdryx_core.timeouts import DEFAULT_TIMEOUT_S, check_timeout
@@ -155,9 +160,7 @@ class AnthropicAdapter:
                 raise  # refused or unreachable: an infrastructure error, not a verdict
             # A 2xx answer the judge rules cannot read is unmeasured, like any other
             # unreadable verdict (docs/models-and-judges.md); its cost is unknown.
-            return Judgement(
-                score=None, unmeasured=f"judge answer unreadable (cost unknown): {exc}"
-            )
+            return Judgement(score=None, unmeasured=f"{UNREADABLE_ANSWER}: {exc}")
         verdict = parse_verdict(message["content"], message.get("stop_reason"))
         input_tokens, output_tokens, cost = self._usage(message)
         return Judgement(

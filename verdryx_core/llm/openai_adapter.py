@@ -32,7 +32,12 @@ from verdryx_core.llm.judge_prompt import (
     render_judge_prompt,
 )
 from verdryx_core.llm.prices import PriceBook
-from verdryx_core.llm.wire import MalformedAnswer, read_json_object, token_count
+from verdryx_core.llm.wire import (
+    UNREADABLE_ANSWER,
+    MalformedAnswer,
+    read_json_object,
+    token_count,
+)
 from verdryx_core.model import ToolCall
 from verdryx_core.redact import install_log_filter, redact_url
 from verdryx_core.timeouts import DEFAULT_TIMEOUT_S, check_timeout
@@ -192,9 +197,7 @@ class OpenAIAdapter:
                 raise  # refused or unreachable: an infrastructure error, not a verdict
             # A 2xx answer the judge rules cannot read is unmeasured, like any other
             # unreadable verdict (docs/models-and-judges.md); its cost is unknown.
-            return Judgement(
-                score=None, unmeasured=f"judge answer unreadable (cost unknown): {exc}"
-            )
+            return Judgement(score=None, unmeasured=f"{UNREADABLE_ANSWER}: {exc}")
         verdict = self._verdict(response)
         input_tokens, output_tokens, cost = self._usage(response)
         return Judgement(

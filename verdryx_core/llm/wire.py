@@ -14,7 +14,11 @@ from typing import Any
 from verdryx_core import jsonload
 from verdryx_core.jsonwords import json_kind
 
-__all__ = ["MalformedAnswer", "read_json_object", "token_count"]
+__all__ = ["UNREADABLE_ANSWER", "MalformedAnswer", "read_json_object", "token_count"]
+
+#: How a judge's malformed 2xx answer starts its unmeasured reason. Such an answer is not
+#: cached: a proxy's error page is a passing fault, not the judge's verdict to replay.
+UNREADABLE_ANSWER = "judge answer unreadable (cost unknown)"
 
 
 class MalformedAnswer(ValueError):
