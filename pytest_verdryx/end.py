@@ -50,6 +50,8 @@ class SessionEnd:
     #: Wall time spent waiting for calls made ahead.
     call_seconds: float = 0.0
     store_path: StoreTarget | None = None
+    #: Whether the run really is in the store (a failed write leaves it False).
+    stored: bool = False
 
 
 def incomplete_reason(
@@ -64,6 +66,14 @@ def incomplete_reason(
         return "the session was interrupted (Ctrl-C, or errors during collection)"
     if state.worker_failures:
         return f"an xdist worker went down ({state.worker_failures[0]})"
+    if state.collection_errors:
+        # --continue-on-collection-errors (or xdist) ran the other files: the run lacks
+        # every case of the broken ones, so it is not a whole measurement.
+        first = sorted(state.collection_errors)[0]
+        return (
+            f"{len(state.collection_errors)} file(s) could not be collected ({first}); "
+            "their cases are missing"
+        )
     missing = state.missing()
     if missing > 0:
         return f"{missing} of {state.expected_count} selected cases have no score (errors)"
@@ -115,8 +125,12 @@ def end_session(
                 cache_entries=state.calls.take_entries(),
                 promises=state.contract_ids,
             )
+            end.stored = True
         except StoreError as exc:
             end.messages.append(f"ERROR: the run was not stored: {worded(exc)}")
+            _fail(end)
+        except ValueError as exc:  # a value the store cannot encode: a line, not INTERNALERROR
+            end.messages.append(f"ERROR: the run was not stored: {type(exc).__name__}: {exc}")
             _fail(end)
     if baseline.baseline is not None:
         _gate(end, baseline.baseline, store)
@@ -229,8 +243,11 @@ def _save_baseline(end: SessionEnd, store: StoreHandle, root: Path) -> None:
         return
     if not run.complete:
         end.messages.append(
-            f"baseline {label!r} NOT saved: the session was interrupted and the run is incomplete"
+            f"baseline {label!r} NOT saved: the run is incomplete ({end.incomplete})"
         )
+        return
+    if settings.store and not end.stored:
+        end.messages.append(f"baseline {label!r} NOT saved: the run was not stored")
         return
     try:
         baseline = Baseline.from_run(run, id=str(uuid.uuid4()), label=check_label(label))

@@ -16,6 +16,7 @@ from verdryx_core.errors import UsageError
 from verdryx_core.gate import GateResult
 from verdryx_core.model import Baseline, EvalRun
 from verdryx_core.otel import SpanExporter
+from verdryx_core.redact import redact_text, redact_url
 from verdryx_core.store import Store
 
 __all__ = [
@@ -124,9 +125,10 @@ def export_spans(
             exporter.export("quality_drift", run.id, drift.to_dict(), agent_id=run.agent_id)
         delivered = exporter.wait()
     except Exception as exc:  # the OTLP export never fails the eval
-        return f"otlp: not exported ({exc})"
+        return redact_text(f"otlp: not exported ({exc})")
     state = "delivered" if delivered else "NOT delivered (collector did not answer)"
-    return f"otlp: spans {state} to {endpoint}"
+    # The endpoint may carry user:password (sent as basic auth): never printed.
+    return f"otlp: spans {state} to {redact_url(endpoint)}"
 
 
 def write_html_report(

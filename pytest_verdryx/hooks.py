@@ -29,6 +29,7 @@ from pytest_verdryx.state import SessionState
 from pytest_verdryx.storehandle import StoreHandle, session_store_path
 from pytest_verdryx.terminal import write_summary
 from pytest_verdryx.xdist import PAYLOAD_KEY, XdistHooks
+from verdryx_core.baselines import check_label
 from verdryx_core.errors import VerdryxError
 from verdryx_core.evaluation import Pipeline
 from verdryx_core.model import Baseline
@@ -104,6 +105,10 @@ class VerdryxPlugin:
                 self.settings, on_controller=not self.is_worker, otlp_endpoint=self.otlp_endpoint
             )
             self.pipeline.typed_client()
+            if self.settings.save_baseline:
+                # A label that cannot name a file is refused now, before any call is paid
+                # for, not after the whole run (docs/troubleshooting.md).
+                check_label(self.settings.save_baseline)
             self._load_baseline()
         except VerdryxError as exc:
             raise _usage_error(exc) from None
@@ -157,6 +162,12 @@ class VerdryxPlugin:
             if isinstance(item, EvalCaseItem) or item.get_closest_marker("verdryx") is not None
         }
         state.expected_count = len(state.expected)
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        # Under xdist the controller sees the workers' failed reports too (deduplicated by
+        # node id); the run then lacks those files' cases and is stored as incomplete.
+        if report.failed:
+            self.state.collection_errors.add(report.nodeid or "<session>")
 
     def pytest_itemcollected(self, item: pytest.Item) -> None:
         # Custom cases are known cases too (before -k), or the gate would call a custom case

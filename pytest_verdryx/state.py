@@ -37,6 +37,8 @@ class SessionState:
     calls: CallTally = field(default_factory=CallTally)
     #: Contract cases' own task and agent ids, by case key.
     contract_ids: dict[str, dict[str, str | None]] = field(default_factory=dict)
+    #: Node ids of files that failed to collect (--continue-on-collection-errors, xdist).
+    collection_errors: set[str] = field(default_factory=set)
 
     @property
     def active(self) -> bool:
@@ -74,6 +76,7 @@ class SessionState:
             "calls": self.calls.to_payload(),
             "contract_ids": dict(self.contract_ids),
             "not_run": sorted(self.not_run),
+            "collection_errors": sorted(self.collection_errors),
         }
 
     def merge(self, payload: Mapping[str, Any]) -> None:
@@ -85,3 +88,4 @@ class SessionState:
         self.calls.merge(payload["calls"])
         self.contract_ids.update(payload["contract_ids"])
         self.not_run.update(payload["not_run"])
+        self.collection_errors.update(payload.get("collection_errors", ()))

@@ -17,8 +17,10 @@ Every case keeps the line it starts on, so errors can point at it.
 from __future__ import annotations
 
 import csv
+import errno
 import io
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -75,7 +77,31 @@ def _read_text(path: Path) -> str:
         # utf-8-sig: editors on Windows save a byte order mark, which is not an error.
         return path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
+        if _is_broken_link(path):
+            raise EvalSetError(path, _broken_link(path)) from None
         raise EvalSetError(path, f"cannot read: {exc}") from None
+
+
+def _is_broken_link(path: Path) -> bool:
+    try:
+        return path.is_symlink() and not path.exists()
+    except (OSError, ValueError):  # a name too long to look at is no link to explain
+        return False
+
+
+def _broken_link(path: Path) -> str:
+    try:
+        target = os.readlink(path)
+    except OSError:
+        target = "?"
+    try:
+        path.resolve(strict=True)
+    except RuntimeError:  # Python 3.11 raises this for a loop
+        return f"a symbolic link loop (it points to {target!r}); fix or remove the link"
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return f"a symbolic link loop (it points to {target!r}); fix or remove the link"
+    return f"a symbolic link to {target!r}, which does not exist; fix or remove the link"
 
 
 def read_document(path: Path) -> Document:
@@ -280,8 +306,10 @@ def _read_csv(path: Path) -> Document:
                     line=start,
                 )
             label = f"#{len(cases) + 1}"
-            case_id = row[position[columns["id"]]] if "id" in columns else ""
-            if case_id and position[columns["id"]] < len(row):
+            id_index = position[columns["id"]] if "id" in columns else len(row)
+            # A short row (fewer cells than the header) has no id cell: label it by number.
+            case_id = row[id_index] if id_index < len(row) else ""
+            if case_id:
                 label = f"{case_id!r} (#{len(cases) + 1})"
             case: dict[str, Any] = {}
             for field, column in columns.items():

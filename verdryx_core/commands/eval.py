@@ -15,20 +15,21 @@ from pathlib import Path
 from typing import Any
 
 from verdryx_core.commands._common import add_db_argument, add_json_argument, open_store, print_json
-from verdryx_core.errors import UsageError
-from verdryx_core.evalset import load_evalset
+from verdryx_core.errors import UsageError, VerdryxError
+from verdryx_core.evalset import EvalSet, load_evalset
 from verdryx_core.evaluation import (
     DEFAULT_MIN_SCORE,
+    CaseScorer,
     EvalSettings,
     Pipeline,
     Work,
     assemble_run,
+    call_ahead,
     promises_of,
     save_run,
-    score_all,
 )
 from verdryx_core.graders import GradeContext
-from verdryx_core.model import EvalRun
+from verdryx_core.model import EvalRun, Score
 from verdryx_core.summary import run_lines, unmeasured_lines
 
 NAME = "eval"
@@ -120,7 +121,7 @@ def settings_from(args: argparse.Namespace) -> EvalSettings:
 
 def run(args: argparse.Namespace) -> int:
     settings = settings_from(args)
-    sets = [load_evalset(Path(path)) for path in args.evalsets]
+    sets, problems = _load_sets(args.evalsets)
     ids = [evalset.id for evalset in sets]
     duplicated = sorted({set_id for set_id in ids if ids.count(set_id) > 1})
     if duplicated:
@@ -144,15 +145,18 @@ def run(args: argparse.Namespace) -> int:
         ]
         scorer = pipeline.scorer([entry.case for entry in work])
         try:
-            scores = score_all(scorer, work, concurrency=settings.concurrency, stream=sys.stderr)
+            scores, failures = _score_each(scorer, work, settings.concurrency)
         finally:
             tally = pipeline.finish_calls()
+        # A case whose call failed, or a file that did not load, leaves the run incomplete:
+        # stored (with every answer already paid for, so a re-run pays only for the rest),
+        # never gated on or saved as a baseline.
         run = assemble_run(
             run_id=run_id,
             settings=settings,
             started_at=started,
             scores=scores,
-            complete=True,
+            complete=not failures and not problems,
             eval_set_ids=ids,
         )
         save_run(
@@ -161,11 +165,55 @@ def run(args: argparse.Namespace) -> int:
             cache_entries=tally.take_entries(),
             promises=promises_of((evalset.id, case) for evalset in sets for case in evalset.cases),
         )
+    errors = [*problems, *failures]
+    for line in errors:
+        print(f"error: {line}", file=sys.stderr)
     if args.json:
-        print_json(eval_document(run))
+        print_json(eval_document(run) | {"complete": run.complete, "errors": errors})
     else:
-        _print_text(run, store.path)
-    return 0
+        _print_text(run, store.path, problems=problems, failures=failures)
+    return EXIT_UNREADABLE if problems else (EXIT_INCOMPLETE if failures else 0)
+
+
+#: docs/cli.md, exit codes: an unreadable eval set is exit 2 (the others are still graded),
+#: a case whose call failed exit 1 (the run is stored as incomplete).
+EXIT_UNREADABLE = 2
+EXIT_INCOMPLETE = 1
+
+
+def _load_sets(paths: list[str]) -> tuple[list[EvalSet], list[str]]:
+    """The eval sets that load, and one line for each that does not; none loading at all is
+    the first file's error."""
+    sets: list[EvalSet] = []
+    problems: list[VerdryxError] = []
+    for path in paths:
+        try:
+            sets.append(load_evalset(Path(path)))
+        except VerdryxError as exc:
+            problems.append(exc)
+    if not sets:
+        raise problems[0]
+    return sets, [f"{exc} (not graded)" for exc in problems]
+
+
+def _score_each(
+    scorer: CaseScorer, work: list[Work], concurrency: int
+) -> tuple[list[Score], list[str]]:
+    """Every case scored in order, remote ones ahead; a case whose call fails is one line
+    naming it, and the others are still scored."""
+    ahead = call_ahead(scorer, work, concurrency=concurrency, stream=sys.stderr)
+    scores: list[Score] = []
+    failures: list[str] = []
+    for entry in work:
+        try:
+            if entry.key in ahead.futures:
+                scores.append(ahead.futures[entry.key].result())
+            else:
+                scores.append(scorer.score(entry.case, entry.context))
+        except VerdryxError as exc:
+            key = f"{entry.context.eval_set_id}::{entry.case.id}"
+            failures.append(f"case {key}: {exc}")
+    return scores, failures
 
 
 def eval_document(run: EvalRun) -> dict[str, Any]:
@@ -200,11 +248,18 @@ def eval_document(run: EvalRun) -> dict[str, Any]:
     }
 
 
-def _print_text(run: EvalRun, db: str) -> None:
+def _print_text(run: EvalRun, db: str, *, problems: list[str], failures: list[str]) -> None:
     print()
     for line in run_lines(run):
         print(f"  {line}")
-    print(f"  stored in {db}")
+    if not run.complete:
+        why = []
+        if problems:
+            why.append(f"{len(problems)} eval set file(s) not graded")
+        if failures:
+            why.append(f"{len(failures)} case(s) failed to score")
+        print(f"  INCOMPLETE run: {', '.join(why)} (see the errors above); not a baseline")
+    print(f"  stored in {db}{' as incomplete' if not run.complete else ''}")
     print()
     for score in run.scores:
         value = "  -- " if score.value is None else f"{score.value:.2f}"

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
+from verdryx_core import jsonload
 from verdryx_core.commands._common import add_db_argument, add_json_argument, open_store, print_json
 from verdryx_core.commands._table import render_table, when
 from verdryx_core.errors import UsageError
@@ -120,7 +120,7 @@ def structured_output(score: Score) -> Any:
         return []
     if text.lstrip().startswith("{"):
         try:
-            calls = json.loads(f"[{text}]")
+            calls = jsonload.loads(f"[{text}]")
         except ValueError:
             return text  # cut for length: shown as stored
         return calls if isinstance(calls, list) else text
