@@ -1,4 +1,4 @@
-"""Model-call concurrency (issue 4): N cases against the fake Anthropic server at a fixed
+"""Model-call concurrency: N cases against the fake Anthropic server at a fixed
 latency, at concurrency 1 and 16 in the same run, through the real SDK, the cache layer
 (mode off: every call is made) and the call pool with its progress counter.
 

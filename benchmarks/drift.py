@@ -1,4 +1,4 @@
-"""Time one drift check against the seed's plain-Python bootstrap loop (issue 2, part 5).
+"""Time one drift check against the seed's plain-Python bootstrap loop.
 
     .venv/bin/python benchmarks/drift.py            # 10,000 and 50,000 scores per side
     .venv/bin/python benchmarks/drift.py --quick    # small smoke run

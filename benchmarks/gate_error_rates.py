@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/gate_error_rates.py           # 20, 50, 200, 1,000 cases
     .venv/bin/python benchmarks/gate_error_rates.py --quick   # fewer repetitions
 
-The simulation (issue 2, part 5): each case has its own difficulty, the chance p_i ~ Beta(2, 1)
+The simulation: each case has its own difficulty, the chance p_i ~ Beta(2, 1)
 that the agent gets it right (mean 2/3; some cases nearly always pass, some rarely do). A
 run scores every case once (or the mean of k samples with --samples), as Bernoulli(p_i).
 The baseline run and the current run each sample every case; the plugin pairs matched

@@ -5,7 +5,7 @@ Both run as real pytest sessions in subprocesses, in the same run, best of three
 - verdryx: one eval set file with the N cases (collection, grading, the store write in one
   transaction, drift against a baseline, the summary).
 
-Target (issue 3): verdryx at most 1.3 times the plain test's wall time.
+Target: verdryx at most 1.3 times the plain test's wall time.
 
     python benchmarks/plugin_overhead.py [--cases 5000] [--quick]
 """

@@ -1,4 +1,4 @@
-"""Time the HTML report over a large store (issue 8: 1,000 runs of 500 cases in under 5 s).
+"""Time the HTML report over a large store (1,000 runs of 500 cases in under 5 s).
 
     .venv/bin/python benchmarks/report.py            # 1,000 runs x 500 cases
     .venv/bin/python benchmarks/report.py --quick    # 100 runs x 100 cases, a smoke run

@@ -9,8 +9,8 @@ refused decisions), then runs, each in its own subprocess, alternately:
 * DuckDB: one SQL query computing the same answer (DuckDB is a benchmark dependency only),
 
 checks that both answers agree exactly, and prints the best wall time of each (process start
-included for both), the ratio, and each process's peak RSS (its own VmHWM). Targets
-(issue 5): at most 1.5x DuckDB's wall time, peak memory under 1 GB.
+included for both), the ratio, and each process's peak RSS (its own VmHWM). Targets:
+at most 1.5x DuckDB's wall time, peak memory under 1 GB.
 
     .venv/bin/python benchmarks/traces.py            # the full size, about a minute
     .venv/bin/python benchmarks/traces.py --quick    # 200,000 calls, a smoke run

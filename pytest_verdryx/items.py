@@ -113,7 +113,7 @@ def outcome_for(
     *,
     raise_report: bool = True,
 ) -> None:
-    """Turn a score into a pytest outcome (DESIGN.md section 3). Items raise `CaseBelowBar`
+    """Turn a score into a pytest outcome (docs/outcomes.md). Items raise `CaseBelowBar`
     for their own `repr_failure`; a custom test (`raise_report=False`) fails with the report
     alone, since its traceback would only show the plugin's internals."""
     if score.value is None:

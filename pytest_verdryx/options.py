@@ -18,7 +18,7 @@ from verdryx_core.runner import DEFAULT_MIN_SCORE
 
 __all__ = ["DEFAULT_PATTERNS", "OPTIONS", "Settings", "add_options", "read_settings"]
 
-DEFAULT_PATTERNS: Final = ("*.evalset.json",)
+DEFAULT_PATTERNS: Final = ("*.evalset.json", "*.evalset.jsonl", "*.evalset.csv")
 
 
 @dataclass(frozen=True, slots=True)

@@ -94,7 +94,7 @@ class VerdryxSession:
         self._typed: Any = None
         self._pytest_session: pytest.Session | None = None
         self._workers_prefetched = False
-        # Read once: DESIGN.md section 5.
+        # Read once: docs/options.md.
         self.otlp_endpoint = os.environ.get("VERDRYX_OTLP_ENDPOINT") or None
         if self.workerinput is not None:
             self._adopt_controller_state(self.workerinput.get("verdryx") or {})
@@ -650,7 +650,7 @@ class VerdryxSession:
         return self.excused_by_baseline(score, bar) is not None
 
     def excused_by_baseline(self, score: Score, bar: float) -> BaselineCase | None:
-        """The baseline case when the same case was below `bar` there too (DESIGN.md section 3).
+        """The baseline case when the same case was below `bar` there too (docs/outcomes.md).
         An edited case is a new measurement (the gate reports it as changed): its old score
         cannot excuse a failure today."""
         base = self.baseline_case(score.key)

@@ -1,4 +1,4 @@
-"""Render the HTML report of the examples in headless Chromium and save screenshots (issue 8).
+"""Render the HTML report of the examples in headless Chromium and save screenshots.
 
     .venv/bin/python scripts/screenshot_report.py                 # screenshots in a temp dir
     .venv/bin/python scripts/screenshot_report.py --out shots/    # ... or in shots/

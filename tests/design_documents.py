@@ -1,4 +1,4 @@
-"""The stable keys of the `--json` documents, as DESIGN.md section 9 lists them: one copy for
+"""The stable keys of the `--json` documents, as docs/cli.md lists them: one copy for
 every test that checks a command's JSON."""
 
 from __future__ import annotations

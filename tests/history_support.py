@@ -1,5 +1,5 @@
 """Stores with a history of runs, built through the real `Store`, for the report and the
-history commands (issue 8)."""
+history commands."""
 
 from __future__ import annotations
 

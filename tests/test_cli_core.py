@@ -1,4 +1,4 @@
-"""The `verdryx` CLI over the core (issue 2, item 6): eval, baseline, drift, version, and
+"""The `verdryx` CLI over the core: eval, baseline, drift, version, and
 usage errors that are one `error:` line with exit 2, never a traceback."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SUPPORT = ROOT / "examples" / "support" / "support-agent.evalset.json"
 
 
-#: DESIGN.md section 9: the stable keys of `eval --json`.
+#: docs/cli.md: the stable keys of `eval --json`.
 
 
 @pytest.fixture(autouse=True)

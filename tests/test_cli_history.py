@@ -1,4 +1,4 @@
-"""Run history in the CLI (issue 8, item 2): `runs`, `show`, `diff` and `report`, through
+"""Run history in the CLI: `runs`, `show`, `diff` and `report`, through
 `verdryx_core.cli.main` over a real store; text for people, one JSON document for machines."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from verdryx_core.gate import compare_to_baseline
 from verdryx_core.model import Baseline
 from verdryx_core.store import Store
 
-#: DESIGN.md section 9, `runs`: the stable keys, plus the verdict issue 8 adds.
+#: docs/cli.md, `runs`: the stable keys, plus the verdict.
 RUN_KEYS = RUNS_KEYS | {"verdict"}
 
 
@@ -185,6 +185,7 @@ def test_runs_usage_errors_are_one_line(capsys: pytest.CaptureFixture[str], db: 
 
 
 def test_runs_of_an_empty_store(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    Store.open(tmp_path / "empty.db").close()
     code, out, _ = cli(capsys, "runs", "--db", str(tmp_path / "empty.db"))
     assert code == 0 and "no runs stored in" in out
     assert cli_json(capsys, "runs", "--db", str(tmp_path / "empty.db")) == {

@@ -1,4 +1,4 @@
-"""Issue 7: every deterministic check on real files in temp dirs, and the base-path guard.
+"""Every deterministic check on real files in temp dirs, and the base-path guard.
 
 Binary files, empty files, FIFOs, a locked database, a file that is not SQLite, and
 symlinks that escape the base path: each gives pass, fail or error, never a wrong pass.

@@ -1,4 +1,4 @@
-"""Issue 7: the surfaces. `verdryx verify` exit codes (0 PASS, 1 FAIL, 2 FLAG, 3 error), its
+"""The surfaces. `verdryx verify` exit codes (0 PASS, 1 FAIL, 2 FLAG, 3 error), its
 JSON, storing verdicts per agent, the `contract` grader, and the worked example."""
 
 from __future__ import annotations
@@ -198,7 +198,7 @@ def test_usage_and_io_errors_exit_3_with_one_line(
 def test_argparse_usage_errors_exit_3_not_flag(
     argv: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Exit 2 means FLAG here, so a usage error must not exit 2 (issue 7: 3 usage error)."""
+    """Exit 2 means FLAG here, so a usage error must not exit 2 (3 usage error)."""
     with pytest.raises(SystemExit) as info:
         main(argv)
     assert info.value.code == 3

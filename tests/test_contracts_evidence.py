@@ -1,4 +1,4 @@
-"""Issue 7: evidence bundles. Content-addressed, re-checked on the bundle alone; a tampered
+"""Evidence bundles. Content-addressed, re-checked on the bundle alone; a tampered
 artifact is FAIL naming it; a truncated artifact is FLAG, never PASS; round trips hold."""
 
 from __future__ import annotations
@@ -279,12 +279,36 @@ def test_the_default_caps() -> None:
     assert (Limits().max_file_bytes, Limits().max_dir_entries) == (256 * 1024, 2000)
 
 
-def test_a_check_the_bundle_never_saw_is_flag(workspace: Path) -> None:
+def test_a_bundle_for_another_contract_is_fail_naming_the_binding(workspace: Path) -> None:
     bundle = collect_evidence(contract(FULL[0]), workspace)
     other = contract(FULL[0], {"id": "new", "type": "file_exists", "path": "out/data.json"})
     verdict = verify_bundle(other, bundle)
-    assert verdict.verdict == "FLAG"
+    assert verdict.verdict == "FAIL"
+    assert verdict.integrity_problems == (
+        f"contract: the bundle was collected for contract_sha256 {bundle['contract_sha256']!r}, "
+        f"this contract's is {other.sha256()!r} (a bundle for another contract)",
+    )
+    # The check the bundle never saw still errs rather than passing.
     assert "holds no evidence for 'out/data.json'" in verdict.reason
+
+
+@pytest.mark.parametrize(
+    ("change", "key"),
+    [({"task_id": "other-task"}, "task_id"), ({"agent_id": "other-agent"}, "agent_id")],
+)
+def test_a_bundle_names_the_task_and_agent_it_was_collected_for(
+    workspace: Path, change: dict[str, str], key: str
+) -> None:
+    promise = contract(*FULL)
+    bundle = collect_evidence(promise, workspace)
+    forged = contract_from_data({**promise.to_dict(), **change})
+    verdict = verify_bundle(forged, bundle)
+    assert verdict.verdict == "FAIL"
+    assert any(
+        problem.startswith(f"contract: the bundle was collected for {key} ")
+        for problem in verdict.integrity_problems
+    )
+    assert verify_bundle(promise, bundle).verdict == "PASS"
 
 
 # -- files -----------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Issue 7: the contract schema (errors name the criterion id and field) and the rubric's
+"""The contract schema (errors name the criterion id and field) and the rubric's
 every branch (FAIL dominates; FLAG for errors, unverifiable claims, nothing checkable)."""
 
 from __future__ import annotations

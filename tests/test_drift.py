@@ -1,4 +1,4 @@
-"""Drift statistics and verdict rules (issue 2, part 5), checked against scipy and by simulation."""
+"""Drift statistics and verdict rules, checked against scipy and by simulation."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ from verdryx_core.errors import UsageError
 ROOT = Path(__file__).resolve().parent.parent
 Z_MDE = NormalDist().inv_cdf(0.975) + NormalDist().inv_cdf(0.8)
 
-#: DESIGN.md section 9, the stable `drift` keys, plus the two extras the brief allows.
+#: docs/cli.md, the stable `drift` keys, plus two extras.
 DRIFT_KEYS = DESIGN_DRIFT_KEYS | {"chance", "min_effect"}
 
 scores = st.floats(0, 1, allow_nan=False, allow_subnormal=False)
@@ -200,7 +200,7 @@ def test_paired_interval_covers_the_true_drop_at_about_95_percent() -> None:
 
 
 def test_default_gate_rarely_fails_an_unchanged_agent_where_the_flat_threshold_often_does() -> None:
-    # The reason the default is not the seed's rule (DESIGN.md section 4): one pass/fail
+    # The reason the default is not the seed's rule (docs/statistics.md): one pass/fail
     # sample per case, 20 cases of mixed difficulty, the same agent twice.
     rng = np.random.default_rng(7)
     alarms = dict.fromkeys(GATES, 0)

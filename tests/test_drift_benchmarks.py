@@ -1,4 +1,4 @@
-"""The drift benchmarks run end to end in their --quick form (issue 2, part 5)."""
+"""The drift benchmarks run end to end in their --quick form."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Eval set loading: every bad input of issue 2 is one line naming file, case and field."""
+"""Eval set loading: every bad input is one line naming file, case and field."""
 
 from __future__ import annotations
 
@@ -67,7 +67,10 @@ def test_a_case_round_trips_through_its_dict(tmp_path: Path) -> None:
         "id": "trace",
         "prompt": "refund 1",
         "grader": "tool_trace",
-        "tools": [{"name": "lookup"}],
+        "tools": [
+            {"name": "lookup", "input_schema": {"type": "object"}},
+            {"name": "refund", "input_schema": {"type": "object"}},
+        ],
         "expected_tools": ["lookup", "refund"],
         "output": ["lookup"],
         "min_score": 0.5,
@@ -95,7 +98,7 @@ def test_the_recorded_output_is_not_part_of_the_fingerprint() -> None:
     assert base.fingerprint() != EvalCase(id="a", prompt="p", expected="z").fingerprint()
 
 
-# -- bad input (issue 2), each naming file, case and field -------------------------------------
+# -- bad input, each naming file, case and field -------------------------------------
 
 
 def test_not_json_names_line_and_column(tmp_path: Path) -> None:
@@ -147,7 +150,7 @@ def test_an_unknown_grader_lists_the_allowed_ones(tmp_path: Path) -> None:
 @pytest.mark.parametrize("field", ["tools", "expected_tools"])
 def test_tool_fields_on_a_non_tool_trace_case(tmp_path: Path, field: str) -> None:
     case = {"id": "plain", "prompt": "p", "expected": "x", "grader": "exact"}
-    case[field] = [{"name": "lookup"}] if field == "tools" else ["lookup"]
+    case[field] = [{"name": "lookup", "input_schema": {}}] if field == "tools" else ["lookup"]
     error = load_error(write_set(tmp_path, {"id": "s", "cases": [case]}))
     message = assert_names(error, case="'plain' (#1)", field=field)
     assert "tool_trace" in message and "'exact'" in message
@@ -159,7 +162,7 @@ def test_tool_trace_requires_both_tool_fields(tmp_path: Path, missing: str) -> N
         "id": "trace",
         "prompt": "p",
         "grader": "tool_trace",
-        "tools": [{"name": "lookup"}],
+        "tools": [{"name": "lookup", "input_schema": {"type": "object"}}],
         "expected_tools": ["lookup"],
     }
     del case[missing]
@@ -173,7 +176,7 @@ def test_a_string_output_on_tool_trace(tmp_path: Path) -> None:
         "id": "trace",
         "prompt": "p",
         "grader": "tool_trace",
-        "tools": [{"name": "lookup"}],
+        "tools": [{"name": "lookup", "input_schema": {"type": "object"}}],
         "expected_tools": ["lookup"],
         "output": "lookup",
     }
@@ -293,7 +296,7 @@ def test_the_first_bad_case_in_file_order_is_reported(tmp_path: Path) -> None:
 
 def test_the_published_schema_lists_the_grader_kinds() -> None:
     schema = evalset_schema()
-    assert schema["$defs"]["case"]["properties"]["grader"]["enum"] == list(GRADER_KINDS)
+    assert schema["$defs"]["grader"]["examples"] == list(GRADER_KINDS)
 
 
 _ids = st.text(alphabet="abcdefghij-_0123456789", min_size=1, max_size=8)
@@ -337,7 +340,8 @@ _cases = st.builds(
         [
             {"id": "c1", "prompt": "p", "expected": "e"},
             {"id": "c2", "prompt": "p", "grader": "regex", "expected": "a+", "tags": ["t"]},
-            {"id": "c3", "prompt": "p", "grader": "tool_trace", "tools": [{"name": "t"}],
+            {"id": "c3", "prompt": "p", "grader": "tool_trace",
+             "tools": [{"name": "t", "input_schema": {}}],
              "expected_tools": [], "output": ["t"]},
             {"id": "c4", "prompt": "resolved", "grader": "outcome_tag", "min_score": 0.5},
         ]

@@ -1,7 +1,7 @@
-"""The agent-event log and its prev_hash chain (issue 6).
+"""The agent-event log and its prev_hash chain.
 
 Real files in tmp_path; the schema and the cross-language chain vectors are the pinned copies
-in tests/fixtures/events/ (from ../shared/reference/).
+in tests/fixtures/events/.
 """
 
 from __future__ import annotations

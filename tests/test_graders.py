@@ -1,4 +1,4 @@
-"""The model-free graders: exact, regex, outcome_tag and tool_trace (issue 2, item 3).
+"""The model-free graders: exact, regex, outcome_tag and tool_trace.
 
 Properties are checked against independent references: stdlib `re` for the regex grader, and
 a brute-force subsequence search for the LCS of tool traces.
@@ -119,7 +119,9 @@ def test_a_catastrophic_pattern_is_unmeasured_within_the_timeout() -> None:
     elapsed = time.perf_counter() - started
     assert grade.value is None
     assert grade.unmeasured is not None and "0.2s" in grade.unmeasured
-    assert elapsed < 2.0, f"the search took {elapsed:.2f}s with a 0.2s timeout"
+    # Unbounded, this search takes far longer than any bound here; 10 s leaves room for a
+    # loaded CI machine without letting a missing timeout pass.
+    assert elapsed < 10.0, f"the search took {elapsed:.2f}s with a 0.2s timeout"
 
 
 @pytest.mark.parametrize("pattern", ["(ab", r"\p{L}", "[[:alpha:]]", r"a\K"])

@@ -1,4 +1,4 @@
-"""The Anthropic adapter on the real SDK against a fake Messages server (issue 4, items 1, 3, 5).
+"""The Anthropic adapter on the real SDK against a fake Messages server.
 
 Every test checks the request shapes the SDK sent (`server.violations == []`); retry tests use
 sub-second `retry-after` values and small `max_retries` so the file stays fast.

@@ -1,4 +1,4 @@
-"""The response cache (issue 4, items 6 and 7): a second run calls nothing, replay never calls,
+"""The response cache: a second run calls nothing, replay never calls,
 repeats are separate samples, and new answers are written in one transaction at flush."""
 
 from __future__ import annotations
@@ -15,12 +15,13 @@ from fakes.anthropic_server import DEFAULT_KEY, FakeAnthropic, error_reply, mess
 from verdryx_core.errors import ModelCallError, UsageError
 from verdryx_core.llm import CachedAdapter, CacheStats, ModelAdapter, StubAdapter, make_adapter
 from verdryx_core.store import Store
+from verdryx_core.store.sqlite import SqliteStore
 
 MODEL = "claude-haiku-4-5"
 TOOLS = [{"name": "lookup", "input_schema": {"type": "object"}}]
 
 
-class CountingStore(Store):
+class CountingStore(SqliteStore):
     """A real store that counts cache writes, to see that flush is one transaction."""
 
     puts = 0

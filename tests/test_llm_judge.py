@@ -1,4 +1,4 @@
-"""The LLM judge (issue 4, item 2): the prompt keeps the output inert, the answer comes through
+"""The LLM judge: the prompt keeps the output inert, the answer comes through
 `record_verdict`, and anything but a number in [0, 1] is unmeasured, never clamped."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The call pool and its progress line (issue 4, item 4), against the fake server's latency."""
+"""The call pool and its progress line, against the fake server's latency."""
 
 from __future__ import annotations
 

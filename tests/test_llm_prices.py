@@ -1,4 +1,4 @@
-"""The price book (issue 4, item 2): reference section 8's worked numbers, the fallback that is
+"""The price book: reference section 8's worked numbers, the fallback that is
 never silently free, and a price file whose errors name the file and the key."""
 
 from __future__ import annotations

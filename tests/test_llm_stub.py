@@ -1,4 +1,4 @@
-"""The stub model (issue 4, item 1): deterministic, records calls, configurable, thread-safe,
+"""The stub model: deterministic, records calls, configurable, thread-safe,
 and its values round-trip through plain dicts."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ import threading
 import pytest
 
 from verdryx_core.llm import Completion, Judgement, StubAdapter, StubCall
+from verdryx_core.model import ToolCall
 
 TOOLS = ({"name": "search", "input_schema": {"type": "object"}}, {"name": "refund"})
 
@@ -16,7 +17,9 @@ def test_defaults_are_the_reference_stub() -> None:
     stub = StubAdapter()
     assert stub.model == "stub"
     assert stub.complete("p") == Completion(text="stub output")
-    assert stub.complete_with_tools("p", TOOLS) == Completion(text="stub", tool_names=("search",))
+    assert stub.complete_with_tools("p", TOOLS) == Completion(
+        text="stub", tool_calls=(ToolCall(name="search", arguments={}),)
+    )
     assert stub.judge("p", "o", "r") == Judgement(score=1.0, reason="stub judge")
 
 

@@ -1,4 +1,4 @@
-"""OTLP span export (issue 6): the payload parses as an ExportTraceServiceRequest, a loopback
+"""OTLP span export: the payload parses as an ExportTraceServiceRequest, a loopback
 collector receives it before a process exits, and a silent collector costs at most the timeout.
 """
 

@@ -1,5 +1,5 @@
 """The session gate end to end: real pytest sessions (pytester), a real SQLite store, real
-baseline files, JUnit XML read back with a parser (issue 3)."""
+baseline files, JUnit XML read back with a parser."""
 
 from __future__ import annotations
 

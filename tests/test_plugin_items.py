@@ -1,4 +1,4 @@
-"""Eval cases as pytest items: collection, outcomes, custom cases, inertness (issue 3)."""
+"""Eval cases as pytest items: collection, outcomes, custom cases, inertness."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Model calls through the plugin: the real `anthropic` SDK against a fake Messages server on
-127.0.0.1 (issue 4): prefetch concurrency, cache and replay, retries, refusals, the judge,
+127.0.0.1: prefetch concurrency, cache and replay, retries, refusals, the judge,
 live tool traces, repeats."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The plugin's outbound wires and the typed grader, in real pytest sessions (issue 6)."""
+"""The plugin's outbound wires and the typed grader, in real pytest sessions."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The HTML report (issue 8, item 1): self-contained (no URL, inline SVG that parses as XML),
+"""The HTML report: self-contained (no URL, inline SVG that parses as XML),
 escaped, a verdict in words and colour, charts whose marks follow the data, cases sorted by
 change, per-grader histograms, spend per run and cost per outcome."""
 
@@ -55,7 +55,7 @@ def timeline(page: str) -> ET.Element:
 def test_the_page_carries_no_url_at_all(history: Path, tmp_path: Path) -> None:
     page = report_of(history, tmp_path)
     # Benign data has no URL, so any "http" would be the report's own: a CDN, a font, a link,
-    # or an SVG namespace. None is allowed (the report must open offline, issue 8).
+    # or an SVG namespace. None is allowed (the report must open offline).
     assert "http" not in page.lower()
     for pattern in (r"\bsrc\s*=", r"\bhref\s*=", r"url\(", r"@import", r"<script", r"<link"):
         assert not re.search(pattern, page, re.I), pattern

@@ -1,4 +1,4 @@
-"""The report benchmark's smoke run (issue 8): it runs, and the report stays under target."""
+"""The report benchmark's smoke run: it runs, and the report stays under target."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The report renders in a real browser (issue 8): headless Chromium screenshots the page and
+"""The report renders in a real browser: headless Chromium screenshots the page and
 the chart area is drawn. Skipped where Debian's chromium is not installed."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`pytest --verdryx-report=PATH` (issue 8): the session writes the report at its end, with
+"""`pytest --verdryx-report=PATH`: the session writes the report at its end, with
 the verdict the session itself reached."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """`verdryx slo`: the printout, the JSON document, the scores join from a real store and
-`slo_burn` events in a real event log (issue 5, item 5)."""
+`slo_burn` events in a real event log."""
 
 from __future__ import annotations
 

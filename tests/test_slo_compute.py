@@ -1,5 +1,5 @@
 """The four indicators per subject, the recent-slice burn, the blind spots and what reaches
-the bus (issue 5, item 5)."""
+the bus."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Error-budget arithmetic: the reference's worked numbers, scipy's Wilson interval, and
-the trigger ladder (issue 5, item 5)."""
+the trigger ladder."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Record and trace loaders: every malformed line or row is an error naming file and place;
-pyarrow is optional and its absence says how to install it (issue 5, item 1)."""
+pyarrow is optional and its absence says how to install it."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The vectorised, streamed TokenFuse reduction agrees exactly with a plain loop over rows
-(issue 5): runs split across batches, row groups and files, untagged and re-tagged runs,
+"""The vectorised, streamed TokenFuse reduction agrees exactly with a plain loop over rows:
+runs split across batches, row groups and files, untagged and re-tagged runs,
 blocked calls, null cells, missing columns and run-less calls."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The typed grader and the typryx client against a loopback typryx-like service (issue 6)."""
+"""The typed grader and the typryx client against a loopback typryx-like service."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ from verdryx_core.errors import VerdryxError
 
 __all__ = ["build_parser", "main"]
 
-#: Usage errors and unreadable input (DESIGN.md section 9).
+#: Usage errors and unreadable input (docs/cli.md).
 EXIT_USAGE = 2
 
 
@@ -34,7 +34,7 @@ def _command_modules() -> list[ModuleType]:
 
 
 class _Parser(argparse.ArgumentParser):
-    """Usage errors are one line on stderr and exit 2 (DESIGN.md section 9), not a usage block."""
+    """Usage errors are one line on stderr and exit 2 (docs/cli.md), not a usage block."""
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, f"error: {message} (see `{self.prog} --help`)\n")

@@ -4,7 +4,7 @@ Everything here is signed like the delta, current minus baseline: negative when 
 dropped. The two-sample comparison (Welch t, bootstrap interval) pools every score of the
 window; the paired comparison works on per-case differences over the cases both runs share.
 Which interval decides, and why the default rule is not the seed's flat threshold, is
-explained in docs/statistics.md (issue 2, part 5).
+explained in docs/statistics.md.
 
 numpy only at runtime: normal quantiles come from `statistics.NormalDist`.
 """
@@ -106,7 +106,7 @@ class DriftReport:
     paired: PairedStats | None
 
     def to_dict(self) -> dict[str, Any]:
-        """The DESIGN.md section 9 `drift` document plus `chance` and `min_effect`."""
+        """The docs/cli.md `drift` document plus `chance` and `min_effect`."""
         return {
             "verdict": self.verdict,
             "gate": self.gate,

@@ -29,12 +29,15 @@ class EvalSetError(VerdryxError):
         *,
         case: str | None = None,
         field: str | None = None,
+        line: int | None = None,
     ) -> None:
         self.path = str(path)
         self.case = case
         self.field = field
+        #: The 1-based line of the file the problem is on, when the format has one per case.
+        self.line = line
         self.detail = message
-        where = self.path
+        where = self.path if line is None else f"{self.path}:{line}"
         if case is not None:
             where += f": case {case}"
         if field is not None:

@@ -1,15 +1,18 @@
-"""Loading and validating `*.evalset.json` files.
+"""Loading and validating eval set files: `*.evalset.json`, `*.evalset.jsonl`, `*.evalset.csv`.
 
-Validation runs in two passes: the published JSON Schema (shape and types), then the rules a
-schema cannot say (unique ids, fields that belong to one grader, patterns that compile).
-Every failure is one `EvalSetError` naming the file, the case and the field.
+All three formats become the same document (`{"id", "defaults"?, "target"?, "cases"}`) and
+are validated the same way, in two passes: the published JSON Schema (shape and types), then
+the rules a schema cannot say (unique ids, fields that belong to one grader, patterns that
+compile, tools offered). Every failure is one `EvalSetError` naming the file, the line (JSONL
+and CSV), the case and the field. The set's `defaults` are applied before the rules run, so a
+case is checked as it will be graded.
 """
 
 from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -20,13 +23,12 @@ import fastjsonschema
 import jsonschema
 
 from verdryx_core.errors import EvalSetError
-from verdryx_core.graders.regex import compile_pattern
+from verdryx_core.evalset_files import EVALSET_SUFFIXES, NonFiniteNumber, read_document
+from verdryx_core.evalset_rules import check_case, check_defaults, effective_case
 from verdryx_core.jsonwords import item_label, json_kind
-from verdryx_core.model import GRADER_KINDS, EvalCase
+from verdryx_core.model import EvalCase
 
-__all__ = ["EvalSet", "evalset_schema", "load_evalset"]
-
-_TOOL_FIELDS = ("tools", "expected_tools")
+__all__ = ["EVALSET_SUFFIXES", "EvalSet", "evalset_schema", "load_evalset"]
 
 
 @cache
@@ -46,6 +48,10 @@ class EvalSet:
     id: str
     cases: tuple[EvalCase, ...]
     path: Path | None = None
+    #: `module:callable` of the agent under test for this set (cases inherit it).
+    target: str | None = None
+    #: The 1-based line each case starts on (JSONL and CSV files), in case order.
+    lines: tuple[int, ...] | None = None
 
     @classmethod
     def load(cls, path: str | Path) -> EvalSet:
@@ -56,45 +62,39 @@ def load_evalset(path: str | Path) -> EvalSet:
     """Read, validate and build an eval set; raises `EvalSetError` on any problem."""
     path = Path(path)
     try:
-        # utf-8-sig: editors on Windows save a byte order mark, which is not an error.
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise EvalSetError(path, f"cannot read: {exc}") from None
-    try:
-        data = json.loads(text, parse_constant=_reject_constant)
-    except json.JSONDecodeError as exc:
-        raise EvalSetError(
-            path, f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
-        ) from None
-    except _NonFiniteNumber as exc:
+        document = read_document(path)
+    except NonFiniteNumber as exc:
         raise EvalSetError(
             path,
             f"not valid JSON: {exc.args[0]} is not a JSON number (JSON has no NaN or "
             "Infinity); use a finite number",
+            line=exc.line,
         ) from None
-    return evalset_from_data(data, path)
+    return evalset_from_data(
+        document.data, path, lines=document.case_lines, header_line=document.header_line
+    )
 
 
-class _NonFiniteNumber(ValueError):
-    pass
-
-
-def _reject_constant(name: str) -> Any:
-    # Python's json reads NaN and Infinity, which JSON does not have; a NaN min_score would
-    # pass every range check (all comparisons with NaN are false).
-    raise _NonFiniteNumber(name)
-
-
-def evalset_from_data(data: object, path: str | Path) -> EvalSet:
+def evalset_from_data(
+    data: object,
+    path: str | Path,
+    *,
+    lines: Sequence[int] | None = None,
+    header_line: int | None = None,
+) -> EvalSet:
     if not isinstance(data, dict):
         raise EvalSetError(
             path, f"top level must be a JSON object with 'id' and 'cases', got {json_kind(data)}"
         )
-    _check_schema(data, path)
+    _check_schema(data, path, lines, header_line)
+    defaults: Mapping[str, Any] = data.get("defaults") or {}
+    target = data.get("target")
+    check_defaults(defaults, path, header_line)
     cases_data: list[dict[str, Any]] = data["cases"]
     seen: dict[str, int] = {}
     cases: list[EvalCase] = []
     for index, case_data in enumerate(cases_data):
+        line = lines[index] if lines is not None else None
         case_id = case_data["id"]
         if case_id in seen:
             raise EvalSetError(
@@ -103,11 +103,18 @@ def evalset_from_data(data: object, path: str | Path) -> EvalSet:
                 "(ids must be unique in a set so runs can be compared case by case)",
                 case=item_label(case_data, index),
                 field="id",
+                line=line,
             )
         seen[case_id] = index
-        _check_case_rules(case_data, index, path)
-        cases.append(EvalCase.from_dict(case_data))
-    return EvalSet(id=data["id"], cases=tuple(cases), path=Path(path))
+        merged = effective_case(case_data, defaults, target)
+        cases.append(EvalCase.from_dict(check_case(merged, index, path, line)))
+    return EvalSet(
+        id=data["id"],
+        cases=tuple(cases),
+        path=Path(path),
+        target=target,
+        lines=tuple(lines) if lines is not None else None,
+    )
 
 
 @cache
@@ -115,7 +122,12 @@ def _fast_validator() -> Callable[[Any], Any]:
     return fastjsonschema.compile(evalset_schema())
 
 
-def _check_schema(data: Mapping[str, Any], path: str | Path) -> None:
+def _check_schema(
+    data: Mapping[str, Any],
+    path: str | Path,
+    lines: Sequence[int] | None,
+    header_line: int | None,
+) -> None:
     # The compiled validator is ~20x faster on a valid file (thousands of cases in CI); on a
     # failure, jsonschema finds every error so the message can name the first case.
     try:
@@ -130,22 +142,29 @@ def _check_schema(data: Mapping[str, Any], path: str | Path) -> None:
     error = min(errors, key=lambda e: (_sort_key(e), -len(e.absolute_path)))
     location = list(error.absolute_path)
     case: str | None = None
+    line = header_line
     parts: list[Any] = location
     if len(location) >= 2 and location[0] == "cases" and isinstance(location[1], int):
         index = location[1]
         case = item_label(data["cases"][index], index)
+        line = lines[index] if lines is not None else None
         parts = location[2:]
     # `required` and `additionalProperties` are reported on the object that holds the field;
     # the field a reader must fix is the missing or the unknown one.
     named = _named_field(error)
     if named is not None:
         parts = [*parts, named]
-    field = (
-        "".join(str(part) if i == 0 else f"[{part}]" for i, part in enumerate(parts))
-        if parts
-        else None
-    )
-    raise EvalSetError(path, _describe(error, field), case=case, field=field)
+    field = _field_text(parts)
+    raise EvalSetError(path, _describe(error, field), case=case, field=field, line=line)
+
+
+def _field_text(parts: Sequence[Any]) -> str | None:
+    if not parts:
+        return None
+    text = str(parts[0])
+    for part in parts[1:]:
+        text += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return text
 
 
 def _named_field(error: jsonschema.ValidationError) -> str | None:
@@ -173,11 +192,9 @@ def _describe(error: jsonschema.ValidationError, field: str | None) -> str:
     validator = error.validator
     if validator == "required":
         return "required but missing; add it"
-    if validator == "enum" and field == "grader":
-        return f"{error.instance!r} is not a grader; expected one of {', '.join(GRADER_KINDS)}"
     if validator == "additionalProperties":
         known = sorted(error.schema.get("properties", {}))
-        close = difflib.get_close_matches(field or "", known, n=1)
+        close = difflib.get_close_matches((field or "").rsplit(".", 1)[-1], known, n=1)
         hint = f"did you mean '{close[0]}'? " if close else ""
         return f"not a known field; {hint}remove it or use one of {', '.join(known)}"
     if validator == "type":
@@ -191,48 +208,11 @@ def _describe(error: jsonschema.ValidationError, field: str | None) -> str:
             f"{error.instance!r} is not a usable case id: no whitespace, ':' or brackets "
             "(it becomes part of the pytest node id)"
         )
+    if validator == "pattern" and field is not None and field.endswith("target"):
+        return f"{error.instance!r} is not a target; write it as module:callable"
+    if validator == "pattern" and field is not None and "name" in field:
+        return f"{error.instance!r} is not a usable tool name: 1 to 64 letters, digits, '_' or '-'"
+    if validator == "enum":
+        allowed = ", ".join(map(str, error.validator_value))
+        return f"{error.instance!r} is not allowed here; expected one of {allowed}"
     return error.message
-
-
-def _check_case_rules(case: Mapping[str, Any], index: int, path: str | Path) -> None:
-    grader = case.get("grader", "exact")
-    label = item_label(case, index)
-
-    def fail(field: str, message: str) -> EvalSetError:
-        return EvalSetError(path, message, case=label, field=field)
-
-    if grader == "tool_trace":
-        for name in _TOOL_FIELDS:
-            if name not in case:
-                raise fail(name, f"grader 'tool_trace' requires the field '{name}'")
-        output = case.get("output")
-        if output is not None and not isinstance(output, list):
-            raise fail("output", "a recorded tool_trace output is the list of tool names called")
-    else:
-        for name in _TOOL_FIELDS:
-            if name in case:
-                raise fail(name, f"only valid with grader 'tool_trace' (this case is {grader!r})")
-        if isinstance(case.get("output"), list):
-            raise fail("output", f"a recorded output is a string for grader {grader!r}")
-    if grader in ("exact", "regex") and "expected" not in case:
-        raise fail("expected", f"grader {grader!r} requires the field 'expected'")
-    if grader == "regex":
-        try:
-            compile_pattern(case["expected"])
-        except ValueError as exc:
-            raise fail("expected", str(exc)) from None
-    if grader == "llm_judge" and not case.get("rubric"):
-        raise fail("rubric", "grader 'llm_judge' requires a non-empty 'rubric'")
-    if grader == "contract":
-        if "contract" not in case:
-            raise fail("contract", "grader 'contract' requires the field 'contract'")
-        # A bad contract is a collection error now, not an error at grading time.
-        from verdryx_core.contracts.validate import contract_from_data
-        from verdryx_core.errors import VerdryxError
-
-        try:
-            contract_from_data(case["contract"], source="contract", default_task_id=case["id"])
-        except VerdryxError as exc:
-            raise fail("contract", str(exc)) from None
-    elif "contract" in case:
-        raise fail("contract", f"only valid with grader 'contract' (this case is {grader!r})")

@@ -1,4 +1,4 @@
-"""The agent-event log: one NDJSON line per event, chained by `prev_hash` (issue 6).
+"""The agent-event log: one NDJSON line per event, chained by `prev_hash`.
 
 Each line is an agent-event v0.2 envelope with `source: "verdryx"`. Each event's `prev_hash`
 is `chain_hash` of the line before it in the same file: sha256 over the RFC 8785 canonical

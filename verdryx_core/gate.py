@@ -175,7 +175,7 @@ def compare_to_baseline(
 
 def select_window(store: Store, current: EvalRun, size: int) -> list[EvalRun]:
     """The current run and the `size - 1` complete runs before it of the same eval sets and
-    model, newest first (DESIGN.md section 5, `--verdryx-window`)."""
+    model, newest first (docs/options.md, `--verdryx-window`)."""
     if size < 1:
         raise UsageError(f"window {size} is not a positive number of runs")
     if size == 1:

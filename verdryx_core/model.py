@@ -10,19 +10,24 @@ import hashlib
 import json
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
 __all__ = [
+    "CHECKS_GRADER",
     "DEFAULT_OUTCOME_SCORES",
     "GRADER_KINDS",
     "MODEL_FREE_GRADERS",
+    "OPTION_FIELDS",
     "Baseline",
     "BaselineCase",
+    "Check",
+    "CheckResult",
     "EvalCase",
     "EvalRun",
     "Score",
+    "ToolCall",
     "case_key",
     "iso_utc",
     "parse_iso",
@@ -38,6 +43,31 @@ GRADER_KINDS: Final = (
     "tool_trace",
     "typed",
     "contract",
+    "contains",
+    "icontains",
+    "json",
+    "numeric",
+    "f1",
+)
+
+#: The grader kind of a case graded by several `checks` (never written in a file).
+CHECKS_GRADER: Final = "checks"
+
+#: Grader options a case (or a check, or a set's `defaults`) may carry as fields of its own;
+#: they travel on `EvalCase.options`. `options` itself is the free-form object of a custom
+#: grader.
+OPTION_FIELDS: Final = (
+    "ignore_case",
+    "normalize_whitespace",
+    "ignore_punctuation",
+    "unicode_normalize",
+    "schema",
+    "fields",
+    "tolerance",
+    "relative",
+    "argument_match",
+    "tool_match",
+    "options",
 )
 
 #: Graders whose output never comes from the model under evaluation.
@@ -73,21 +103,137 @@ def _canonical_hash(payload: object) -> str:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCall:
+    """One tool call: its name and the arguments it was called with (None: not recorded).
+
+    `str()` is its compact JSON, so a trace joined for display reads as JSON objects.
+    """
+
+    name: str
+    arguments: Mapping[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"name": self.name}
+        if self.arguments is not None:
+            data["arguments"] = dict(self.arguments)
+        return data
+
+    @classmethod
+    def from_value(cls, value: Any) -> ToolCall:
+        """From a name, a `{"name", "arguments"}` mapping, or a ToolCall."""
+        if isinstance(value, ToolCall):
+            return value
+        if isinstance(value, Mapping):
+            arguments = value.get("arguments")
+            return cls(
+                name=str(value["name"]),
+                arguments=dict(arguments) if isinstance(arguments, Mapping) else None,
+            )
+        return cls(name=str(value))
+
+    def __str__(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Check:
+    """One check of a multi-check case: a grader, what it expects, its options and weight."""
+
+    grader: str
+    expected: str | None = None
+    rubric: str | None = None
+    weight: float = 1.0
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"grader": self.grader}
+        if self.expected is not None:
+            data["expected"] = self.expected
+        if self.rubric is not None:
+            data["rubric"] = self.rubric
+        if self.weight != 1.0:
+            data["weight"] = self.weight
+        data.update(self.options)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Check:
+        return cls(
+            grader=data["grader"],
+            expected=data.get("expected"),
+            rubric=data.get("rubric"),
+            weight=float(data.get("weight", 1.0)),
+            options={name: data[name] for name in OPTION_FIELDS if name in data},
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckResult:
+    """What one check of a multi-check case scored (kept on the Score, shown and stored)."""
+
+    grader: str
+    weight: float
+    value: float | None
+    unmeasured: str | None = None
+    reason: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "grader": self.grader,
+            "weight": self.weight,
+            "value": self.value,
+            "unmeasured": self.unmeasured,
+            "reason": self.reason,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CheckResult:
+        value = data.get("value")
+        return cls(
+            grader=data["grader"],
+            weight=float(data.get("weight", 1.0)),
+            value=None if value is None else float(value),
+            unmeasured=data.get("unmeasured"),
+            reason=data.get("reason"),
+        )
+
+
+def _tool_calls_out(calls: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    return [dict(call) for call in calls]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class EvalCase:
-    """One case of an eval set, validated by `verdryx_core.evalset`."""
+    """One case of an eval set, validated by `verdryx_core.evalset` (set defaults applied)."""
 
     id: str
+    #: What the model is asked; when a file gives `messages` and no `prompt`, the content of
+    #: the last user message.
     prompt: str
     grader: str = "exact"
+    #: The grader's expectation as text (a numeric or json expectation as its JSON text).
     expected: str | None = None
     rubric: str | None = None
     tools: tuple[Mapping[str, Any], ...] | None = None
     expected_tools: tuple[str, ...] | None = None
-    #: A recorded output (str; for tool_trace the list of tool names) graded without a model.
+    #: `[{"name", "arguments"?}]`: the calls expected (arguments absent: not checked).
+    expected_tool_calls: tuple[Mapping[str, Any], ...] | None = None
+    #: Several acceptable call sequences; the best-scoring one counts.
+    expected_tool_calls_any: tuple[tuple[Mapping[str, Any], ...], ...] | None = None
+    #: A recorded output (str; for tool_trace a list of names or ToolCall) graded without a model.
     output: Any = None
     min_score: float | None = None
     tags: tuple[str, ...] = ()
     contract: Mapping[str, Any] | None = None
+    #: Grader options (`OPTION_FIELDS`), as written on the case or inherited from the set.
+    options: Mapping[str, Any] = field(default_factory=dict)
+    #: A multi-check case's checks (then `grader` is "checks").
+    checks: tuple[Check, ...] | None = None
+    system: str | None = None
+    messages: tuple[Mapping[str, Any], ...] | None = None
+    metadata: Mapping[str, Any] | None = None
+    #: `module:callable` of the agent under test (the set's value when the case has none).
+    target: str | None = None
 
     @property
     def needs_model(self) -> bool:
@@ -97,33 +243,74 @@ class EvalCase:
     def fingerprint(self) -> str:
         """A content hash of what this case measures; the recorded output is what is measured,
         so it is left out (a new recording is a new measurement, not a different case)."""
-        return _canonical_hash(
-            {
-                # An outcome_tag case's prompt is its recorded outcome: the thing measured.
-                "prompt": None if self.grader == "outcome_tag" else self.prompt,
-                "grader": self.grader,
-                "expected": self.expected,
-                "rubric": self.rubric,
-                "tools": list(self.tools) if self.tools is not None else None,
-                "expected_tools": (
-                    list(self.expected_tools) if self.expected_tools is not None else None
-                ),
-                "contract": self.contract,
-            }
-        )
+        payload: dict[str, Any] = {
+            # An outcome_tag case's prompt is its recorded outcome: the thing measured.
+            "prompt": None if self.grader == "outcome_tag" else self.prompt,
+            "grader": self.grader,
+            "expected": self.expected,
+            "rubric": self.rubric,
+            "tools": list(self.tools) if self.tools is not None else None,
+            "expected_tools": (
+                list(self.expected_tools) if self.expected_tools is not None else None
+            ),
+            "contract": self.contract,
+        }
+        # Newer fields enter only when set, so a case written before them keeps its
+        # fingerprint (and its baseline comparison).
+        extra: dict[str, Any] = {
+            "expected_tool_calls": (
+                _tool_calls_out(self.expected_tool_calls)
+                if self.expected_tool_calls is not None
+                else None
+            ),
+            "expected_tool_calls_any": (
+                [_tool_calls_out(calls) for calls in self.expected_tool_calls_any]
+                if self.expected_tool_calls_any is not None
+                else None
+            ),
+            "options": dict(self.options) or None,
+            "checks": [c.to_dict() for c in self.checks] if self.checks is not None else None,
+            "system": self.system,
+            "messages": [dict(m) for m in self.messages] if self.messages is not None else None,
+            "metadata": self.metadata,
+            "target": self.target,
+        }
+        payload.update({name: value for name, value in extra.items() if value is not None})
+        return _canonical_hash(payload)
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"id": self.id, "prompt": self.prompt, "grader": self.grader}
-        for name in ("expected", "rubric", "output", "min_score", "contract"):
+        for name in ("expected", "rubric", "min_score", "contract"):
             value = getattr(self, name)
             if value is not None:
                 data[name] = value
+        if self.output is not None:
+            data["output"] = (
+                [_output_item(item) for item in self.output]
+                if isinstance(self.output, list | tuple)
+                else self.output
+            )
         if self.tools is not None:
             data["tools"] = [dict(tool) for tool in self.tools]
         if self.expected_tools is not None:
             data["expected_tools"] = list(self.expected_tools)
+        if self.expected_tool_calls is not None:
+            data["expected_tool_calls"] = _tool_calls_out(self.expected_tool_calls)
+        if self.expected_tool_calls_any is not None:
+            data["expected_tool_calls_any"] = [
+                _tool_calls_out(calls) for calls in self.expected_tool_calls_any
+            ]
         if self.tags:
             data["tags"] = list(self.tags)
+        data.update(self.options)
+        if self.checks is not None:
+            data["checks"] = [check.to_dict() for check in self.checks]
+        for name in ("system", "metadata", "target"):
+            value = getattr(self, name)
+            if value is not None:
+                data[name] = value
+        if self.messages is not None:
+            data["messages"] = [dict(message) for message in self.messages]
         return data
 
     @classmethod
@@ -131,20 +318,56 @@ class EvalCase:
         """Build from already-validated data (see `evalset.load_evalset` for validation)."""
         tools = data.get("tools")
         expected_tools = data.get("expected_tools")
+        calls = data.get("expected_tool_calls")
+        calls_any = data.get("expected_tool_calls_any")
         output = data.get("output")
+        checks = data.get("checks")
+        messages = data.get("messages")
+        grader = data.get("grader") or (CHECKS_GRADER if checks is not None else "exact")
+        prompt = data.get("prompt")
+        if prompt is None:
+            prompt = _last_user_content(messages or ())
         return cls(
             id=data["id"],
-            prompt=data["prompt"],
-            grader=data.get("grader", "exact"),
+            prompt=prompt,
+            grader=grader,
             expected=data.get("expected"),
             rubric=data.get("rubric"),
             tools=tuple(tools) if tools is not None else None,
             expected_tools=tuple(expected_tools) if expected_tools is not None else None,
-            output=list(output) if isinstance(output, list) else output,
+            expected_tool_calls=tuple(calls) if calls is not None else None,
+            expected_tool_calls_any=(
+                tuple(tuple(seq) for seq in calls_any) if calls_any is not None else None
+            ),
+            output=_output_in(output, grader),
             min_score=data.get("min_score"),
             tags=tuple(data.get("tags") or ()),
             contract=data.get("contract"),
+            options={name: data[name] for name in OPTION_FIELDS if name in data},
+            checks=tuple(Check.from_dict(c) for c in checks) if checks is not None else None,
+            system=data.get("system"),
+            messages=tuple(messages) if messages is not None else None,
+            metadata=data.get("metadata"),
+            target=data.get("target"),
         )
+
+
+def _last_user_content(messages: Iterable[Mapping[str, Any]]) -> str:
+    contents = [str(m.get("content", "")) for m in messages if m.get("role") == "user"]
+    return contents[-1] if contents else ""
+
+
+def _output_item(item: Any) -> Any:
+    return item.to_dict() if isinstance(item, ToolCall) else item
+
+
+def _output_in(output: Any, grader: str) -> Any:
+    if not isinstance(output, list | tuple):
+        return output
+    if grader == "tool_trace":
+        # Recorded calls become ToolCall records: their text in a stored score is JSON.
+        return [ToolCall.from_value(item) if isinstance(item, Mapping) else item for item in output]
+    return list(output)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -174,6 +397,8 @@ class Score:
     output: str | None = None
     expected: str | None = None
     reason: str | None = None
+    #: A multi-check case's per-check results, in the case's order.
+    checks: tuple[CheckResult, ...] = ()
 
     def __post_init__(self) -> None:
         if (self.value is None) == (self.unmeasured is None):
@@ -207,6 +432,7 @@ class Score:
             "output": self.output,
             "expected": self.expected,
             "reason": self.reason,
+            "checks": [check.to_dict() for check in self.checks],
         }
 
     @classmethod
@@ -226,12 +452,18 @@ class Score:
             output=data.get("output"),
             expected=data.get("expected"),
             reason=data.get("reason"),
+            checks=tuple(CheckResult.from_dict(item) for item in data.get("checks") or ()),
         )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EvalRun:
-    """One graded run over one or more eval sets. `complete` is False for an interrupted run."""
+    """One graded run over one or more eval sets. `complete` is False for an interrupted run.
+
+    The provenance fields say where a run came from: a free `label`, the VCS `commit` and
+    `branch`, the CI job's `ci_url`, the `run_group` its shards share, this run's `shard`
+    ("2/3"), and `partial` when it ran a subset of the cases on purpose (one shard, a `-k`).
+    """
 
     id: str
     model: str
@@ -243,6 +475,13 @@ class EvalRun:
     scores: tuple[Score, ...] = ()
     complete: bool = True
     plugin_version: str = ""
+    label: str | None = None
+    commit: str | None = None
+    branch: str | None = None
+    ci_url: str | None = None
+    run_group: str | None = None
+    shard: str | None = None
+    partial: bool = False
 
     def __post_init__(self) -> None:
         # The eval sets are a set: the store keeps them sorted (runs are matched by the exact
@@ -293,6 +532,13 @@ class EvalRun:
             "scores": [score.to_dict() for score in self.scores],
             "complete": self.complete,
             "plugin_version": self.plugin_version,
+            "label": self.label,
+            "commit": self.commit,
+            "branch": self.branch,
+            "ci_url": self.ci_url,
+            "run_group": self.run_group,
+            "shard": self.shard,
+            "partial": self.partial,
         }
 
     @classmethod
@@ -309,6 +555,13 @@ class EvalRun:
             scores=tuple(Score.from_dict(item) for item in data.get("scores") or ()),
             complete=bool(data.get("complete", True)),
             plugin_version=data.get("plugin_version") or "",
+            label=data.get("label"),
+            commit=data.get("commit"),
+            branch=data.get("branch"),
+            ci_url=data.get("ci_url"),
+            run_group=data.get("run_group"),
+            shard=data.get("shard"),
+            partial=bool(data.get("partial", False)),
         )
 
 

@@ -1,4 +1,4 @@
-"""OTLP span export: one span per run and per drift check, as OTLP/HTTP JSON (issue 6).
+"""OTLP span export: one span per run and per drift check, as OTLP/HTTP JSON.
 
 Opt-in by `$VERDRYX_OTLP_ENDPOINT`. Spans go to `<endpoint>/v1/traces` from a background
 thread, so the eval never waits on the collector while it runs; `SpanExporter.wait()` at the

@@ -158,7 +158,7 @@ class CaseEvaluator:
             completion = self.adapter.complete_with_tools(
                 case.prompt, list(case.tools or ()), repeat=repeat
             )
-            return list(completion.tool_names), completion.tokens, completion.cost_usd
+            return list(completion.tool_calls), completion.tokens, completion.cost_usd
         completion = self.adapter.complete(case.prompt, repeat=repeat)
         return completion.text, completion.tokens, completion.cost_usd
 

@@ -1,4 +1,4 @@
-"""A client for typryx, the typed verdict service behind the `typed` grader (issue 6).
+"""A client for typryx, the typed verdict service behind the `typed` grader.
 
 The service key is read from a file (never a flag value, never an environment variable's
 value) and sent only as the `X-Typryx-Key` header: it appears in no message, `str` or `repr`,

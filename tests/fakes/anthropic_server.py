@@ -1,4 +1,4 @@
-"""A fake Anthropic Messages API on 127.0.0.1 for tests and benchmarks (issue 4).
+"""A fake Anthropic Messages API on 127.0.0.1 for tests and benchmarks.
 
 The real SDK talks to it through `base_url`. It speaks HTTP/1.1 keep-alive and sends status,
 headers and body in ONE write (split writes cost a keep-alive client ~40 ms a call through

@@ -1,4 +1,4 @@
-"""A loopback OTLP/HTTP collector for tests (issue 6).
+"""A loopback OTLP/HTTP collector for tests.
 
 `mode="ok"` records each `POST /v1/traces` and answers 200 `{}` (a full success, as the OTLP
 spec words it); `mode="hang"` records the request and never answers until the collector is

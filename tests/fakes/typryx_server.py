@@ -1,4 +1,4 @@
-"""A typryx-like typed verdict service on 127.0.0.1 for tests (issue 6).
+"""A typryx-like typed verdict service on 127.0.0.1 for tests.
 
 Speaks the wire contract of typryx's `internal/api` (behaviour reference, Appendix A):
 `POST /v1/ask`, `POST /v1/outcome`, `GET /v1/templates`, `GET /healthz`; every route but

@@ -15,9 +15,9 @@ __all__ = ["add_db_argument", "add_json_argument", "open_store", "print_json"]
 def add_db_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--db",
-        metavar="PATH",
-        help="the store (default: $VERDRYX_DB, else $TAIPAN_HOME/verdryx.db when that folder "
-        "exists, else ./verdryx.db)",
+        metavar="PATH|URL",
+        help="the store: a SQLite file or a postgresql:// URL (default: $VERDRYX_DB, else "
+        "$TAIPAN_HOME/verdryx.db when that folder exists, else ./verdryx.db)",
     )
 
 
@@ -27,8 +27,10 @@ def add_json_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def open_store(args: argparse.Namespace) -> Store:
-    return Store.open(resolve_store_path(getattr(args, "db", None)))
+def open_store(args: argparse.Namespace, *, read_only: bool = False) -> Store:
+    """The store `--db` names. `read_only` for commands that only read: a missing store is an
+    error (not a new empty one) and a store in a read-only folder can still be read."""
+    return Store.open(resolve_store_path(getattr(args, "db", None)), read_only=read_only)
 
 
 def print_json(document: Any) -> None:

@@ -34,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.limit < 0:
         raise UsageError(f"--limit {args.limit} is negative; pass a count, or 0 for all")
-    with open_store(args) as store:
+    with open_store(args, read_only=True) as store:
         run_a = _find(store, args.run_a)
         run_b = _find(store, args.run_b)
     document = diff_document(run_a, run_b, limit=args.limit or None)

@@ -35,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    with open_store(args) as store:
+    with open_store(args, read_only=True) as store:
         baseline = find_baseline(args.baseline, store=store, root=Path(args.root))
         current = _current_run(store, args, baseline)
         window = select_window(store, current, args.window)

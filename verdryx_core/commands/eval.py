@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def eval_document(run: EvalRun) -> dict[str, Any]:
-    """DESIGN.md section 9, `eval`."""
+    """docs/cli.md, `eval`."""
     return {
         "run_id": run.id,
         "eval_set_id": ",".join(run.eval_set_ids),

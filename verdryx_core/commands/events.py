@@ -1,4 +1,4 @@
-"""`verdryx events verify FILE`: check an event log's prev_hash chain (issue 6).
+"""`verdryx events verify FILE`: check an event log's prev_hash chain.
 
 Exit 0 when every link holds, 1 naming the first line that cannot be trusted, 2 when the file
 cannot be read.

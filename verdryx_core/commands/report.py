@@ -46,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    with open_store(args) as store:
+    with open_store(args, read_only=True) as store:
         baseline = (
             find_baseline(args.baseline, store=store, root=Path(args.root))
             if args.baseline

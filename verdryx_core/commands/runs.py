@@ -46,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.limit < 1:
         raise UsageError(f"--limit {args.limit} is not a positive number of runs; try --limit 20")
-    with open_store(args) as store:
+    with open_store(args, read_only=True) as store:
         baseline = _baseline(store, args)
         summaries = store.list_runs(model=args.model, agent_id=args.agent, limit=args.limit)
         rows = [run_row(store, summary, baseline) for summary in summaries]
@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_row(store: Store, summary: RunSummary, baseline: Baseline | None) -> dict[str, Any]:
-    """One `runs --json` entry: DESIGN.md section 9 keys plus the verdict and why it is null."""
+    """One `runs --json` entry: docs/cli.md keys plus the verdict and why it is null."""
     verdict, note, inconclusive = _verdict(store, summary, baseline)
     return {
         "run_id": summary.id,

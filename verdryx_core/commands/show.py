@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import json
 from typing import Any
 
 from verdryx_core.commands._common import add_db_argument, add_json_argument, open_store, print_json
 from verdryx_core.commands._table import render_table, when
 from verdryx_core.errors import UsageError
 from verdryx_core.model import EvalRun, Score, iso_utc
+from verdryx_core.naturalsort import score_order
 from verdryx_core.summary import fmt_usd, run_lines
 
 NAME = "show"
@@ -19,25 +21,34 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_id", metavar="RUN_ID", help="the run id or a unique prefix of it")
     parser.add_argument(
         "--sort",
-        choices=("order", "score"),
-        default="order",
-        help="case order: as collected (default) or lowest score first",
+        choices=("id", "order", "score"),
+        default="id",
+        help="case order: by eval set and case id, numbers in natural order (default: "
+        "HumanEval/18 before HumanEval/106), as collected, or lowest score first",
     )
     add_db_argument(parser)
     add_json_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    with open_store(args) as store:
+    with open_store(args, read_only=True) as store:
         found = store.find_run(args.run_id)
         if found is None:
             raise UsageError(
                 f"no such eval run: {args.run_id!r} in {store.path}; list them with `verdryx runs`"
             )
     scores = list(found.scores)
-    if args.sort == "score":
+    if args.sort == "id":
+        scores.sort(key=lambda s: score_order(s.eval_set_id, s.case_id))
+    elif args.sort == "score":
         # Unmeasured first: a case that could not be scored is worse news than a low score.
-        scores.sort(key=lambda s: (s.value is not None, s.value or 0.0, s.key))
+        scores.sort(
+            key=lambda s: (
+                s.value is not None,
+                s.value or 0.0,
+                score_order(s.eval_set_id, s.case_id),
+            )
+        )
     if args.json:
         print_json(show_document(found, scores))
     else:
@@ -46,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def show_document(run: EvalRun, scores: list[Score]) -> dict[str, Any]:
-    """The `eval --json` keys (DESIGN.md section 9) plus the run's provenance; each score
+    """The `eval --json` keys (docs/cli.md) plus the run's provenance; each score
     carries what the report shows: output, expected, reason. `cost_usd` is model plus judge
     spend, as in `eval --json`."""
     return {
@@ -86,10 +97,28 @@ def _score(score: Score) -> dict[str, Any]:
         "model_cost_usd": score.cost_usd,
         "judge_cost_usd": score.judge_cost_usd,
         "samples": list(score.samples),
-        "output": score.output,
+        "output": structured_output(score),
         "expected": score.expected,
         "reason": score.reason,
+        "checks": [check.to_dict() for check in score.checks],
     }
+
+
+def structured_output(score: Score) -> Any:
+    """A tool trace's stored text as the list it was: `{"name", "arguments"}` objects (stored
+    as their JSON, joined), or names (stored joined by ", "); other outputs as stored."""
+    text = score.output
+    if score.grader != "tool_trace" or text is None:
+        return text
+    if not text.strip():
+        return []
+    if text.lstrip().startswith("{"):
+        try:
+            calls = json.loads(f"[{text}]")
+        except ValueError:
+            return text  # cut for length: shown as stored
+        return calls if isinstance(calls, list) else text
+    return text.split(", ")
 
 
 def _print_text(run: EvalRun, scores: list[Score]) -> None:

@@ -116,7 +116,7 @@ def _scores(path: str | None, identity_field: str) -> ScoreTable | None:
         )
     from verdryx_core.store import Store
 
-    with Store.open(path) as store:
+    with Store.open(path, read_only=True) as store:
         return ScoreTable.from_records(store.score_records(), identity_field)
 
 

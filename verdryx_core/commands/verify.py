@@ -1,6 +1,8 @@
-"""`verdryx verify CONTRACT --base-path DIR | --bundle F`: did the agent do what it promised?
+"""`verdryx verify CONTRACT --base-path DIR | --bundle F [--server URL]`: did the agent do what
+it promised? With `--server`, the bundle is submitted to the verification service and its
+verdict is the answer (docs/verification-service.md).
 
-Exit codes (DESIGN.md section 8): 0 PASS, 1 FAIL, 2 FLAG, 3 usage or I/O error. This
+Exit codes (docs/contracts.md): 0 PASS, 1 FAIL, 2 FLAG, 3 usage or I/O error. This
 command's own argument errors (no source, both sources, a bad value) exit 3 too, so a script
 never reads a typo as FLAG; only an argument no command knows, which the top-level parser
 rejects before this command is reached, still exits 2.
@@ -10,8 +12,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import sys
-from typing import Final, NoReturn
+from typing import Any, Final, NoReturn
 
 from verdryx_core.commands._common import add_json_argument, print_json
 from verdryx_core.contracts.evidence import (
@@ -20,9 +23,19 @@ from verdryx_core.contracts.evidence import (
     verify_bundle,
     write_bundle,
 )
-from verdryx_core.contracts.model import ERROR, FAIL, FAILED, FLAG, PASS, PASSED, Verdict
+from verdryx_core.contracts.model import (
+    ERROR,
+    FAIL,
+    FAILED,
+    FLAG,
+    PASS,
+    PASSED,
+    Contract,
+    Verdict,
+)
 from verdryx_core.contracts.validate import load_contract
 from verdryx_core.errors import UsageError, VerdryxError
+from verdryx_core.service.client import Client
 from verdryx_core.store import Store, resolve_store_path
 
 __all__ = ["EXIT_CODES", "EXIT_ERROR", "HELP", "NAME", "add_arguments", "run"]
@@ -84,6 +97,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="ID",
         help="the agent the verdict belongs to (default: the contract's agent_id)",
     )
+    parser.add_argument(
+        "--server",
+        metavar="URL",
+        help="submit the evidence bundle to the verification service at URL and print its "
+        "verdict (the API key is read from $VERDRYX_API_KEY)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="with --server: seconds to wait for each answer (60)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -97,9 +123,16 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     if args.bundle and args.bundle_out:
         raise UsageError("--bundle-out writes a new bundle, so it needs --base-path, not --bundle")
+    if args.server and args.agent_id:
+        raise UsageError(
+            "--agent-id cannot be used with --server: the service records the contract's agent_id"
+        )
     contract = load_contract(args.contract)
     notes: list[str] = []
-    if args.bundle:
+    document: dict[str, Any] | None = None
+    if args.server:
+        verdict, document = _verify_on_server(args, contract, notes)
+    elif args.bundle:
         verdict = verify_bundle(contract, load_bundle(args.bundle))
     else:
         verdict, bundle = verify_and_collect(contract, args.base_path)
@@ -114,10 +147,37 @@ def _run(args: argparse.Namespace) -> int:
             store.save_contract_verdicts([verdict.to_record()])
         notes.append(f"verdict saved to {path} (agent {verdict.agent_id or '-'})")
     if args.json:
-        print_json(verdict.to_dict())
+        # From the service: its whole document (run_id, contract_id and received_at too).
+        print_json(document if document is not None else verdict.to_dict())
     else:
         _print_text(verdict, verbose=args.verbose, notes=notes)
     return EXIT_CODES[verdict.verdict]
+
+
+def _verify_on_server(
+    args: argparse.Namespace, contract: Contract, notes: list[str]
+) -> tuple[Verdict, dict[str, Any]]:
+    """Collect (or read) the bundle here; let the service verify it and record the verdict."""
+    key = os.environ.get("VERDRYX_API_KEY", "").strip()
+    if not key:
+        raise UsageError(
+            "--server needs an API key in $VERDRYX_API_KEY (the operator creates one with "
+            "`verdryx keys create --name N`)"
+        )
+    if args.bundle:
+        bundle = load_bundle(args.bundle)
+    else:
+        _, bundle = verify_and_collect(contract, args.base_path)
+        if args.bundle_out:
+            write_bundle(bundle, args.bundle_out)
+            notes.append(f"evidence bundle written to {args.bundle_out}")
+    client = Client(api_key=key, base_url=args.server, timeout=args.timeout)
+    contract_id = client.create_contract(contract)
+    document = client.submit_run(contract_id, bundle)
+    notes.append(
+        f"verified by {client.base_url} (contract {contract_id}, run {document.get('run_id')})"
+    )
+    return Verdict.from_dict(document), document
 
 
 def _print_text(verdict: Verdict, *, verbose: bool, notes: list[str]) -> None:

@@ -6,14 +6,19 @@ from verdryx_core.contracts.checks import run_check, run_checks
 from verdryx_core.contracts.errors import BundleError, CheckError, ContractError
 from verdryx_core.contracts.evidence import (
     BUNDLE_FORMAT,
+    binding_problems,
     bundle_hash,
+    bundle_schema,
     collect_evidence,
     load_bundle,
+    parse_bundle,
+    validate_bundle,
     verify_and_collect,
     verify_bundle,
     verify_workspace,
     write_bundle,
 )
+from verdryx_core.contracts.jsontext import JSONTextError, parse_json
 from verdryx_core.contracts.model import (
     CHECK_TYPES,
     FAIL,
@@ -26,7 +31,12 @@ from verdryx_core.contracts.model import (
     Verdict,
 )
 from verdryx_core.contracts.rubric import decide
-from verdryx_core.contracts.validate import contract_from_data, contract_schema, load_contract
+from verdryx_core.contracts.validate import (
+    contract_from_data,
+    contract_schema,
+    load_contract,
+    parse_contract,
+)
 
 __all__ = [
     "BUNDLE_FORMAT",
@@ -40,17 +50,24 @@ __all__ = [
     "Contract",
     "ContractError",
     "Criterion",
+    "JSONTextError",
     "Limits",
     "Verdict",
+    "binding_problems",
     "bundle_hash",
+    "bundle_schema",
     "collect_evidence",
     "contract_from_data",
     "contract_schema",
     "decide",
     "load_bundle",
     "load_contract",
+    "parse_bundle",
+    "parse_contract",
+    "parse_json",
     "run_check",
     "run_checks",
+    "validate_bundle",
     "verify_and_collect",
     "verify_bundle",
     "verify_workspace",

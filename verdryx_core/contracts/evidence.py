@@ -16,24 +16,34 @@ import hashlib
 import json
 import os
 from collections.abc import Iterable, Mapping
+from functools import cache
+from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
+import fastjsonschema  # type: ignore[import-untyped]
+import jsonschema  # type: ignore[import-untyped]
+import jsonschema.exceptions  # type: ignore[import-untyped]
 import rfc8785
 
 from verdryx_core.contracts.checks import run_checks
 from verdryx_core.contracts.errors import BundleError, CheckError
+from verdryx_core.contracts.jsontext import JSONTextError, check_value, parse_json
 from verdryx_core.contracts.model import Contract, Limits, Verdict
-from verdryx_core.contracts.paths import normalize
+from verdryx_core.contracts.paths import lexical_problem, normalize
 from verdryx_core.contracts.rubric import decide
 from verdryx_core.contracts.workspace import Listing, PathInfo, TableFacts, WorkspaceSource
 
 __all__ = [
     "BUNDLE_FORMAT",
     "BundleSource",
+    "binding_problems",
     "bundle_hash",
+    "bundle_schema",
     "collect_evidence",
     "load_bundle",
+    "parse_bundle",
+    "validate_bundle",
     "verify_and_collect",
     "verify_bundle",
     "verify_workspace",
@@ -143,24 +153,48 @@ def write_bundle(bundle: Mapping[str, Any], path: str | os.PathLike[str]) -> Non
 
 
 def load_bundle(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Read a bundle file; a file that is not a bundle at all is a `BundleError`."""
+    """Read a bundle file; a file that is not a well-formed bundle is a `BundleError`."""
     name = os.fspath(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        data = Path(path).read_bytes()
+    except OSError as exc:
         raise BundleError(f"cannot read the evidence bundle {name!r}: {exc}") from None
+    return parse_bundle(data, name=name)
+
+
+def parse_bundle(text: str | bytes, *, name: str = "bundle") -> dict[str, Any]:
+    """Parse and validate bundle JSON text (strictly: see `jsontext`); `BundleError` if bad."""
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
+        data = parse_json(text)
+    except JSONTextError as exc:
         raise BundleError(
-            f"{name}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}; "
-            "an evidence bundle is what `verdryx verify --bundle-out` writes"
+            f"{name}: {exc}; an evidence bundle is what `verdryx verify --bundle-out` writes"
         ) from None
-    _check_shape(data, name)
+    validate_bundle(data, name=name)
     return data
 
 
-def _check_shape(bundle: object, name: str) -> None:
+@cache
+def bundle_schema() -> dict[str, Any]:
+    """The published evidence bundle JSON Schema (packaged with verdryx_core)."""
+    text = resources.files("verdryx_core.contracts").joinpath("bundle.schema.json").read_text()
+    return json.loads(text)
+
+
+@cache
+def _validator() -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(bundle_schema())
+
+
+@cache
+def _fast_validator() -> Any:
+    return fastjsonschema.compile(bundle_schema())
+
+
+def validate_bundle(bundle: object, *, name: str = "bundle") -> None:
+    """Refuse anything that is not a bundle `verdryx verify --bundle-out` could have written:
+    the wrong shape, a value out of range, a path in a spelling the collector never uses.
+    (Edits that keep the shape are tampering, found by the hashes: FAIL, not this error.)"""
     if not isinstance(bundle, Mapping) or bundle.get("format") != BUNDLE_FORMAT:
         found = bundle.get("format") if isinstance(bundle, Mapping) else None
         raise BundleError(
@@ -171,6 +205,71 @@ def _check_shape(bundle: object, name: str) -> None:
         raise BundleError(f"{name}: the bundle has no 'artifacts' list")
     if not isinstance(bundle.get("bundle_hash"), str):
         raise BundleError(f"{name}: the bundle has no 'bundle_hash' string")
+    try:
+        check_value(bundle)
+    except JSONTextError as exc:
+        raise BundleError(f"{name}: {exc}") from None
+    # The compiled validator is ~20x faster on a valid bundle (the service checks every one);
+    # on a failure, jsonschema finds the error worth naming.
+    try:
+        _fast_validator()(bundle)
+        error = None
+    except fastjsonschema.JsonSchemaException:
+        error = jsonschema.exceptions.best_match(_validator().iter_errors(bundle))
+    if error is not None:
+        raise BundleError(f"{name}: {_where(bundle, list(error.absolute_path))}{_say(error)}")
+    for artifact in bundle["artifacts"]:
+        path = artifact["path"]
+        problem = lexical_problem(path)
+        if problem is None and normalize(path) != path:
+            problem = f"{path!r} is not in its normalized spelling {normalize(path)!r}"
+        if problem is not None:
+            raise BundleError(f"{name}: artifact {path!r}: field 'path': {problem}")
+
+
+def _where(bundle: Mapping[str, Any], location: list[Any]) -> str:
+    """'artifact 'a.txt': field 'content.bytes': ' for an error inside an artifact."""
+    prefix = ""
+    if len(location) >= 2 and location[0] == "artifacts" and isinstance(location[1], int):
+        item = bundle["artifacts"][location[1]]
+        path = item.get("path") if isinstance(item, Mapping) else None
+        prefix = (
+            f"artifact {path!r}: " if isinstance(path, str) else f"artifact #{location[1] + 1}: "
+        )
+        location = location[2:]
+    if location:
+        prefix += "field '" + ".".join(str(part) for part in location) + "': "
+    return prefix
+
+
+def _say(error: jsonschema.ValidationError) -> str:
+    if error.validator == "additionalProperties":
+        return f"{error.message} (not a bundle field)"
+    if error.validator == "pattern" and str(error.validator_value).startswith("^[0-9a-f]{64}"):
+        return f"{error.instance!r} is not a sha256 (64 lowercase hex digits)"
+    if error.validator in ("anyOf", "oneOf"):
+        return "is neither a recorded answer nor an {'error': ...} record"
+    return error.message if len(error.message) <= 200 else error.message[:200] + "..."
+
+
+def binding_problems(contract: Contract, bundle: Mapping[str, Any]) -> list[str]:
+    """Why the bundle was not collected for this contract (empty when it was).
+
+    The bundle names its contract three ways, all covered by `bundle_hash`: the task id, the
+    agent id and the contract's own hash. A bundle for another contract proves nothing here.
+    """
+    problems = []
+    for key, expected in (
+        ("task_id", contract.task_id),
+        ("agent_id", contract.agent_id),
+        ("contract_sha256", contract.sha256()),
+    ):
+        if bundle.get(key) != expected:
+            problems.append(
+                f"contract: the bundle was collected for {key} {bundle.get(key)!r}, "
+                f"this contract's is {expected!r} (a bundle for another contract)"
+            )
+    return problems
 
 
 # -- verifying -------------------------------------------------------------------------------
@@ -179,8 +278,9 @@ def _check_shape(bundle: object, name: str) -> None:
 def verify_bundle(
     contract: Contract, bundle: Mapping[str, Any], *, limits: Limits | None = None
 ) -> Verdict:
-    """Recompute every hash, then re-run every check on the bundle alone."""
-    _check_shape(bundle, "bundle")
+    """Check the bundle is one, recompute every hash, check it was collected for `contract`,
+    then re-run every check on the bundle alone."""
+    validate_bundle(bundle)
     problems: list[str] = []
     try:
         recomputed = bundle_hash(bundle)
@@ -191,6 +291,8 @@ def verify_bundle(
             f"bundle_hash: recorded {bundle['bundle_hash']!r}, recomputed {recomputed!r} "
             "(the bundle changed after it was sealed)"
         )
+    problems.extend(binding_problems(contract, bundle))
+    kept = bundle["limits"]
     artifacts: dict[str, Mapping[str, Any]] = {}
     tampered: set[str] = set()
     for index, artifact in enumerate(bundle["artifacts"]):
@@ -203,7 +305,7 @@ def verify_bundle(
             tampered.add(path)
             continue
         artifacts[path] = artifact
-        for problem in _artifact_problems(artifact):
+        for problem in _artifact_problems(artifact, kept):
             problems.append(f"artifact {path!r}: {problem}")
             tampered.add(path)
     source = BundleSource(artifacts, tampered=tampered, limits=limits)
@@ -211,7 +313,7 @@ def verify_bundle(
     return decide(contract, results, integrity_problems=problems, bundle_hash=bundle["bundle_hash"])
 
 
-def _artifact_problems(artifact: Mapping[str, Any]) -> list[str]:
+def _artifact_problems(artifact: Mapping[str, Any], kept: Mapping[str, int]) -> list[str]:
     try:
         expected = _section_digests(artifact)
     except (ValueError, TypeError, KeyError, binascii.Error, rfc8785.CanonicalizationError) as exc:
@@ -223,9 +325,33 @@ def _artifact_problems(artifact: Mapping[str, Any]) -> list[str]:
             problems.append(
                 f"{section} sha256 mismatch (recorded {recorded!r}, recomputed {digest!r})"
             )
-    content = artifact.get("content")
+    content: Any = artifact.get("content")
     if "content" in expected and content.get("bytes") != len(_decode(content)):
         problems.append(f"content length mismatch (recorded {content.get('bytes')!r} bytes)")
+    problems.extend(_cap_problems(artifact, kept))
+    return problems
+
+
+def _cap_problems(artifact: Mapping[str, Any], kept: Mapping[str, int]) -> list[str]:
+    """What the caps imply: exactly min(size, cap) bytes kept, `truncated` exactly when some
+    were cut. A bundle claiming a whole file it cut (or the reverse) is not what was seen."""
+    problems = []
+    content = artifact.get("content")
+    if isinstance(content, Mapping) and "data" in content:
+        size, got = content["size"], content["bytes"]
+        if got != min(size, kept["max_file_bytes"]) or content["truncated"] != (got < size):
+            problems.append(
+                f"content inconsistent with the caps ({got} of {size} bytes kept, "
+                f"truncated={content['truncated']}, cap {kept['max_file_bytes']} bytes)"
+            )
+    listing = artifact.get("listing")
+    if isinstance(listing, Mapping) and "entries" in listing:
+        count, got = listing["count"], len(listing["entries"])
+        if got != min(count, kept["max_dir_entries"]) or listing["truncated"] != (got < count):
+            problems.append(
+                f"listing inconsistent with the caps ({got} of {count} entries kept, "
+                f"truncated={listing['truncated']}, cap {kept['max_dir_entries']} entries)"
+            )
     return problems
 
 

@@ -209,7 +209,7 @@ class Verdict:
     bundle_hash: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The `verify` JSON document (DESIGN.md section 9) plus provenance keys."""
+        """The `verify` JSON document (docs/cli.md) plus provenance keys."""
         return {
             "verdict": self.verdict,
             "reason": self.reason,

@@ -20,11 +20,18 @@ import jsonschema
 import regex
 
 from verdryx_core.contracts.errors import ContractError
+from verdryx_core.contracts.jsontext import JSONTextError, check_value, parse_json
 from verdryx_core.contracts.model import CHECK_TYPES, Contract
 from verdryx_core.contracts.paths import lexical_problem
 from verdryx_core.jsonwords import item_label, json_kind
 
-__all__ = ["contract_from_data", "contract_schema", "load_contract", "pattern_flags"]
+__all__ = [
+    "contract_from_data",
+    "contract_schema",
+    "load_contract",
+    "parse_contract",
+    "pattern_flags",
+]
 
 #: The optional fields each check type takes; any other is a mistake worth naming.
 _TYPE_FIELDS: Final[Mapping[str, frozenset[str]]] = {
@@ -69,13 +76,16 @@ def load_contract(path: str | Path) -> Contract:
         text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise ContractError(str(path), f"cannot read the contract: {exc}") from None
+    return parse_contract(text, source=str(path))
+
+
+def parse_contract(text: str | bytes, *, source: str = "contract") -> Contract:
+    """Parse contract JSON text strictly (see `jsontext`) and validate it."""
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ContractError(
-            str(path), f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
-        ) from None
-    return contract_from_data(data, source=str(path))
+        data = parse_json(text)
+    except JSONTextError as exc:
+        raise ContractError(source, str(exc)) from None
+    return contract_from_data(data, source=source)
 
 
 def contract_from_data(
@@ -88,6 +98,10 @@ def contract_from_data(
         )
     if default_task_id is not None and "task_id" not in data:
         data = {**data, "task_id": default_task_id}
+    try:
+        check_value(data)
+    except JSONTextError as exc:
+        raise ContractError(source, str(exc)) from None
     _check_schema(data, source)
     criteria: list[Mapping[str, Any]] = list(data["success_criteria"])
     seen: dict[str, int] = {}
@@ -192,6 +206,12 @@ def _describe(error: jsonschema.ValidationError, field: str | None) -> str:
         return f"expected {expected_text}, got {json_kind(error.instance)}"
     if validator == "minimum":
         return f"must be at least {error.validator_value}, got {error.instance!r}"
+    if validator == "maximum":
+        return f"must be at most {error.validator_value}, got {error.instance!r}"
+    if validator == "maxLength":
+        return f"is longer than the {error.validator_value} characters allowed"
+    if validator == "maxItems":
+        return f"has more than the {error.validator_value} items allowed"
     if validator == "minLength":
         return "must not be empty"
     if validator == "pattern" and field == "table":

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from verdryx_core.model import EvalCase
+from verdryx_core.model import CheckResult, EvalCase
 
 __all__ = ["Grade", "GradeContext", "Grader"]
 
@@ -22,6 +22,8 @@ class Grade:
     tokens: int = 0
     #: Spend on grading itself (judge, verdict service), kept apart from model spend.
     cost_usd: float = 0.0
+    #: A multi-check case's per-check results (see `verdryx_core.graders.checks`).
+    checks: tuple[CheckResult, ...] = ()
 
     @classmethod
     def unmeasured_because(cls, reason: str, *, tokens: int = 0, cost_usd: float = 0.0) -> Grade:

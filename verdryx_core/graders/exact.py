@@ -1,13 +1,21 @@
-"""`exact`: literal equality; whitespace and case count."""
+"""`exact`: equality with the expected text; whitespace and case count unless the case's
+options say otherwise (`ignore_case`, `normalize_whitespace`, `ignore_punctuation`,
+`unicode_normalize`; see `verdryx_core.graders.text`)."""
 
 from __future__ import annotations
 
 from typing import Any, ClassVar, final
 
 from verdryx_core.graders.base import Grade, GradeContext
+from verdryx_core.graders.text import normalize
 from verdryx_core.model import EvalCase
 
-__all__ = ["ExactGrader"]
+__all__ = ["ExactGrader", "exact_score"]
+
+
+def exact_score(output: str, expected: str, options: Any = None) -> float:
+    options = options or {}
+    return 1.0 if normalize(output, options) == normalize(expected, options) else 0.0
 
 
 @final
@@ -20,4 +28,7 @@ class ExactGrader:
             raise ValueError(
                 f"grader 'exact' requires case.expected (the literal); case {case.id!r} has none"
             )
-        return Grade(value=1.0 if output == case.expected else 0.0)
+        if not case.options:
+            return Grade(value=1.0 if output == case.expected else 0.0)
+        text = "" if output is None else str(output)
+        return Grade(value=exact_score(text, case.expected, case.options))

@@ -1,4 +1,4 @@
-"""`llm_judge`: a judge model scores the output against the case's rubric (issue 4, item 2).
+"""`llm_judge`: a judge model scores the output against the case's rubric.
 
 The judge's reason travels in the Grade (shown in failure reports); an unreadable answer is
 unmeasured with the reason, never clamped into a score. The judge call is paid either way,

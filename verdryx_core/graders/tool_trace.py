@@ -1,37 +1,165 @@
-"""`tool_trace`: the ordered tool names called, against the expected ones.
+"""`tool_trace`: the tool calls made, against the calls expected.
 
-Exact match (both empty included) is 1.0; otherwise LCS length over the longer list's length,
-so order matters and every extra or missing call costs the same.
+A call matches an expected one when the names are equal and, when the expected call gives
+`arguments`, the arguments match: `argument_match: exact` (default) the same keys with
+matching values, `subset` the expected keys with matching values (others may be there too).
+A value `{"one_of": [...]}` accepts any listed value, and `{"one_of": [...], "optional": true}`
+also its absence (see `verdryx_core.graders.values`).
+
+Partial credit by `tool_match` (M is the number of calls matched, A the calls made, E the
+calls expected; both empty scores 1.0):
+
+* `ordered` (default): 1.0 on an exact match, else LCS(A, E) / max(|A|, |E|); order matters
+  and an extra call costs as much as a missing one.
+* `unordered`: M / max(|A|, |E|) with M a largest one-to-one matching (a multiset match).
+* `superset`: M / |E|: every expected call must be made; extra calls are free.
+* `subset`: M / |A|: every call made must be expected; missing calls are free.
+
+With `expected_tool_calls_any`, each list is scored and the best one counts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, ClassVar, final
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar, Final, final
 
 from verdryx_core.graders.base import Grade, GradeContext
-from verdryx_core.model import EvalCase
+from verdryx_core.graders.values import members_match
+from verdryx_core.model import EvalCase, ToolCall
 
-__all__ = ["ToolTraceGrader", "lcs_length", "trace_score"]
+__all__ = [
+    "ARGUMENT_MATCHES",
+    "TOOL_MATCHES",
+    "ToolTraceGrader",
+    "arguments_match",
+    "calls_score",
+    "lcs_length",
+    "matching_size",
+    "trace_score",
+]
+
+TOOL_MATCHES: Final = ("ordered", "unordered", "subset", "superset")
+ARGUMENT_MATCHES: Final = ("exact", "subset")
+
+Match = Callable[[ToolCall, ToolCall], bool]
 
 
-def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
-    """Classic longest-common-subsequence length, one row of memory."""
+def lcs_length(
+    a: Sequence[Any], b: Sequence[Any], match: Callable[[Any, Any], bool] | None = None
+) -> int:
+    """Longest-common-subsequence length, one row of memory; `match(x, y)` pairs an item of
+    `a` with one of `b` (equality by default)."""
     if not a or not b:
         return 0
+    same = match or (lambda x, y: x == y)
     previous = [0] * (len(b) + 1)
     for item in a:
         current = [0]
         for j, other in enumerate(b, start=1):
-            current.append(previous[j - 1] + 1 if item == other else max(previous[j], current[-1]))
+            current.append(
+                previous[j - 1] + 1 if same(item, other) else max(previous[j], current[-1])
+            )
         previous = current
     return previous[-1]
 
 
-def trace_score(actual: Sequence[str], expected: Sequence[str]) -> float:
-    if list(actual) == list(expected):
+def matching_size(a: Sequence[Any], b: Sequence[Any], match: Callable[[Any, Any], bool]) -> int:
+    """The size of a largest one-to-one matching between `a` and `b` (Kuhn's augmenting
+    paths): with `one_of` or subset arguments, one call may match several expected ones,
+    so a greedy pairing could undercount."""
+    edges = [[j for j, other in enumerate(b) if match(item, other)] for item in a]
+    owner: list[int | None] = [None] * len(b)
+
+    def augment(i: int, seen: list[bool]) -> bool:
+        for j in edges[i]:
+            if seen[j]:
+                continue
+            seen[j] = True
+            holder = owner[j]
+            if holder is None or augment(holder, seen):
+                owner[j] = i
+                return True
+        return False
+
+    return sum(1 for i in range(len(a)) if augment(i, [False] * len(b)))
+
+
+def trace_score(
+    actual: Sequence[str], expected: Sequence[str], tool_match: str = "ordered"
+) -> float:
+    """The score of a name-only trace (see the module docstring for each mode)."""
+    actual, expected = list(actual), list(expected)
+    if tool_match == "ordered":
+        if actual == expected:
+            return 1.0
+        return lcs_length(actual, expected) / max(len(actual), len(expected))
+    matched = sum((Counter(actual) & Counter(expected)).values())
+    return _ratio(matched, len(actual), len(expected), tool_match)
+
+
+def arguments_match(
+    expected: Mapping[str, Any] | None, actual: Mapping[str, Any] | None, mode: str = "exact"
+) -> bool:
+    if expected is None:
+        return True  # arguments not given: not checked
+    if actual is None:
+        return False
+    return members_match(expected, actual, extra_allowed=mode == "subset")
+
+
+def calls_score(
+    actual: Sequence[ToolCall],
+    expected: Sequence[ToolCall],
+    *,
+    tool_match: str = "ordered",
+    argument_match: str = "exact",
+) -> float:
+    """The score of a trace of calls against one expected list (module docstring)."""
+    if tool_match not in TOOL_MATCHES:
+        raise ValueError(f"tool_match {tool_match!r}: expected one of {', '.join(TOOL_MATCHES)}")
+    if argument_match not in ARGUMENT_MATCHES:
+        raise ValueError(
+            f"argument_match {argument_match!r}: expected one of {', '.join(ARGUMENT_MATCHES)}"
+        )
+
+    def match(made: ToolCall, wanted: ToolCall) -> bool:
+        return made.name == wanted.name and arguments_match(
+            wanted.arguments, made.arguments, argument_match
+        )
+
+    if not actual and not expected:
         return 1.0
-    return lcs_length(actual, expected) / max(len(actual), len(expected))
+    if tool_match == "ordered":
+        if len(actual) == len(expected) and all(map(match, actual, expected)):
+            return 1.0
+        return lcs_length(actual, expected, match) / max(len(actual), len(expected))
+    return _ratio(matching_size(actual, expected, match), len(actual), len(expected), tool_match)
+
+
+def _ratio(matched: int, made: int, wanted: int, tool_match: str) -> float:
+    if tool_match == "unordered":
+        denominator = max(made, wanted)
+    elif tool_match == "superset":
+        denominator = wanted
+    else:  # subset
+        denominator = made
+    return 1.0 if denominator == 0 else matched / denominator
+
+
+def expected_lists(case: EvalCase) -> list[list[ToolCall]]:
+    """Every acceptable expected list of the case, as calls."""
+    if case.expected_tool_calls_any is not None:
+        return [[ToolCall.from_value(c) for c in calls] for calls in case.expected_tool_calls_any]
+    if case.expected_tool_calls is not None:
+        return [[ToolCall.from_value(c) for c in case.expected_tool_calls]]
+    return [[ToolCall(name=name) for name in case.expected_tools or ()]]
+
+
+def _show(calls: Sequence[ToolCall]) -> str:
+    return (
+        "[" + ", ".join(call.name if call.arguments is None else str(call) for call in calls) + "]"
+    )
 
 
 @final
@@ -40,16 +168,38 @@ class ToolTraceGrader:
 
     def grade(self, case: EvalCase, output: Any, context: GradeContext) -> Grade:
         if output is None:
-            actual: list[str] = []  # no completion recorded: no tool was called
-        elif isinstance(output, list | tuple):
-            actual = [str(name) for name in output]
+            actual: list[ToolCall] = []  # no completion recorded: no tool was called
+        elif isinstance(output, list | tuple) and all(
+            isinstance(item, str | Mapping | ToolCall) for item in output
+        ):
+            actual = [ToolCall.from_value(item) for item in output]
         else:
             # A string here is a model's text, not a trace; scoring it as "no calls" would
             # invent a measurement.
             return Grade.unmeasured_because(
-                f"a tool_trace output is the list of tool names called, got {type(output).__name__}"
+                "a tool_trace output is the list of tool calls made (names or "
+                f"{{name, arguments}} objects), got {type(output).__name__}"
             )
-        expected = list(case.expected_tools or ())
-        value = trace_score(actual, expected)
-        reason = None if value == 1.0 else f"called {actual}, expected {expected}"
-        return Grade(value=value, reason=reason)
+        tool_match = case.options.get("tool_match", "ordered")
+        argument_match = case.options.get("argument_match", "exact")
+        candidates = expected_lists(case)
+        if any(call.arguments is None for call in actual) and any(
+            call.arguments is not None for calls in candidates for call in calls
+        ):
+            return Grade.unmeasured_because(
+                "the trace has tool names without arguments, and the case expects arguments"
+            )
+        scores = [
+            calls_score(actual, calls, tool_match=tool_match, argument_match=argument_match)
+            for calls in candidates
+        ]
+        best = max(range(len(scores)), key=scores.__getitem__)
+        value = scores[best]
+        if value == 1.0:
+            return Grade(value=value)
+        which = f" (best of {len(candidates)}: #{best + 1})" if len(candidates) > 1 else ""
+        mode = "" if tool_match == "ordered" else f" [{tool_match}]"
+        return Grade(
+            value=value,
+            reason=f"called {_show(actual)}, expected {_show(candidates[best])}{which}{mode}",
+        )

@@ -1,4 +1,4 @@
-"""`typed`: a typed verdict from typryx on whether the output met the task (issue 6).
+"""`typed`: a typed verdict from typryx on whether the output met the task.
 
 The service gets `{"task": prompt, "final_answer": output}` under the client's template and
 the run id. A yes/no (`noul`) answer scores p(true); a `score` answer scores the

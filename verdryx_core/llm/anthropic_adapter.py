@@ -28,6 +28,7 @@ from verdryx_core.llm.judge_prompt import (
     render_judge_prompt,
 )
 from verdryx_core.llm.prices import PriceBook
+from verdryx_core.model import ToolCall
 from verdryx_core.timeouts import DEFAULT_TIMEOUT_S, check_timeout
 
 if TYPE_CHECKING:
@@ -200,14 +201,17 @@ class AnthropicAdapter:
         return Completion(
             text="".join(block["text"] or "" for block in blocks if block["type"] == "text"),
             tool_names=tuple(str(block["name"]) for block in blocks if block["type"] == "tool_use"),
-            input_tokens=input_tokens,
-            output_tokens=output_tokens,
-            cost_usd=cost,
             tool_calls=tuple(
-                {"name": str(block["name"]), "arguments": _arguments(block["input"])}
+                ToolCall(
+                    name=str(block["name"]),
+                    arguments=dict(block["input"]) if isinstance(block["input"], Mapping) else {},
+                )
                 for block in blocks
                 if block["type"] == "tool_use"
             ),
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cost_usd=cost,
         )
 
     def _usage(self, message: Any) -> tuple[int, int, float]:
@@ -295,11 +299,6 @@ class AnthropicAdapter:
             if secret:
                 text = text.replace(secret, "[redacted]")
         return text
-
-
-def _arguments(data: Any) -> dict[str, Any]:
-    """A tool_use input as arguments; anything but an object records none."""
-    return dict(data) if isinstance(data, Mapping) else {}
 
 
 def _block(block: Any) -> dict[str, Any]:

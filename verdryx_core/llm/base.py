@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from verdryx_core.model import ToolCall
+
 __all__ = ["CALL_KINDS", "Completion", "Judgement", "ModelAdapter"]
 
 #: The three kinds of call, as named in cache keys and error messages.
@@ -19,21 +21,29 @@ CALL_KINDS = ("complete", "tools", "judge")
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Completion:
-    """One model answer: its text, the ordered tool names it called, and what it cost.
+    """One model answer: its text, the ordered tool calls it made, and what it cost.
 
-    `tool_calls` repeats the calls with their arguments (`{"name", "arguments"}`) when the
-    adapter read them; `tool_names` is what the tool_trace grader compares. `cost_usd` is what
-    the call cost when it was made; `cached` True means this run did not pay it again (the
-    answer came from the response cache).
+    `tool_calls` are the calls with their arguments; `tool_names` their names (either may be
+    given, the other is filled in; an answer cached before arguments were kept has names
+    only). `cost_usd` is what the call cost when it was made; `cached` True means this run
+    did not pay it again (the answer came from the response cache).
     """
 
     text: str
     tool_names: tuple[str, ...] = ()
+    tool_calls: tuple[ToolCall, ...] = ()
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float = 0.0
     cached: bool = False
-    tool_calls: tuple[Mapping[str, Any], ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.tool_calls and not self.tool_names:
+            object.__setattr__(self, "tool_names", tuple(call.name for call in self.tool_calls))
+        elif self.tool_names and not self.tool_calls:
+            object.__setattr__(
+                self, "tool_calls", tuple(ToolCall(name=name) for name in self.tool_names)
+            )
 
     @property
     def tokens(self) -> int:
@@ -43,7 +53,7 @@ class Completion:
         return {
             "text": self.text,
             "tool_names": list(self.tool_names),
-            "tool_calls": [dict(call) for call in self.tool_calls],
+            "tool_calls": [call.to_dict() for call in self.tool_calls],
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "cost_usd": self.cost_usd,
@@ -55,12 +65,11 @@ class Completion:
         return cls(
             text=str(data["text"]),
             tool_names=tuple(str(name) for name in data.get("tool_names") or ()),
+            tool_calls=tuple(ToolCall.from_value(call) for call in data.get("tool_calls") or ()),
             input_tokens=int(data.get("input_tokens", 0)),
             output_tokens=int(data.get("output_tokens", 0)),
             cost_usd=float(data.get("cost_usd", 0.0)),
             cached=bool(data.get("cached", False)),
-            # Absent from answers cached before calls carried their arguments.
-            tool_calls=tuple(dict(call) for call in data.get("tool_calls") or ()),
         )
 
 

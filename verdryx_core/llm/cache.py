@@ -1,4 +1,4 @@
-"""The response cache: an unchanged re-run calls nothing (issue 4, item 6).
+"""The response cache: an unchanged re-run calls nothing.
 
 Every answer is keyed by the sha256 of a canonical JSON of (call kind, model, system prompt,
 prompt, tools, parameters, repeat index) and kept in the store's `model_cache` table. Modes:

@@ -1,4 +1,4 @@
-"""What the LLM judge is told, and how its answer is read (issue 4, item 2).
+"""What the LLM judge is told, and how its answer is read.
 
 The candidate output is untrusted: it was written by the system under test, which may try to
 grade itself. It goes in an `<output>` block that the system prompt declares inert data, and

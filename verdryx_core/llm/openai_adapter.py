@@ -30,6 +30,7 @@ from verdryx_core.llm.judge_prompt import (
     render_judge_prompt,
 )
 from verdryx_core.llm.prices import PriceBook
+from verdryx_core.model import ToolCall
 from verdryx_core.timeouts import DEFAULT_TIMEOUT_S, check_timeout
 
 __all__ = [
@@ -230,7 +231,7 @@ class OpenAIAdapter:
             input_tokens=input_tokens,
             output_tokens=output_tokens,
             cost_usd=cost,
-            tool_calls=tuple({"name": name, "arguments": _arguments(raw)} for name, raw in calls),
+            tool_calls=tuple(ToolCall(name=name, arguments=_arguments(raw)) for name, raw in calls),
         )
 
     def _verdict(self, response: Any) -> Verdict:
@@ -369,10 +370,10 @@ class OpenAIAdapter:
         return text
 
 
-def _arguments(raw: str) -> dict[str, Any]:
-    """A function call's JSON arguments; anything but a JSON object records none."""
+def _arguments(raw: str) -> dict[str, Any] | None:
+    """A function call's JSON arguments; anything but a JSON object is not recorded (None)."""
     try:
         data = json.loads(raw) if raw else {}
     except json.JSONDecodeError:
-        return {}
-    return data if isinstance(data, dict) else {}
+        return None
+    return data if isinstance(data, dict) else None

@@ -1,4 +1,4 @@
-"""The bounded pool every model call of a session runs in (issue 4, item 4).
+"""The bounded pool every model call of a session runs in.
 
 All calls the selected items need are submitted before the first item runs; at most
 `concurrency` are in flight, so N calls take about N x latency / concurrency. Each item then

@@ -13,6 +13,7 @@ from typing import Any
 
 from verdryx_core.llm.base import Completion, Judgement
 from verdryx_core.llm.judge_prompt import verdict_from_input
+from verdryx_core.model import ToolCall
 
 __all__ = ["StubAdapter", "StubCall"]
 
@@ -36,7 +37,8 @@ class StubAdapter:
     * `judge_value` / `judge_reason`: the verdict `judge` returns; None (or anything that is
       not a number in [0, 1]) gives an unmeasured judgement, as a real judge would.
     * `tool_names`: what `complete_with_tools` reports calling; None means the first tool's
-      name (or none when there are no tools); an explicit `[]` means no call.
+      name (or none when there are no tools); an explicit `[]` means no call. Each call has
+      empty arguments, unless `tool_calls` (`[{"name", "arguments"}]`) gives the calls.
     * token counts and `cost_usd` are attached to every call.
     """
 
@@ -48,6 +50,7 @@ class StubAdapter:
         judge_value: float | None = 1.0,
         judge_reason: str = "stub judge",
         tool_names: Sequence[str] | None = None,
+        tool_calls: Sequence[Mapping[str, Any]] | None = None,
         input_tokens: int = 0,
         output_tokens: int = 0,
         cost_usd: float = 0.0,
@@ -57,6 +60,9 @@ class StubAdapter:
         self.judge_value = judge_value
         self.judge_reason = judge_reason
         self.tool_names = None if tool_names is None else tuple(tool_names)
+        self.tool_calls = (
+            None if tool_calls is None else tuple(ToolCall.from_value(c) for c in tool_calls)
+        )
         self.input_tokens = input_tokens
         self.output_tokens = output_tokens
         self.cost_usd = cost_usd
@@ -74,16 +80,21 @@ class StubAdapter:
             "judge_value": self.judge_value,
             "judge_reason": self.judge_reason,
             "tool_names": None if self.tool_names is None else list(self.tool_names),
+            **(
+                {}
+                if self.tool_calls is None
+                else {"tool_calls": [call.to_dict() for call in self.tool_calls]}
+            ),
         }
 
     def _record(self, call: StubCall) -> None:
         with self._lock:
             self.calls.append(call)
 
-    def _completion(self, text: str, tool_names: tuple[str, ...] = ()) -> Completion:
+    def _completion(self, text: str, tool_calls: tuple[ToolCall, ...] = ()) -> Completion:
         return Completion(
             text=text,
-            tool_names=tool_names,
+            tool_calls=tool_calls,
             input_tokens=self.input_tokens,
             output_tokens=self.output_tokens,
             cost_usd=self.cost_usd,
@@ -99,13 +110,15 @@ class StubAdapter:
     ) -> Completion:
         tools = tuple(tools)
         self._record(StubCall(kind="tools", prompt=prompt, repeat=repeat, tools=tools))
+        if self.tool_calls is not None:
+            return self._completion("stub", self.tool_calls)
         if self.tool_names is not None:
             names = self.tool_names
         elif tools and isinstance(tools[0].get("name"), str):
             names = (tools[0]["name"],)
         else:
             names = ()
-        return self._completion("stub", names)
+        return self._completion("stub", tuple(ToolCall(name=name, arguments={}) for name in names))
 
     def judge(self, prompt: str, output: str, rubric: str, *, repeat: int = 0) -> Judgement:
         self._record(

@@ -1,4 +1,4 @@
-"""The HTML report (issue 8): one self-contained file, inline CSS and SVG, no URL."""
+"""The HTML report: one self-contained file, inline CSS and SVG, no URL."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """What a report shows, read from the store: the run series, the current run, its baseline.
 
-Speed comes from reading little (issue 8: 1,000 stored runs of 500 cases in under 5 s): the
+Speed comes from reading little (1,000 stored runs of 500 cases in under 5 s): the
 series is the runs' denormalised summary rows, and per-case scores are read for one run only;
 a stored baseline already carries its own case scores.
 """

@@ -17,6 +17,7 @@ from typing import Any, Final
 
 from verdryx_core import __version__
 from verdryx_core.model import Score
+from verdryx_core.naturalsort import score_order
 from verdryx_core.report._collect import ReportData
 from verdryx_core.report._svg import (
     AMBER,
@@ -447,6 +448,11 @@ def _rows(data: ReportData) -> list[_Row]:
     return rows
 
 
+def _order(row: _Row) -> tuple[object, ...]:
+    # Natural order: HumanEval/18 before HumanEval/106.
+    return score_order(row.score.eval_set_id, row.score.case_id)
+
+
 def _cases_section(data: ReportData) -> str:
     rows = _rows(data)
     if not rows:
@@ -454,7 +460,7 @@ def _cases_section(data: ReportData) -> str:
     if data.baseline is None:
         # Nothing to change against: the lowest scores are what to read first.
         ordered = sorted(
-            rows, key=lambda row: (row.current is not None, row.current or 0.0, row.score.key)
+            rows, key=lambda row: (row.current is not None, row.current or 0.0, _order(row))
         )
         return (
             '<h2 id="cases">Cases, lowest score first</h2>'
@@ -466,11 +472,11 @@ def _cases_section(data: ReportData) -> str:
         key=lambda row: (
             group[row.status],
             row.delta if row.status == "drop" else -(row.delta or 0.0),
-            row.score.key,
+            _order(row),
         ),
     )
-    new = sorted((row for row in rows if row.status == "new"), key=lambda row: row.score.key)
-    same = sorted((row for row in rows if row.status == "same"), key=lambda row: row.score.key)
+    new = sorted((row for row in rows if row.status == "new"), key=_order)
+    same = sorted((row for row in rows if row.status == "same"), key=_order)
     counts = defaultdict(int)
     for row in rows:
         counts[row.status] += 1

@@ -36,7 +36,7 @@ def write_report(
     (default: the newest stored baseline of the run's model) under `gate`."""
     path = Path(path)
     if not path.parent.is_dir():
-        # Nothing verdryx does creates a directory as a side effect (DESIGN.md section 5).
+        # Nothing verdryx does creates a directory as a side effect (docs/options.md).
         raise UsageError(
             f"cannot write the report to {str(path)!r}: folder {str(path.parent)!r} does not "
             "exist; create it or choose another path"

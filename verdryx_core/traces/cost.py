@@ -121,7 +121,7 @@ class CostPerOutcomeReport:
         )
 
     def to_dict(self, *, resolved: str = RESOLVED, abandoned: str = ABANDONED) -> dict[str, Any]:
-        """The `cost-per-correct --json` document (DESIGN.md section 9), plus the headline."""
+        """The `cost-per-correct --json` document (docs/cli.md), plus the headline."""
         return {
             "outcomes": {row.outcome: row.to_dict() for row in self.ordered()},
             "overall": self.overall.to_dict(),

@@ -1,4 +1,4 @@
-"""First-run review fixes (issue 8): what a new user reads in the report cards, `runs` and
+"""First-run review fixes: what a new user reads in the report cards, `runs` and
 `show` must add up, and the report file must be shareable."""
 
 from __future__ import annotations

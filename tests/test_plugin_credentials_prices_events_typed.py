@@ -50,7 +50,7 @@ def _everything_written(root: Path) -> bytes:
     return b"".join(path.read_bytes() for path in sorted(root.rglob("*")) if path.is_file())
 
 
-# -- issue 4: the credential -------------------------------------------------------------------
+# -- the credential -------------------------------------------------------------------
 
 
 def test_the_api_key_is_in_no_output_log_junit_file_or_store(
@@ -111,7 +111,7 @@ def test_no_option_or_ini_key_takes_a_credential(pytester: pytest.Pytester) -> N
     ]
 
 
-# -- issue 4: retries exhausted, prices, the stub judge ----------------------------------------
+# -- retries exhausted, prices, the stub judge ----------------------------------------
 
 
 def test_a_persistent_529_is_an_item_error_naming_the_status_after_the_bound(
@@ -167,7 +167,7 @@ def test_the_stub_model_implies_the_stub_judge(pytester: pytest.Pytester) -> Non
     assert run.scores[0].value == 1.0 and run.judge_model == "stub"
 
 
-# -- issue 6: the event wire -------------------------------------------------------------------
+# -- the event wire -------------------------------------------------------------------
 
 
 def test_events_path_from_the_environment_writes_valid_chained_events(
@@ -219,7 +219,7 @@ def test_an_unwritable_event_log_does_not_fail_the_eval(pytester: pytest.Pyteste
     assert len(stored_runs(db)) == 1  # the eval completed and was stored
 
 
-# -- issue 6: OTLP -----------------------------------------------------------------------------
+# -- OTLP -----------------------------------------------------------------------------
 
 
 def test_a_gated_run_sends_its_run_span_and_drift_span_in_one_trace(
@@ -256,7 +256,7 @@ def test_a_gated_run_sends_its_run_span_and_drift_span_in_one_trace(
     assert drift_attrs["verdryx.verdict"] == "regressed"
 
 
-# -- issue 6: the typed grader -----------------------------------------------------------------
+# -- the typed grader -----------------------------------------------------------------
 
 
 def _typed_cases(count: int) -> list[dict[str, object]]:

@@ -1,0 +1,80 @@
+"""The real verification service for tests: uvicorn serving the real app on 127.0.0.1, on a
+port the OS picks, over a real SQLite store file; keys made the way `verdryx keys` makes them."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+
+from verdryx_core.contracts import Contract, collect_evidence, contract_from_data
+from verdryx_core.service import SqliteServiceStorage, create_key
+from verdryx_core.service.app import create_app
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "contracts"
+
+
+@dataclass
+class RunningService:
+    url: str
+    db: Path
+    storage: SqliteServiceStorage
+
+    def new_key(self, name: str = "tenant") -> str:
+        return create_key(self.storage, name)[1]
+
+
+@contextmanager
+def running_service(db: Path, **options: Any) -> Iterator[RunningService]:
+    storage = SqliteServiceStorage.open(db)
+    app = create_app(storage, **options)
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=0, log_level="warning", lifespan="off", access_log=False
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("uvicorn did not start")
+        time.sleep(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield RunningService(url=f"http://127.0.0.1:{port}", db=db, storage=storage)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=20)
+        storage.close()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def example_contract() -> Contract:
+    data = json.loads((EXAMPLE / "weekly-report.contract.json").read_text(encoding="utf-8"))
+    return contract_from_data(data)
+
+
+def example_workspace(tmp_path: Path) -> Path:
+    """A copy of the worked example's workspace, free to edit."""
+    target = tmp_path / "workspace"
+    shutil.copytree(EXAMPLE / "workspace", target)
+    return target
+
+
+def example_bundle(workspace: Path | None = None) -> dict[str, Any]:
+    return collect_evidence(example_contract(), workspace or EXAMPLE / "workspace")

@@ -1,0 +1,101 @@
+"""`checks`: a case graded by several graders; its score is their weighted mean.
+
+Each check is graded as a case of its own grader would be (same output, the check's
+`expected` and options), and its result is kept (`Grade.checks`). If any check is
+unmeasured, so is the case: a mean over the checks that happened to be measured would be a
+different quantity from one run to the next.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any, ClassVar, final
+
+from verdryx_core.graders.base import Grade, GradeContext, Grader
+from verdryx_core.model import CheckResult, EvalCase
+
+__all__ = ["ChecksGrader", "checks_reason", "weighted_mean"]
+
+
+def weighted_mean(results: list[CheckResult]) -> float:
+    total = math.fsum(result.weight for result in results)
+    value = math.fsum(result.weight * (result.value or 0.0) for result in results) / total
+    return min(1.0, max(0.0, value))
+
+
+def checks_reason(results: list[CheckResult]) -> str:
+    """One line per check: `#1 exact 1.000 (w 1)`, with the check's reason when it has one."""
+    parts = []
+    for index, result in enumerate(results, start=1):
+        shown = "--" if result.value is None else f"{result.value:.3f}"
+        why = result.unmeasured or result.reason
+        parts.append(
+            f"#{index} {result.grader} {shown} (w {result.weight:g})" + (f": {why}" if why else "")
+        )
+    return "; ".join(parts)
+
+
+@final
+class ChecksGrader:
+    kind: ClassVar[str] = "checks"
+
+    def __init__(self, graders: Mapping[str, Grader]) -> None:
+        self.graders = graders
+
+    def grade(self, case: EvalCase, output: Any, context: GradeContext) -> Grade:
+        results: list[CheckResult] = []
+        tokens = 0
+        cost = 0.0
+        for check in case.checks or ():
+            grader = self.graders.get(check.grader)
+            if grader is None:
+                results.append(
+                    CheckResult(
+                        grader=check.grader,
+                        weight=check.weight,
+                        value=None,
+                        unmeasured=f"no grader {check.grader!r} is configured for this run",
+                    )
+                )
+                continue
+            sub = replace(
+                case,
+                grader=check.grader,
+                expected=check.expected,
+                rubric=check.rubric,
+                options=check.options,
+                checks=None,
+            )
+            grade = grader.grade(sub, output, context)
+            tokens += grade.tokens
+            cost += grade.cost_usd
+            results.append(
+                CheckResult(
+                    grader=check.grader,
+                    weight=check.weight,
+                    value=grade.value,
+                    unmeasured=grade.unmeasured,
+                    reason=grade.reason,
+                )
+            )
+        reason = checks_reason(results)
+        missing = [r for r in results if r.value is None]
+        if not results or missing:
+            why = "no checks" if not results else f"check {missing[0].grader!r} is unmeasured"
+            return Grade(
+                value=None,
+                unmeasured=f"{why}: {reason}",
+                reason=reason,
+                tokens=tokens,
+                cost_usd=cost,
+                checks=tuple(results),
+            )
+        return Grade(
+            value=weighted_mean(results),
+            reason=reason,
+            tokens=tokens,
+            cost_usd=cost,
+            checks=tuple(results),
+        )

@@ -1,0 +1,112 @@
+"""`json`: the output is JSON, and says what the case expects.
+
+The output is parsed (surrounding whitespace and one Markdown code fence are tolerated). Not
+JSON is 0.0. Otherwise each condition the case sets is checked: `expected` (the whole value
+equals it), `schema` (a JSON Schema it satisfies), and each entry of `fields` (a dotted path,
+`a.b.0.c`, whose value equals the one given); the score is the fraction of conditions met,
+1.0 when the case sets none (valid JSON is all it asks).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any, ClassVar, Final, final
+
+import jsonschema
+
+from verdryx_core.graders.base import Grade, GradeContext
+from verdryx_core.graders.values import value_matches
+from verdryx_core.model import EvalCase
+
+__all__ = ["JsonGrader", "json_score", "parse_output", "resolve_path"]
+
+_FENCE: Final = re.compile(r"^```[A-Za-z0-9_-]*\s*\n(.*)\n```$", re.DOTALL)
+_MISSING: Final = object()
+
+
+def parse_output(text: str) -> tuple[bool, Any]:
+    stripped = text.strip()
+    fenced = _FENCE.match(stripped)
+    if fenced:
+        stripped = fenced.group(1).strip()
+    try:
+        return True, json.loads(stripped, parse_constant=_no_constant)
+    except ValueError:
+        return False, None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(name)
+
+
+def resolve_path(document: Any, path: str) -> Any:
+    """The value at a dotted path (list positions are numbers), or a private MISSING."""
+    current = document
+    for part in path.split(".") if path else []:
+        if isinstance(current, Mapping) and part in current:
+            current = current[part]
+        elif isinstance(current, list) and part.isdecimal() and int(part) < len(current):
+            current = current[int(part)]
+        else:
+            return _MISSING
+    return current
+
+
+@lru_cache(maxsize=256)
+def _validator(schema_text: str) -> jsonschema.protocols.Validator:
+    schema = json.loads(schema_text)
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    return cls(schema)
+
+
+def json_score(
+    text: str,
+    *,
+    expected: str | None = None,
+    schema: Mapping[str, Any] | None = None,
+    fields: Mapping[str, Any] | None = None,
+) -> tuple[float, list[str]]:
+    """(score, what failed) for an output text against the conditions given."""
+    ok, document = parse_output(text)
+    if not ok:
+        return 0.0, ["the output is not JSON"]
+    failed: list[str] = []
+    total = 0
+    if expected is not None:
+        total += 1
+        if not value_matches(json.loads(expected), document):
+            failed.append("the value differs from expected")
+    if schema is not None:
+        total += 1
+        error = jsonschema.exceptions.best_match(
+            _validator(json.dumps(schema, sort_keys=True)).iter_errors(document)
+        )
+        if error is not None:
+            failed.append(f"schema: {error.message}")
+    for path, want in (fields or {}).items():
+        total += 1
+        found = resolve_path(document, path)
+        if found is _MISSING:
+            failed.append(f"field {path!r} is missing")
+        elif not value_matches(want, found):
+            failed.append(f"field {path!r} is {json.dumps(found)}, expected {json.dumps(want)}")
+    if total == 0:
+        return 1.0, []
+    return (total - len(failed)) / total, failed
+
+
+@final
+class JsonGrader:
+    kind: ClassVar[str] = "json"
+
+    def grade(self, case: EvalCase, output: Any, context: GradeContext) -> Grade:
+        value, failed = json_score(
+            "" if output is None else str(output),
+            expected=case.expected,
+            schema=case.options.get("schema"),
+            fields=case.options.get("fields"),
+        )
+        return Grade(value=value, reason="; ".join(failed) or None)

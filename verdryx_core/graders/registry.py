@@ -1,0 +1,235 @@
+"""Custom graders: registered in code (a `conftest.py` calls `register_grader`) or installed
+through the `verdryx.graders` entry point group, and usable by name in eval set files.
+
+Entry points are listed lazily (on the first name that is not a built-in) and loaded only
+when a case uses them. A custom grader has the built-in shape, `grade(case, output, context)`,
+and may answer a `Grade`, a number in [0, 1] or a bool; anything else is an error naming
+the grader and the case, never a made-up score.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from importlib import metadata
+from typing import Any, ClassVar, Final, final
+
+from verdryx_core.errors import VerdryxError
+from verdryx_core.graders.base import Grade, GradeContext, Grader
+from verdryx_core.model import CHECKS_GRADER, GRADER_KINDS, EvalCase
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "GraderError",
+    "custom_grader_names",
+    "default_min_score",
+    "is_grader",
+    "load_custom_grader",
+    "refresh_entry_points",
+    "register_grader",
+    "unregister_grader",
+]
+
+ENTRY_POINT_GROUP: Final = "verdryx.graders"
+
+#: Each grader's own pass bar, where it has one; other graders use the run's
+#: `--verdryx-min-score`. A tool trace passes only when it is exactly right.
+_BUILTIN_MIN_SCORES: Final[Mapping[str, float]] = {"tool_trace": 1.0}
+
+_NAME: Final = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")
+
+
+class GraderError(VerdryxError):
+    """A custom grader that cannot be registered, loaded, or that answered something that
+    is not a score."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Registered:
+    make: Callable[[], Any]
+    default_min_score: float | None
+
+
+_lock = threading.Lock()
+_registered: dict[str, _Registered] = {}
+_loaded: dict[str, Grader] = {}
+
+
+def register_grader(
+    name: str,
+    grader: Any,
+    *,
+    default_min_score: float | None = None,
+    replace: bool = False,
+) -> None:
+    """Make `grader` usable as `"grader": name` in eval set files (and in `checks`).
+
+    `grader` is an object with `grade(case, output, context)`, or a class / zero-argument
+    factory returning one (built on first use). `default_min_score` is its own pass bar.
+    """
+    _check_name(name)
+    if default_min_score is not None and not _unit(default_min_score):
+        raise GraderError(
+            f"grader {name!r}: default_min_score {default_min_score!r} is not a number in [0, 1]"
+        )
+    if not callable(getattr(grader, "grade", None)) and not callable(grader):
+        raise GraderError(
+            f"grader {name!r}: {grader!r} has no grade(case, output, context) method and is not "
+            "a class or factory building one"
+        )
+    with _lock:
+        if name in _registered and not replace:
+            raise GraderError(
+                f"grader {name!r} is already registered; pass replace=True to replace it"
+            )
+        _registered[name] = _Registered(_maker(grader), default_min_score)
+        _loaded.pop(name, None)
+
+
+def unregister_grader(name: str) -> None:
+    """Forget a grader registered in code (tests register and unregister their own)."""
+    with _lock:
+        _registered.pop(name, None)
+        _loaded.pop(name, None)
+
+
+def custom_grader_names() -> tuple[str, ...]:
+    """Registered in code, then installed entry points, each name once, sorted."""
+    with _lock:
+        names = set(_registered)
+    return tuple(sorted(names | set(_entry_points())))
+
+
+def is_grader(name: str) -> bool:
+    """Whether an eval set may name this grader: a built-in, registered or installed."""
+    if name in GRADER_KINDS:
+        return True
+    with _lock:
+        if name in _registered:
+            return True
+    return name in _entry_points()
+
+
+def default_min_score(grader: str) -> float | None:
+    """The grader's own pass bar, or None when the run's `--verdryx-min-score` applies.
+
+    Built-in: `tool_trace` 1.0 (a trace passes only when right); every other built-in None.
+    A custom grader's is the `default_min_score` it was registered with, or its
+    `default_min_score` attribute (entry points)."""
+    if grader in GRADER_KINDS or grader == CHECKS_GRADER:
+        return _BUILTIN_MIN_SCORES.get(grader)
+    with _lock:
+        entry = _registered.get(grader)
+    if entry is not None and entry.default_min_score is not None:
+        return entry.default_min_score
+    if not is_grader(grader):
+        return None
+    bar = getattr(load_custom_grader(grader), "default_min_score", None)
+    return float(bar) if bar is not None and _unit(bar) else None
+
+
+def load_custom_grader(name: str) -> Grader:
+    """The custom grader named `name`, built once; GraderError when there is none."""
+    with _lock:
+        found = _loaded.get(name)
+        entry = _registered.get(name)
+    if found is not None:
+        return found
+    if entry is not None:
+        built = entry.make()
+    else:
+        point = _entry_points().get(name)
+        if point is None:
+            raise GraderError(
+                f"no grader named {name!r}: register it with "
+                "verdryx_core.graders.register_grader or install a package that provides it "
+                f"(entry point group {ENTRY_POINT_GROUP!r})"
+            )
+        try:
+            built = _maker(point.load())()
+        except Exception as exc:
+            raise GraderError(
+                f"grader {name!r}: loading entry point {point.value!r} failed: {exc}"
+            ) from exc
+    if not callable(getattr(built, "grade", None)):
+        raise GraderError(f"grader {name!r}: {built!r} has no grade(case, output, context)")
+    checked = _Checked(name, built)
+    with _lock:
+        return _loaded.setdefault(name, checked)
+
+
+def refresh_entry_points() -> None:
+    """Read installed entry points again (after installing a package in the same process)."""
+    _entry_points.cache_clear()
+    with _lock:
+        _loaded.clear()
+
+
+@cache
+def _entry_points() -> Mapping[str, metadata.EntryPoint]:
+    return {point.name: point for point in metadata.entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def _check_name(name: str) -> None:
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise GraderError(
+            f"grader name {name!r} is not usable: a letter, then letters, digits, '_', '.' or "
+            "'-' (at most 64)"
+        )
+    if name in GRADER_KINDS or name == CHECKS_GRADER:
+        raise GraderError(f"grader name {name!r} is a built-in grader; choose another name")
+
+
+def _maker(grader: Any) -> Callable[[], Any]:
+    if callable(getattr(grader, "grade", None)) and not isinstance(grader, type):
+        return lambda: grader
+    return grader  # a class or factory
+
+
+def _unit(value: Any) -> bool:
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and 0.0 <= value <= 1.0
+    )
+
+
+@final
+class _Checked:
+    """A custom grader held to the built-in rules: its answer is a Grade with a value in
+    [0, 1] (or unmeasured with a reason)."""
+
+    kind: ClassVar[str] = "custom"
+
+    def __init__(self, name: str, grader: Any) -> None:
+        self.name = name
+        self.grader = grader
+        self.default_min_score = getattr(grader, "default_min_score", None)
+
+    def __repr__(self) -> str:
+        return f"custom grader {self.name!r} ({self.grader!r})"
+
+    def grade(self, case: EvalCase, output: Any, context: GradeContext) -> Grade:
+        answer = self.grader.grade(case, output, context)
+        if isinstance(answer, Grade):
+            if answer.value is None and not answer.unmeasured:
+                raise self._bad(case, "an unmeasured Grade without a reason")
+            if answer.value is not None and not _unit(answer.value):
+                raise self._bad(case, f"value {answer.value!r}")
+            return answer
+        if isinstance(answer, bool):
+            return Grade(value=1.0 if answer else 0.0)
+        if _unit(answer):
+            return Grade(value=float(answer))
+        raise self._bad(case, repr(answer))
+
+    def _bad(self, case: EvalCase, what: str) -> GraderError:
+        return GraderError(
+            f"custom grader {self.name!r} answered {what} for case {case.id!r}; a grader answers "
+            "a Grade (value in [0, 1], or unmeasured with a reason), a number in [0, 1] or a bool"
+        )

@@ -1,0 +1,37 @@
+"""Hosted verification: a server that re-checks evidence bundles and keeps a ledger per agent,
+its API keys, and a client (docs/verification-service.md). The ASGI app (`service.app`) needs
+the `serve` extra and is imported only where it is used."""
+
+from __future__ import annotations
+
+from verdryx_core.service.client import AuthError, Client, VerificationServiceError
+from verdryx_core.service.core import ApiError, VerificationService, contract_id_for
+from verdryx_core.service.keys import KEY_PREFIX, create_key, hash_key
+from verdryx_core.service.openapi import openapi_document
+from verdryx_core.service.storage import (
+    ApiKey,
+    LedgerEntry,
+    LedgerPage,
+    ServiceStorage,
+    SqliteServiceStorage,
+    StoredContract,
+)
+
+__all__ = [
+    "KEY_PREFIX",
+    "ApiError",
+    "ApiKey",
+    "AuthError",
+    "Client",
+    "LedgerEntry",
+    "LedgerPage",
+    "ServiceStorage",
+    "SqliteServiceStorage",
+    "StoredContract",
+    "VerificationService",
+    "VerificationServiceError",
+    "contract_id_for",
+    "create_key",
+    "hash_key",
+    "openapi_document",
+]

@@ -1,0 +1,30 @@
+"""The store: runs, scores, baselines, the model response cache and contract verdicts.
+
+One interface (`Store`), two backends: a SQLite file (`SqliteStore`, the default) and a
+PostgreSQL database (`PostgresStore`, for many CI jobs writing at once). `Store.open(target)`
+picks the backend from what `resolve_store_path` returned. See docs/store.md.
+"""
+
+from __future__ import annotations
+
+from verdryx_core.store.base import SCHEMA_VERSION, CacheEntry, RunSummary, Store, describe
+from verdryx_core.store.target import (
+    StoreTarget,
+    StoreUrl,
+    is_store_url,
+    redact,
+    resolve_store_path,
+)
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "CacheEntry",
+    "RunSummary",
+    "Store",
+    "StoreTarget",
+    "StoreUrl",
+    "describe",
+    "is_store_url",
+    "redact",
+    "resolve_store_path",
+]

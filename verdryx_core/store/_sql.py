@@ -1,0 +1,535 @@
+"""The store's queries, written once for both backends.
+
+The SQL here is the common subset of SQLite and PostgreSQL: `?` placeholders (the PostgreSQL
+backend turns them into `%s`), upserts as `ON CONFLICT ... DO UPDATE`, replacements as DELETE
+then INSERT, and a `rowid` column for save order (SQLite's own; a BIGSERIAL column of that
+name in PostgreSQL). A backend supplies the connection, the transaction statements and its
+driver's error class.
+"""
+
+from __future__ import annotations
+
+import abc
+import json
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any, ClassVar, Final
+
+from verdryx_core.errors import StoreError, UsageError
+from verdryx_core.model import Baseline, BaselineCase, EvalRun, Score, iso_utc, parse_iso
+from verdryx_core.store.base import CacheEntry, RunSummary, Store
+from verdryx_core.store.target import redact
+
+__all__ = ["RUN_COLUMNS", "SCORE_COLUMNS", "SqlStore"]
+
+# The provenance fields are named vcs_* in SQL: COMMIT is a keyword in both dialects.
+RUN_COLUMNS: Final = (
+    "id, model, judge_model, agent_id, eval_set_ids, started_at, finished_at, complete, "
+    "plugin_version, cases, unmeasured, mean_score, total_tokens, model_cost_usd, "
+    "judge_cost_usd, label, vcs_commit, vcs_branch, ci_url, run_group, shard, is_partial"
+)
+SCORE_COLUMNS: Final = (
+    "run_id, seq, eval_set_id, case_id, value, unmeasured, grader, tokens, cost_usd, "
+    "judge_cost_usd, fingerprint, passed, samples, output, expected, reason"
+)
+_VERDICT_KEYS: Final = (
+    "agent_id",
+    "task_id",
+    "verdict",
+    "reason",
+    "bundle_hash",
+    "run_id",
+    "created_at",
+)
+#: Keys per IN (...) query: under SQLite's bound-parameter limit.
+_CHUNK: Final = 500
+
+
+def _marks(count: int) -> str:
+    return ", ".join("?" * count)
+
+
+class SqlStore(Store):
+    """Everything but the connection: see the module docstring."""
+
+    #: The driver's error base class; every one becomes a StoreError naming the store.
+    _driver_error: ClassVar[type[Exception]]
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        # One lock per store: one writer per connection in this process, and a connection
+        # is not to be used by two threads at once.
+        self._lock = threading.RLock()
+        self._depth = 0
+
+    # -- what a backend supplies -------------------------------------------------------------
+
+    @abc.abstractmethod
+    def _execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        """Run one statement (`?` placeholders); returns a cursor."""
+
+    @abc.abstractmethod
+    def _executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
+
+    @abc.abstractmethod
+    def _begin(self) -> None: ...
+
+    @abc.abstractmethod
+    def _commit(self) -> None: ...
+
+    @abc.abstractmethod
+    def _rollback(self) -> None:
+        """Roll back if a transaction is still open (a driver may have ended it already)."""
+
+    def _text_in(self, text: str | None) -> Any:
+        """A free-text score field as the backend stores it (PostgreSQL: bytes, for NUL)."""
+        return text
+
+    def _text_out(self, value: Any) -> str | None:
+        return value
+
+    # -- transactions and errors ---------------------------------------------------------------
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        with self._lock:
+            if self._depth:  # inside batch(): the outer transaction commits
+                self._depth += 1
+                try:
+                    yield
+                finally:
+                    self._depth -= 1
+                return
+            self._begin()
+            self._depth = 1
+            try:
+                yield
+                self._commit()
+            except BaseException:
+                self._rollback()
+                raise
+            finally:
+                self._depth = 0
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        with self._errors("write the store"), self._transaction():
+            yield
+
+    def _message(self, exc: BaseException) -> str:
+        # Drivers may put a DETAIL or a URL in their message: first line, no password.
+        lines = str(exc).strip().splitlines() or [type(exc).__name__]
+        return redact(lines[0])
+
+    @contextmanager
+    def _errors(self, action: str) -> Iterator[None]:
+        try:
+            yield
+        except self._driver_error as exc:
+            raise StoreError(f"{self.path}: cannot {action}: {self._message(exc)}") from None
+
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        with self._lock:
+            return list(self._execute(sql, params).fetchall())
+
+    # -- runs ----------------------------------------------------------------------------------
+
+    def save_run(self, run: EvalRun) -> None:
+        row = (
+            run.id,
+            run.model,
+            run.judge_model,
+            run.agent_id or None,
+            json.dumps(sorted(run.eval_set_ids)),
+            iso_utc(run.started_at),
+            iso_utc(run.finished_at) if run.finished_at else None,
+            int(run.complete),
+            run.plugin_version,
+            len(run.measured),
+            len(run.unmeasured),
+            run.mean_score,
+            run.total_tokens,
+            run.model_cost_usd,
+            run.judge_cost_usd,
+            run.label,
+            run.commit,
+            run.branch,
+            run.ci_url,
+            run.run_group,
+            run.shard,
+            int(run.partial),
+        )
+        score_rows = [self._score_row(run.id, seq, score) for seq, score in enumerate(run.scores)]
+        with self._errors(f"save run {run.id}"), self._transaction():
+            # DELETE then INSERT, not an upsert: a replaced run is also the newest saved.
+            self._execute("DELETE FROM scores WHERE run_id = ?", (run.id,))
+            self._execute("DELETE FROM runs WHERE id = ?", (run.id,))
+            self._execute(f"INSERT INTO runs ({RUN_COLUMNS}) VALUES ({_marks(22)})", row)
+            if score_rows:
+                self._executemany(
+                    f"INSERT INTO scores ({SCORE_COLUMNS}) VALUES ({_marks(16)})", score_rows
+                )
+
+    def load_run(self, run_id: str) -> EvalRun | None:
+        with self._errors(f"read run {run_id}"), self._lock:
+            rows = self._query(f"SELECT {RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,))
+            if not rows:
+                return None
+            scores = self._query(
+                f"SELECT {SCORE_COLUMNS} FROM scores WHERE run_id = ? ORDER BY seq", (run_id,)
+            )
+        row = rows[0]
+        summary = _summary(row)
+        return EvalRun(
+            id=summary.id,
+            model=summary.model,
+            judge_model=summary.judge_model,
+            agent_id=summary.agent_id,
+            eval_set_ids=summary.eval_set_ids,
+            started_at=summary.started_at,
+            finished_at=summary.finished_at,
+            complete=summary.complete,
+            plugin_version=row[8],
+            scores=tuple(self._score_from_row(score) for score in scores),
+            label=summary.label,
+            commit=summary.commit,
+            branch=summary.branch,
+            ci_url=summary.ci_url,
+            run_group=summary.run_group,
+            shard=summary.shard,
+            partial=summary.partial,
+        )
+
+    def find_run(self, prefix: str) -> EvalRun | None:
+        run = self.load_run(prefix)
+        if run is not None:
+            return run
+        with self._errors("look up runs"):
+            # substr, not LIKE: LIKE ignores ASCII case (SQLite), so 'AB' would find 'ab...'.
+            rows = self._query(
+                "SELECT id FROM runs WHERE substr(id, 1, CAST(? AS INTEGER)) = ? LIMIT 2",
+                (len(prefix), prefix),
+            )
+        if len(rows) > 1:
+            raise UsageError(f"run id prefix {prefix!r} is ambiguous; give more characters")
+        return self.load_run(rows[0][0]) if rows else None
+
+    def list_runs(
+        self,
+        *,
+        model: str | None = None,
+        eval_set_ids: Sequence[str] | None = None,
+        agent_id: str | None = None,
+        complete_only: bool = False,
+        limit: int | None = None,
+        before: str | None = None,
+    ) -> list[RunSummary]:
+        clauses: list[str] = []
+        params: list[Any] = []
+        if model is not None:
+            clauses.append("model = ?")
+            params.append(model)
+        if eval_set_ids is not None:
+            clauses.append("eval_set_ids = ?")
+            params.append(json.dumps(sorted(eval_set_ids)))
+        if agent_id is not None:
+            clauses.append("agent_id = ?")
+            params.append(agent_id)
+        if complete_only:
+            clauses.append("complete = 1")
+        if before is not None:
+            clauses.append("started_at < ?")
+            params.append(before)
+        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+        sql = f"SELECT {RUN_COLUMNS} FROM runs {where} ORDER BY started_at DESC, rowid DESC"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        with self._errors("list runs"):
+            rows = self._query(sql, params)
+        return [_summary(row) for row in rows]
+
+    def list_group_runs(self, run_group: str) -> list[RunSummary]:
+        with self._errors(f"list the runs of group {run_group}"):
+            rows = self._query(
+                f"SELECT {RUN_COLUMNS} FROM runs WHERE run_group = ? ORDER BY started_at, rowid",
+                (run_group,),
+            )
+        return [_summary(row) for row in rows]
+
+    def run_ids(self) -> list[str]:
+        with self._errors("list runs"):
+            return [row[0] for row in self._query("SELECT id FROM runs ORDER BY rowid")]
+
+    def case_scores(self, run_ids: Sequence[str]) -> list[Score]:
+        ids = list(run_ids)
+        rows: list[Any] = []
+        with self._errors("read scores"):
+            for start in range(0, len(ids), _CHUNK):
+                chunk = ids[start : start + _CHUNK]
+                rows += self._query(
+                    f"SELECT {SCORE_COLUMNS} FROM scores WHERE run_id IN ({_marks(len(chunk))})",
+                    chunk,
+                )
+        rows.sort(key=lambda row: (row[0], row[1]))
+        return [self._score_from_row(row) for row in rows]
+
+    def score_records(self) -> list[dict[str, Any]]:
+        with self._errors("read score records"):
+            rows = self._query(
+                "SELECT r.agent_id, s.value, COALESCE(r.finished_at, r.started_at), r.id, "
+                "s.eval_set_id, s.case_id FROM scores s JOIN runs r ON r.id = s.run_id "
+                "WHERE s.value IS NOT NULL ORDER BY r.started_at, s.run_id, s.seq"
+            )
+        return [
+            {
+                "agent_id": agent or "",
+                "score": value,
+                "last_ts_millis": int(parse_iso(ts).timestamp() * 1000),
+                "run_id": run_id,
+                "eval_set_id": eval_set_id,
+                "case_id": case_id,
+            }
+            for agent, value, ts, run_id, eval_set_id, case_id in rows
+        ]
+
+    # -- baselines -----------------------------------------------------------------------------
+
+    def save_baseline(self, baseline: Baseline) -> None:
+        with (
+            self._errors(f"save baseline {baseline.label or baseline.id}"),
+            self._transaction(),
+        ):
+            self._execute("DELETE FROM baseline_cases WHERE baseline_id = ?", (baseline.id,))
+            self._execute("DELETE FROM baselines WHERE id = ?", (baseline.id,))
+            self._execute(
+                "INSERT INTO baselines (id, label, run_id, mean, created_at, model, judge_model, "
+                f"plugin_version) VALUES ({_marks(8)})",
+                (
+                    baseline.id,
+                    baseline.label,
+                    baseline.run_id,
+                    baseline.mean,
+                    iso_utc(baseline.created_at),
+                    baseline.model,
+                    baseline.judge_model,
+                    baseline.plugin_version,
+                ),
+            )
+            rows = [
+                (
+                    baseline.id,
+                    case.eval_set_id,
+                    case.case_id,
+                    case.value,
+                    case.fingerprint,
+                    None if case.passed is None else int(case.passed),
+                )
+                for case in baseline.cases
+            ]
+            if rows:
+                self._executemany(
+                    "INSERT INTO baseline_cases (baseline_id, eval_set_id, case_id, value, "
+                    f"fingerprint, passed) VALUES ({_marks(6)})",
+                    rows,
+                )
+
+    def get_baseline(self, id_or_label: str) -> Baseline | None:
+        with self._errors(f"read baseline {id_or_label}"), self._lock:
+            rows = self._query(
+                "SELECT id, label, run_id, mean, created_at, model, judge_model, plugin_version "
+                "FROM baselines WHERE id = ? OR label = ? "
+                "ORDER BY CASE WHEN id = ? THEN 0 ELSE 1 END, created_at DESC LIMIT 1",
+                (id_or_label, id_or_label, id_or_label),
+            )
+            if not rows:
+                return None
+            row = rows[0]
+            cases = self._query(
+                "SELECT eval_set_id, case_id, value, fingerprint, passed FROM baseline_cases "
+                "WHERE baseline_id = ? ORDER BY rowid",
+                (row[0],),
+            )
+        return Baseline(
+            id=row[0],
+            label=row[1],
+            run_id=row[2],
+            mean=row[3],
+            created_at=parse_iso(row[4]),
+            model=row[5],
+            judge_model=row[6],
+            plugin_version=row[7],
+            cases=tuple(
+                BaselineCase(
+                    eval_set_id=eval_set_id,
+                    case_id=case_id,
+                    value=value,
+                    fingerprint=fingerprint,
+                    passed=None if passed is None else bool(passed),
+                )
+                for eval_set_id, case_id, value, fingerprint, passed in cases
+            ),
+        )
+
+    def list_baselines(self) -> list[tuple[str, str, float, datetime]]:
+        with self._errors("list baselines"):
+            rows = self._query(
+                "SELECT id, label, mean, created_at FROM baselines "
+                "ORDER BY created_at DESC, rowid DESC"
+            )
+        return [(id_, label, mean, parse_iso(created)) for id_, label, mean, created in rows]
+
+    # -- model response cache ------------------------------------------------------------------
+
+    def cache_get_many(self, keys: Iterable[str]) -> dict[str, tuple[dict[str, Any], float]]:
+        wanted = list(keys)
+        found: dict[str, tuple[dict[str, Any], float]] = {}
+        with self._errors("read the model cache"):
+            for start in range(0, len(wanted), _CHUNK):
+                chunk = wanted[start : start + _CHUNK]
+                for key, response, cost in self._query(
+                    "SELECT key, response, cost_usd FROM model_cache "
+                    f"WHERE key IN ({_marks(len(chunk))})",
+                    chunk,
+                ):
+                    found[key] = (json.loads(response), cost)
+        return found
+
+    def cache_put_many(self, entries: Iterable[tuple[str, str, Mapping[str, Any], float]]) -> None:
+        now = iso_utc(datetime.now(UTC))
+        self._cache_write(
+            (key, model, json.dumps(response, ensure_ascii=False), cost, now)
+            for key, model, response, cost in entries
+        )
+
+    def cache_import(self, entries: Iterable[CacheEntry]) -> None:
+        self._cache_write(
+            (key, model, json.dumps(response, ensure_ascii=False), cost, created)
+            for key, model, response, cost, created in entries
+        )
+
+    def _cache_write(self, entries: Iterable[tuple[str, str, str, float, str]]) -> None:
+        # Sorted by key: two processes upserting overlapping keys lock rows in one order, so
+        # they wait for each other instead of deadlocking (PostgreSQL).
+        rows = sorted({row[0]: row for row in entries}.values())
+        if not rows:
+            return
+        with self._errors("write the model cache"), self._transaction():
+            self._executemany(
+                "INSERT INTO model_cache (key, model, response, cost_usd, created_at) "
+                f"VALUES ({_marks(5)}) ON CONFLICT (key) DO UPDATE SET model = excluded.model, "
+                "response = excluded.response, cost_usd = excluded.cost_usd, "
+                "created_at = excluded.created_at",
+                rows,
+            )
+
+    def cache_entries(self) -> Iterator[CacheEntry]:
+        with self._errors("read the model cache"):
+            rows = self._query(
+                "SELECT key, model, response, cost_usd, created_at FROM model_cache ORDER BY key"
+            )
+        for key, model, response, cost, created in rows:
+            yield key, model, json.loads(response), cost, created
+
+    # -- contract verdicts ---------------------------------------------------------------------
+
+    def save_contract_verdicts(self, verdicts: Iterable[Mapping[str, Any]]) -> None:
+        now = iso_utc(datetime.now(UTC))
+        rows = [
+            (
+                item.get("agent_id") or None,
+                item["task_id"],
+                item["verdict"],
+                item["reason"],
+                item.get("bundle_hash"),
+                item.get("run_id"),
+                item.get("created_at") or now,
+            )
+            for item in verdicts
+        ]
+        if not rows:
+            return
+        with self._errors("save contract verdicts"), self._transaction():
+            self._executemany(
+                f"INSERT INTO contract_verdicts ({', '.join(_VERDICT_KEYS)}) VALUES ({_marks(7)})",
+                rows,
+            )
+
+    def contract_verdicts(self, agent_id: str | None = None) -> list[dict[str, Any]]:
+        sql = f"SELECT {', '.join(_VERDICT_KEYS)} FROM contract_verdicts"
+        params: tuple[Any, ...] = ()
+        if agent_id is not None:
+            sql += " WHERE agent_id = ?"
+            params = (agent_id,)
+        sql += " ORDER BY created_at DESC, id DESC"
+        with self._errors("read contract verdicts"):
+            rows = self._query(sql, params)
+        return [dict(zip(_VERDICT_KEYS, row, strict=True)) for row in rows]
+
+    # -- rows ----------------------------------------------------------------------------------
+
+    def _score_row(self, run_id: str, seq: int, score: Score) -> tuple[Any, ...]:
+        return (
+            run_id,
+            seq,
+            score.eval_set_id,
+            score.case_id,
+            score.value,
+            score.unmeasured,
+            score.grader,
+            score.tokens,
+            score.cost_usd,
+            score.judge_cost_usd,
+            score.fingerprint,
+            None if score.passed is None else int(score.passed),
+            json.dumps(list(score.samples)) if score.samples else None,
+            self._text_in(score.output),
+            self._text_in(score.expected),
+            self._text_in(score.reason),
+        )
+
+    def _score_from_row(self, row: Sequence[Any]) -> Score:
+        return Score(
+            eval_set_id=row[2],
+            case_id=row[3],
+            value=row[4],
+            unmeasured=row[5],
+            grader=row[6],
+            tokens=row[7],
+            cost_usd=row[8],
+            judge_cost_usd=row[9],
+            fingerprint=row[10],
+            passed=None if row[11] is None else bool(row[11]),
+            samples=tuple(json.loads(row[12])) if row[12] else (),
+            output=self._text_out(row[13]),
+            expected=self._text_out(row[14]),
+            reason=self._text_out(row[15]),
+        )
+
+
+def _summary(row: Sequence[Any]) -> RunSummary:
+    return RunSummary(
+        id=row[0],
+        model=row[1],
+        judge_model=row[2],
+        agent_id=row[3],
+        eval_set_ids=tuple(json.loads(row[4])),
+        started_at=parse_iso(row[5]),
+        finished_at=parse_iso(row[6]) if row[6] else None,
+        complete=bool(row[7]),
+        cases=row[9],
+        unmeasured=row[10],
+        mean_score=row[11],
+        total_tokens=row[12],
+        model_cost_usd=row[13],
+        judge_cost_usd=row[14],
+        label=row[15],
+        commit=row[16],
+        branch=row[17],
+        ci_url=row[18],
+        run_group=row[19],
+        shard=row[20],
+        partial=bool(row[21]),
+    )

@@ -1,0 +1,222 @@
+"""The store interface: what every backend (SQLite, PostgreSQL) keeps and answers.
+
+Callers hold a `Store` and never ask which backend it is. `Store.open(target)` picks the
+backend from the target: a `StoreUrl` (postgresql://...) is PostgreSQL, anything else a
+SQLite file. See docs/store.md.
+"""
+
+from __future__ import annotations
+
+import abc
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import datetime
+from types import TracebackType
+from typing import Any, Final, Self
+
+from verdryx_core.model import Baseline, EvalRun, Score, iso_utc
+from verdryx_core.store.target import StoreTarget, StoreUrl, is_store_url
+
+__all__ = ["SCHEMA_VERSION", "CacheEntry", "RunSummary", "Store"]
+
+#: Version 2 added the run provenance columns and the `verdryx_meta` marker table.
+SCHEMA_VERSION: Final = 2
+
+#: (key, model, response, cost_usd, created_at ISO) as kept in the model cache.
+CacheEntry = tuple[str, str, dict[str, Any], float, str]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunSummary:
+    """A run's row without its scores: what listings and history need."""
+
+    id: str
+    model: str
+    judge_model: str | None
+    agent_id: str | None
+    eval_set_ids: tuple[str, ...]
+    started_at: datetime
+    finished_at: datetime | None
+    complete: bool
+    cases: int
+    unmeasured: int
+    mean_score: float | None
+    total_tokens: int
+    model_cost_usd: float
+    judge_cost_usd: float
+    # Provenance (see EvalRun); kept here for run-group listings, not shown by to_dict yet.
+    label: str | None = None
+    commit: str | None = None
+    branch: str | None = None
+    ci_url: str | None = None
+    run_group: str | None = None
+    shard: str | None = None
+    partial: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": self.id,
+            "eval_set_ids": list(self.eval_set_ids),
+            "model": self.model,
+            "judge_model": self.judge_model,
+            "agent_id": self.agent_id,
+            "cases": self.cases,
+            "unmeasured": self.unmeasured,
+            "mean_score": self.mean_score,
+            "started_at": iso_utc(self.started_at),
+            "finished_at": iso_utc(self.finished_at) if self.finished_at else None,
+            "complete": self.complete,
+            "total_tokens": self.total_tokens,
+            "model_cost_usd": self.model_cost_usd,
+            "judge_cost_usd": self.judge_cost_usd,
+        }
+
+
+class Store(abc.ABC):
+    """Runs, scores, baselines, the model response cache and contract verdicts.
+
+    Use as `with Store.open(target) as store:`. Every backend is safe to share between
+    threads (the model cache is filled from a pool) and saves a run in one transaction, so a
+    run is stored whole or not at all. `path` names the store for messages: a file path, or
+    a URL with its password redacted.
+    """
+
+    path: str
+
+    @classmethod
+    def open(
+        cls, target: StoreTarget | str | os.PathLike[str] = ":memory:", *, read_only: bool = False
+    ) -> Store:
+        """Open (creating or migrating unless `read_only`) the store at `target`.
+
+        `read_only` is for commands that only read: a missing store is an error instead of a
+        new empty one, and a SQLite file in a read-only directory is opened read-only."""
+        if cls is not Store:
+            if getattr(cls._open, "__isabstractmethod__", False):
+                raise TypeError(f"{cls.__name__} is not a backend: subclass SqliteStore")
+            return cls._open(target, read_only=read_only)
+        if is_store_url(target):
+            from verdryx_core.store.postgres import PostgresStore
+
+            return PostgresStore._open(target, read_only=read_only)
+        from verdryx_core.store.sqlite import SqliteStore
+
+        return SqliteStore._open(target, read_only=read_only)
+
+    @classmethod
+    @abc.abstractmethod
+    def _open(cls, target: StoreTarget | str | os.PathLike[str], *, read_only: bool) -> Self:
+        """The backend's own open; `Store.open` dispatches here."""
+
+    @abc.abstractmethod
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @abc.abstractmethod
+    def batch(self) -> AbstractContextManager[None]:
+        """One transaction around several saves (merge): all of them are stored, or none."""
+
+    # -- runs -------------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def save_run(self, run: EvalRun) -> None:
+        """Insert or replace a run and all its scores in one transaction."""
+
+    @abc.abstractmethod
+    def load_run(self, run_id: str) -> EvalRun | None: ...
+
+    @abc.abstractmethod
+    def find_run(self, prefix: str) -> EvalRun | None:
+        """A run by id or by a unique id prefix (as printed in short form)."""
+
+    @abc.abstractmethod
+    def list_runs(
+        self,
+        *,
+        model: str | None = None,
+        eval_set_ids: Sequence[str] | None = None,
+        agent_id: str | None = None,
+        complete_only: bool = False,
+        limit: int | None = None,
+        before: str | None = None,
+    ) -> list[RunSummary]:
+        """Runs newest first, filtered; `eval_set_ids` matches the exact set of eval sets."""
+
+    @abc.abstractmethod
+    def list_group_runs(self, run_group: str) -> list[RunSummary]:
+        """The runs of one run group (the shards of one CI pipeline), oldest first."""
+
+    @abc.abstractmethod
+    def run_ids(self) -> list[str]:
+        """Every stored run id, in save order."""
+
+    @abc.abstractmethod
+    def case_scores(self, run_ids: Sequence[str]) -> list[Score]:
+        """Scores of many runs in one query (history and reports)."""
+
+    @abc.abstractmethod
+    def score_records(self) -> list[dict[str, Any]]:
+        """One dict per measured case score: agent_id ("" when none), score, last_ts_millis,
+        run_id, eval_set_id, case_id. The SLO quality_floor indicator joins these."""
+
+    # -- baselines --------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def save_baseline(self, baseline: Baseline) -> None: ...
+
+    @abc.abstractmethod
+    def get_baseline(self, id_or_label: str) -> Baseline | None:
+        """A baseline by id, else the newest with that label."""
+
+    @abc.abstractmethod
+    def list_baselines(self) -> list[tuple[str, str, float, datetime]]:
+        """(id, label, mean, created_at), newest first."""
+
+    # -- model response cache ---------------------------------------------------------------
+
+    @abc.abstractmethod
+    def cache_get_many(self, keys: Iterable[str]) -> dict[str, tuple[dict[str, Any], float]]:
+        """Cached responses for the keys that have one: key -> (response, cost_usd)."""
+
+    @abc.abstractmethod
+    def cache_put_many(self, entries: Iterable[tuple[str, str, Mapping[str, Any], float]]) -> None:
+        """Store (key, model, response, cost_usd) entries in one transaction."""
+
+    @abc.abstractmethod
+    def cache_entries(self) -> Iterator[CacheEntry]:
+        """Every cache entry with its creation time, by key (merge)."""
+
+    @abc.abstractmethod
+    def cache_import(self, entries: Iterable[CacheEntry]) -> None:
+        """Store entries keeping their creation time (merge)."""
+
+    # -- contract verdicts ------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def save_contract_verdicts(self, verdicts: Iterable[Mapping[str, Any]]) -> None:
+        """Store verdicts (keys: agent_id, task_id, verdict, reason, bundle_hash, run_id)."""
+
+    @abc.abstractmethod
+    def contract_verdicts(self, agent_id: str | None = None) -> list[dict[str, Any]]:
+        """Stored verdicts newest first, optionally for one agent."""
+
+
+def describe(target: StoreTarget | str | os.PathLike[str]) -> str:
+    """How messages name a store target (a URL without its password)."""
+    if isinstance(target, StoreUrl):
+        return str(target)
+    if is_store_url(target):
+        return str(StoreUrl(str(target)))
+    return os.fspath(target)

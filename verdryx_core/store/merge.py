@@ -1,0 +1,177 @@
+"""Merging stores: the runs, scores, baselines, cache entries and contract verdicts of several
+stores copied into one (docs/store.md, "Merging stores").
+
+Everything is read and compared first; a row whose id is already taken by different content
+is a conflict, and any conflict refuses the whole merge before anything is written. Then
+everything new is written in one transaction. Rows already present are skipped, so merging
+twice changes nothing.
+
+Cache entries are answers, not records: two CI jobs asking a model the same thing may get
+different answers under the same key. The target's entry (or the first source's) is kept,
+and the count of such entries is reported, not refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from verdryx_core.errors import UsageError
+from verdryx_core.model import Baseline, EvalRun
+from verdryx_core.store.base import CacheEntry, Store
+
+__all__ = ["MergeResult", "merge_stores"]
+
+#: Conflicts named in the refusal before "and N more".
+_SHOWN: Final = 5
+
+_VerdictKey = tuple[Any, ...]
+
+
+@dataclass(slots=True)
+class MergeResult:
+    """What a merge added and what it found already there."""
+
+    runs_added: int = 0
+    runs_present: int = 0
+    baselines_added: int = 0
+    baselines_present: int = 0
+    cache_added: int = 0
+    cache_present: int = 0
+    cache_kept: int = 0  # same key, another answer: the first one kept
+    verdicts_added: int = 0
+    verdicts_present: int = 0
+    conflicts: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, int]:
+        return {
+            "runs_added": self.runs_added,
+            "runs_present": self.runs_present,
+            "baselines_added": self.baselines_added,
+            "baselines_present": self.baselines_present,
+            "cache_added": self.cache_added,
+            "cache_present": self.cache_present,
+            "cache_kept": self.cache_kept,
+            "verdicts_added": self.verdicts_added,
+            "verdicts_present": self.verdicts_present,
+        }
+
+
+def _verdict_identity(verdict: dict[str, Any]) -> _VerdictKey:
+    """Which verdict a row is: the same task of the same agent in the same run at the same
+    moment is one verdict; its content is the rest."""
+    return (verdict["agent_id"], verdict["task_id"], verdict["run_id"], verdict["created_at"])
+
+
+@dataclass(slots=True)
+class _Plan:
+    runs: dict[str, tuple[EvalRun, str]] = field(default_factory=dict)
+    baselines: dict[str, tuple[Baseline, str]] = field(default_factory=dict)
+    cache: dict[str, tuple[CacheEntry, str]] = field(default_factory=dict)
+    verdicts: dict[_VerdictKey, tuple[dict[str, Any], str]] = field(default_factory=dict)
+
+
+def merge_stores(
+    sources: Sequence[tuple[str, Store]],
+    target: Store,
+    *,
+    progress: Callable[[str], None] | None = None,
+) -> MergeResult:
+    """Merge `sources` (name, open store) into `target`; raises UsageError naming the
+    conflicting rows (and writes nothing) when two stores disagree about one."""
+    result = MergeResult()
+    plan = _Plan()
+    target_name = target.path
+    existing_cache = {entry[0]: entry for entry in target.cache_entries()}
+    existing_verdicts = {_verdict_identity(v): v for v in target.contract_verdicts()}
+    for name, source in sources:
+        run_ids = source.run_ids()
+        if progress is not None:
+            progress(f"reading {name}: {len(run_ids)} runs")
+        for run_id in run_ids:
+            run = source.load_run(run_id)
+            if run is None:  # deleted while we read: nothing to copy
+                continue
+            if run_id in plan.runs:
+                other, where = plan.runs[run_id]
+                if other != run:
+                    result.conflicts.append(f"run {run_id} ({name} vs {where})")
+                continue
+            present = target.load_run(run_id)
+            if present is None:
+                plan.runs[run_id] = (run, name)
+            elif present == run:
+                result.runs_present += 1
+            else:
+                result.conflicts.append(f"run {run_id} ({name} vs {target_name})")
+        # Oldest first, so the target lists them in the source's order.
+        for baseline_id, _label, _mean, _created in reversed(source.list_baselines()):
+            baseline = source.get_baseline(baseline_id)
+            if baseline is None:
+                continue
+            if baseline_id in plan.baselines:
+                other_baseline, where = plan.baselines[baseline_id]
+                if other_baseline != baseline:
+                    result.conflicts.append(f"baseline {baseline_id} ({name} vs {where})")
+                continue
+            found = target.get_baseline(baseline_id)
+            present_baseline = found if found is not None and found.id == baseline_id else None
+            if present_baseline is None:
+                plan.baselines[baseline_id] = (baseline, name)
+            elif present_baseline == baseline:
+                result.baselines_present += 1
+            else:
+                result.conflicts.append(f"baseline {baseline_id} ({name} vs {target_name})")
+        for entry in source.cache_entries():
+            key = entry[0]
+            known = existing_cache.get(key) or (plan.cache[key][0] if key in plan.cache else None)
+            if known is None:
+                plan.cache[key] = (entry, name)
+            elif known[1:4] == entry[1:4]:
+                result.cache_present += 1
+            else:
+                result.cache_kept += 1
+        for verdict in reversed(source.contract_verdicts()):
+            identity = _verdict_identity(verdict)
+            if identity in plan.verdicts:
+                other_verdict, where = plan.verdicts[identity]
+                if other_verdict != verdict:
+                    result.conflicts.append(
+                        f"contract verdict {_name(identity)} ({name} vs {where})"
+                    )
+                continue
+            present_verdict = existing_verdicts.get(identity)
+            if present_verdict is None:
+                plan.verdicts[identity] = (verdict, name)
+            elif present_verdict == verdict:
+                result.verdicts_present += 1
+            else:
+                result.conflicts.append(
+                    f"contract verdict {_name(identity)} ({name} vs {target_name})"
+                )
+    if result.conflicts:
+        shown = "; ".join(result.conflicts[:_SHOWN])
+        more = len(result.conflicts) - _SHOWN
+        raise UsageError(
+            f"merge refused, nothing written to {target_name}: {len(result.conflicts)} "
+            f"row(s) exist with the same id and different content: {shown}"
+            + (f"; and {more} more" if more > 0 else "")
+        )
+    with target.batch():
+        for run, _ in plan.runs.values():
+            target.save_run(run)
+        for baseline, _ in plan.baselines.values():
+            target.save_baseline(baseline)
+        target.cache_import(entry for entry, _ in plan.cache.values())
+        target.save_contract_verdicts(verdict for verdict, _ in plan.verdicts.values())
+    result.runs_added = len(plan.runs)
+    result.baselines_added = len(plan.baselines)
+    result.cache_added = len(plan.cache)
+    result.verdicts_added = len(plan.verdicts)
+    return result
+
+
+def _name(identity: _VerdictKey) -> str:
+    agent, task, run_id, created = identity
+    return f"{task} of agent {agent or '-'} (run {run_id or '-'}, {created})"
