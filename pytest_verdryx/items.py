@@ -33,6 +33,10 @@ class CaseBelowBar(Exception):
         super().__init__(report)
 
 
+# pytest's outcome exceptions (`pytest.xfail` raises a subclass of `pytest.fail`'s).
+OUTCOMES = (pytest.fail.Exception, pytest.skip.Exception)
+
+
 class EvalSetFile(pytest.File):
     def collect(self) -> Iterator[EvalCaseItem]:
         evalset = load_evalset(self.path)
@@ -99,6 +103,10 @@ class EvalCaseItem(pytest.Item):
             return f"infrastructure error (not a score): {excinfo.value}"
         if isinstance(excinfo.value, VerdryxError):
             return str(excinfo.value)
+        if isinstance(excinfo.value, OUTCOMES):
+            # The plugin's own outcome (`outcome_for`): the message is the whole report, and
+            # pytest's traceback over its internal frames costs ~0.1 s a case (xfailed included).
+            return str(excinfo.value.msg or "")
         return super().repr_failure(excinfo, style)
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
@@ -123,9 +131,11 @@ def outcome_for(
         return
     base = session.excused_by_baseline(score, bar)
     if base is not None:
-        pytest.xfail(
+        # `pytrace=False`: a custom case's report shows the reason, not the plugin's frames.
+        raise pytest.xfail.Exception(
             f"score {score.value:.3f} below the bar {bar:g}, as in baseline "
-            f"{session.baseline_name} ({base.value:.3f})"
+            f"{session.baseline_name} ({base.value:.3f})",
+            pytrace=False,
         )
     report = failure_report(score, bar, case)
     if not raise_report:

@@ -60,7 +60,9 @@ def test_a_provider_that_never_answers_fails_within_the_bound(
     assert elapsed < timeout * attempts + sum(_BACKOFF[:retries]) + _SLACK
     assert len(fake.requests) == attempts  # each attempt reached the server and was dropped
     assert str(caught.value) == (
-        f"model {model}: {fake.base_url if name == 'openai' else fake.url} did not answer "
+        # The Anthropic adapter names which of a case's calls failed.
+        f"model {model}{'' if name == 'openai' else ' (model call)'}: "
+        f"{fake.base_url if name == 'openai' else fake.url} did not answer "
         f"within 0.3s, still failing after {retries} retries; check the endpoint, retry later "
         "or raise --verdryx-timeout"
     )

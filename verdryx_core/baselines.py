@@ -8,17 +8,27 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
+from functools import cache
+from importlib import resources
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
+import jsonschema  # type: ignore[import-untyped]
+
+from verdryx_core import jsonload
 from verdryx_core.atomic import write_text_atomic
 from verdryx_core.errors import UsageError
+from verdryx_core.jsonwords import item_label, json_kind
 from verdryx_core.model import Baseline
 from verdryx_core.store import Store
+from verdryx_core.text import first_invalid_text
 
 __all__ = [
     "BASELINE_DIR",
+    "BaselineFileError",
     "baseline_file",
+    "baseline_schema",
     "check_label",
     "find_baseline",
     "known_labels",
@@ -52,15 +62,145 @@ def write_baseline_file(root: Path, baseline: Baseline) -> Path:
     return path
 
 
+class BaselineFileError(UsageError):
+    """A committed baseline file is unreadable or invalid; names the file, case and field."""
+
+    def __init__(
+        self, path: object, message: str, *, case: str | None = None, field: str | None = None
+    ) -> None:
+        where = str(path)
+        if case is not None:
+            where += f": case {case}"
+        if field is not None:
+            where += f": field '{field}'"
+        self.path, self.case, self.field = str(path), case, field
+        super().__init__(
+            f"{where}: {message}; fix the file or re-create it with --verdryx-save-baseline"
+        )
+
+
+@cache
+def baseline_schema() -> dict[str, Any]:
+    """The published baseline file JSON Schema."""
+    text = resources.files("verdryx_core.schemas").joinpath("baseline.schema.json").read_text()
+    return json.loads(text)
+
+
+@cache
+def _validator() -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(baseline_schema())
+
+
 def read_baseline_file(path: Path) -> Baseline:
+    """Read and validate a committed baseline as strictly as an eval set: the JSON Schema
+    (numbers in [0, 1], never `true`; no unknown field), then no case twice and valid text."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return Baseline.from_dict(data)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise UsageError(
-            f"{path}: not a readable verdryx baseline file ({exc}); re-create it with "
-            "--verdryx-save-baseline"
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BaselineFileError(path, f"cannot read: {exc}") from None
+    try:
+        data = jsonload.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise BaselineFileError(
+            path, f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
         ) from None
+    except _NonFiniteNumber as exc:
+        raise BaselineFileError(path, f"{exc.args[0]} is not a JSON number") from None
+    return baseline_from_data(data, path)
+
+
+class _NonFiniteNumber(ValueError):
+    pass
+
+
+def _reject_constant(name: str) -> Any:
+    raise _NonFiniteNumber(name)
+
+
+def baseline_from_data(data: object, path: Path | str) -> Baseline:
+    if not isinstance(data, dict):
+        raise BaselineFileError(
+            path, f"top level must be a JSON object (a baseline), got {json_kind(data)}"
+        )
+    invalid = first_invalid_text(data)
+    if invalid is not None:
+        case, field = _locate(data, invalid[0])
+        raise BaselineFileError(
+            path, f"'{invalid[1]}' is not valid Unicode (a lone surrogate)", case=case, field=field
+        )
+    errors = sorted(
+        _validator().iter_errors(data), key=lambda e: [str(part) for part in e.absolute_path]
+    )
+    if errors:
+        error = errors[0]
+        location = list(error.absolute_path)
+        named = _named_field(error)
+        case, field = _locate(data, [*location, named] if named else location)
+        raise BaselineFileError(path, _describe(error), case=case, field=field)
+    seen: dict[tuple[str, str], int] = {}
+    for index, item in enumerate(data["cases"]):
+        key = (item["eval_set_id"], item["case_id"])
+        if key in seen:
+            raise BaselineFileError(
+                path,
+                f"duplicate case: #{seen[key] + 1} is the same eval set and case id "
+                "(a baseline holds one score per case)",
+                case=_case_label(item, index),
+                field="case_id",
+            )
+        seen[key] = index
+    try:
+        return Baseline.from_dict(data)
+    except ValueError as exc:  # created_at is not an ISO-8601 time
+        raise BaselineFileError(path, f"not an ISO-8601 time ({exc})", field="created_at") from None
+
+
+def _case_label(item: object, index: int) -> str:
+    if isinstance(item, Mapping) and isinstance(item.get("case_id"), str):
+        return item_label({"id": item["case_id"]}, index)
+    return f"#{index + 1}"
+
+
+def _locate(data: Mapping[str, Any], location: Any) -> tuple[str | None, str | None]:
+    parts = list(location)
+    case: str | None = None
+    if len(parts) >= 2 and parts[0] == "cases" and isinstance(parts[1], int):
+        case = _case_label(data["cases"][parts[1]], parts[1])
+        parts = parts[2:]
+    field = "".join(str(p) if i == 0 else f"[{p}]" for i, p in enumerate(parts)) or None
+    return case, field
+
+
+def _named_field(error: jsonschema.ValidationError) -> str | None:
+    # `required` and `additionalProperties` are reported on the object holding the field.
+    instance = error.instance
+    if not isinstance(instance, Mapping):
+        return None
+    if error.validator == "required":
+        return next((name for name in error.validator_value if name not in instance), None)
+    if error.validator == "additionalProperties":
+        known = error.schema.get("properties", {})
+        return next((name for name in instance if name not in known), None)
+    return None
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    if error.validator == "required":
+        return "required but missing"
+    if error.validator == "additionalProperties":
+        known = ", ".join(sorted(error.schema.get("properties", {})))
+        return f"not a known field; expected only {known}"
+    if error.validator == "type":
+        expected = error.validator_value
+        expected_text = " or ".join(expected) if isinstance(expected, list) else expected
+        return f"expected {expected_text}, got {json_kind(error.instance)}"
+    if error.validator in ("minimum", "maximum"):
+        value = error.instance
+        shown = repr(value) if isinstance(value, float) or abs(value) < 10**12 else "a huge number"
+        return f"{shown} is not in [0, 1]"
+    if error.validator == "minLength":
+        return "must not be empty"
+    return error.message
 
 
 def known_labels(store: Store | None, root: Path | None) -> list[str]:

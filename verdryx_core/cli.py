@@ -8,6 +8,7 @@ a module; this file never changes for it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import pkgutil
 import sys
@@ -17,11 +18,32 @@ from typing import NoReturn
 
 from verdryx_core import __version__, commands
 from verdryx_core.errors import VerdryxError
+from verdryx_core.text import PrintableStream, clean_text, printable
 
 __all__ = ["build_parser", "main"]
 
 #: Usage errors and unreadable input (docs/cli.md).
 EXIT_USAGE = 2
+
+#: Arguments that name files: kept byte for byte (a file name need not be UTF-8).
+_PATH_ARGUMENTS = frozenset(
+    {
+        "base_path",
+        "bundle",
+        "bundle_out",
+        "contract",
+        "db",
+        "evalsets",
+        "events",
+        "file",
+        "input",
+        "output",
+        "root",
+        "scores_db",
+        "traces",
+        "write_file",
+    }
+)
 
 
 def _command_modules() -> list[ModuleType]:
@@ -37,7 +59,10 @@ class _Parser(argparse.ArgumentParser):
     """Usage errors are one line on stderr and exit 2 (docs/cli.md), not a usage block."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"error: {message} (see `{self.prog} --help`)\n")
+        # The message quotes the user's argument, which may hold anything (an undecodable byte
+        # arrives as a lone surrogate): printable, one line.
+        line = printable(f"error: {message} (see `{self.prog} --help`)", keep_newlines=False)
+        self.exit(EXIT_USAGE, line + "\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -62,15 +87,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = getattr(args, "_usage_exit", EXIT_USAGE)
         command = f"verdryx {args.command}" if getattr(args, "command", None) else "verdryx"
         print(
-            f"error: unrecognized arguments: {' '.join(unknown)} (see `{command} --help`)",
+            printable(
+                f"error: unrecognized arguments: {' '.join(unknown)} (see `{command} --help`)",
+                keep_newlines=False,
+            ),
             file=sys.stderr,
         )
         return code
     if getattr(args, "_run", None) is None:
         parser.print_help()
         return EXIT_USAGE
+    _clean_arguments(args)
     try:
-        return int(args._run(args))
+        # What a command prints may quote stored outputs, ids and file names: escaped on the
+        # way out (verdryx_core.text), never printed raw.
+        with contextlib.redirect_stdout(PrintableStream(sys.stdout)):
+            return int(args._run(args))
     except VerdryxError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -79,6 +111,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:  # `verdryx runs | head` is not an error
         return 0
+
+
+def _clean_arguments(args: argparse.Namespace) -> None:
+    """Ids, labels and model names with an undecodable byte (Python hands it over as a lone
+    surrogate) get U+FFFD in its place, by the text rule (verdryx_core.text): they then match
+    nothing and are reported as unknown, instead of crashing the store's query."""
+    for name, value in vars(args).items():
+        if name in _PATH_ARGUMENTS:
+            continue
+        if isinstance(value, str):
+            setattr(args, name, clean_text(value))
+        elif isinstance(value, list):
+            setattr(args, name, [clean_text(v) if isinstance(v, str) else v for v in value])
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from verdryx_core.text import printable
+
 __all__ = [
     "EvalSetError",
     "ModelCallError",
@@ -13,6 +15,12 @@ __all__ = [
 
 class VerdryxError(Exception):
     """Base of every error verdryx raises on purpose; the CLI prints it as one line."""
+
+    def __str__(self) -> str:
+        # A message quotes what it refuses (a file name, an id, a provider's words): printed
+        # raw, a lone surrogate would crash the print and a control character would garble
+        # the terminal, so every message is made printable and kept to one line here.
+        return printable(super().__str__(), keep_newlines=False)
 
 
 class UsageError(VerdryxError):

@@ -27,6 +27,7 @@ from verdryx_core.evalset_files import EVALSET_SUFFIXES, NonFiniteNumber, read_d
 from verdryx_core.evalset_rules import check_case, check_defaults, effective_case
 from verdryx_core.jsonwords import item_label, json_kind
 from verdryx_core.model import EvalCase
+from verdryx_core.text import first_invalid_text
 
 __all__ = ["EVALSET_SUFFIXES", "EvalSet", "evalset_schema", "load_evalset"]
 
@@ -86,6 +87,7 @@ def evalset_from_data(
         raise EvalSetError(
             path, f"top level must be a JSON object with 'id' and 'cases', got {json_kind(data)}"
         )
+    _check_text(data, path)
     _check_schema(data, path, lines, header_line)
     defaults: Mapping[str, Any] = data.get("defaults") or {}
     target = data.get("target")
@@ -114,6 +116,28 @@ def evalset_from_data(
         path=Path(path),
         target=target,
         lines=tuple(lines) if lines is not None else None,
+    )
+
+
+def _check_text(data: Mapping[str, Any], path: str | Path) -> None:
+    # The text rule (verdryx_core.text): a file with a lone surrogate is refused here, so no
+    # id, prompt or expected value that cannot be stored or printed ever reaches a run.
+    found = first_invalid_text(data)
+    if found is None:
+        return
+    location, shown = found
+    case: str | None = None
+    parts: list[Any] = list(location)
+    if len(parts) >= 2 and parts[0] == "cases" and isinstance(parts[1], int):
+        case = item_label(data["cases"][parts[1]], parts[1])
+        parts = parts[2:]
+    field = "".join(str(p) if i == 0 else f"[{p}]" for i, p in enumerate(parts)) or None
+    raise EvalSetError(
+        path,
+        f"'{shown}' is not valid Unicode (a lone surrogate such as \\ud800); "
+        "write the character itself or remove the escape",
+        case=case,
+        field=field,
     )
 
 

@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from verdryx_core.errors import EvalSetError
+from verdryx_core.jsonload import MAX_DEPTH
+from verdryx_core.jsonload import loads as load_json
 from verdryx_core.jsonwords import json_kind
 
 __all__ = [
@@ -82,7 +84,7 @@ def read_document(path: Path) -> Document:
         return _read_csv(path)
     text = _read_text(path)
     try:
-        return Document(json.loads(text, parse_constant=_reject_constant))
+        return Document(load_json(text, parse_constant=_reject_constant))
     except json.JSONDecodeError as exc:
         raise EvalSetError(
             path, f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
@@ -91,7 +93,7 @@ def read_document(path: Path) -> Document:
 
 def _parse_line(path: Path, text: str, number: int) -> Any:
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        return load_json(text, parse_constant=_reject_constant)
     except NonFiniteNumber as exc:
         raise NonFiniteNumber(exc.args[0], number) from None
     except json.JSONDecodeError as exc:
@@ -136,8 +138,10 @@ def _read_jsonl(path: Path) -> Document:
     # only when that fails, to name the bad line.
     cases: Any = None
     try:
-        cases = json.loads(
-            "[" + ",".join(text for _, text in rows) + "]", parse_constant=_reject_constant
+        cases = load_json(
+            "[" + ",".join(text for _, text in rows) + "]",
+            parse_constant=_reject_constant,
+            max_depth=MAX_DEPTH + 1,  # the array wrapped around the lines is one level more
         )
     except (json.JSONDecodeError, NonFiniteNumber):
         cases = None
@@ -156,7 +160,7 @@ def _sidecar(path: Path) -> tuple[Path, dict[str, Any]]:
         return sidecar, {}
     text = _read_text(sidecar)
     try:
-        data = json.loads(text, parse_constant=_reject_constant)
+        data = load_json(text, parse_constant=_reject_constant)
     except NonFiniteNumber as exc:
         raise EvalSetError(sidecar, f"not valid JSON: {exc.args[0]} is not a JSON number") from None
     except json.JSONDecodeError as exc:
@@ -232,11 +236,11 @@ def _cell(path: Path, line: int, case: str, field: str, text: str) -> Any:
         if not text.lstrip().startswith("["):
             return text
         try:
-            return json.loads(text)
+            return load_json(text)
         except ValueError:
             return text
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        return load_json(text, parse_constant=_reject_constant)
     except (ValueError, NonFiniteNumber) as exc:
         raise bad(f"the cell is not valid JSON ({exc})") from None
 

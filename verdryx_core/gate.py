@@ -61,8 +61,14 @@ class GateResult:
         return self.report is not None and self.report.verdict == "regressed"
 
 
-def check_models(run: EvalRun, baseline: Baseline, *, allow: bool) -> str | None:
-    """A message when models differ; raises unless `allow`."""
+def check_models(
+    run: EvalRun,
+    baseline: Baseline,
+    *,
+    allow: bool,
+    allow_flag: str = "--verdryx-allow-model-change",
+) -> str | None:
+    """A message when models differ; raises unless `allow` (naming `allow_flag`)."""
     problems = []
     if run.model != baseline.model:
         problems.append(f"model {run.model!r} (baseline: {baseline.model!r})")
@@ -76,8 +82,7 @@ def check_models(run: EvalRun, baseline: Baseline, *, allow: bool) -> str | None
     )
     if not allow:
         raise ModelChangeError(
-            f"{message}; save a new baseline for this model, or pass "
-            "--verdryx-allow-model-change to compare anyway"
+            f"{message}; save a new baseline for this model, or pass {allow_flag} to compare anyway"
         )
     return message
 
@@ -91,6 +96,7 @@ def compare_to_baseline(
     threshold: float = DEFAULT_THRESHOLD,
     min_effect: float = 0.0,
     allow_model_change: bool = False,
+    allow_flag: str = "--verdryx-allow-model-change",
     iterations: int = DEFAULT_ITERATIONS,
     seed: int = 0,
 ) -> GateResult:
@@ -98,7 +104,7 @@ def compare_to_baseline(
     if not window:
         raise UsageError("no run to compare against the baseline")
     current = window[0]
-    model_change = check_models(current, baseline, allow=allow_model_change)
+    model_change = check_models(current, baseline, allow=allow_model_change, allow_flag=allow_flag)
     base_cases = baseline.case_map()
     current_sets = set(current.eval_set_ids) | {score.eval_set_id for score in current.scores}
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from verdryx_core.text import clean_text
+
 __all__ = [
     "CHECKS_GRADER",
     "DEFAULT_OUTCOME_SCORES",
@@ -368,6 +370,25 @@ def _output_in(output: Any, grader: str) -> Any:
         # Recorded calls become ToolCall records: their text in a stored score is JSON.
         return [ToolCall.from_value(item) if isinstance(item, Mapping) else item for item in output]
     return list(output)
+_SCORE_TEXT: Final = (
+    "case_id",
+    "eval_set_id",
+    "grader",
+    "unmeasured",
+    "output",
+    "expected",
+    "reason",
+)
+_RUN_TEXT: Final = ("id", "model", "judge_model", "agent_id", "plugin_version")
+
+
+def _clean_fields(instance: object, names: tuple[str, ...]) -> None:
+    for name in names:
+        value = getattr(instance, name)
+        if isinstance(value, str):
+            cleaned = clean_text(value)
+            if cleaned is not value:
+                object.__setattr__(instance, name, cleaned)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -401,6 +422,10 @@ class Score:
     checks: tuple[CheckResult, ...] = ()
 
     def __post_init__(self) -> None:
+        # The text rule (verdryx_core.text): an agent's or a provider's answer may hold a lone
+        # surrogate; every score passes here on its way to the store, JUnit and the terminal,
+        # so the run is kept with U+FFFD in its place instead of being lost to an encode error.
+        _clean_fields(self, _SCORE_TEXT)
         if (self.value is None) == (self.unmeasured is None):
             raise ValueError(
                 f"score for case {self.case_id!r}: exactly one of value and unmeasured is set"
@@ -487,8 +512,11 @@ class EvalRun:
         # The eval sets are a set: the store keeps them sorted (runs are matched by the exact
         # set) and "" is no agent, so both are normalised here, or a run read back from the
         # store would not equal the run that was saved.
-        object.__setattr__(self, "eval_set_ids", tuple(sorted(set(self.eval_set_ids))))
+        object.__setattr__(
+            self, "eval_set_ids", tuple(sorted({clean_text(item) for item in self.eval_set_ids}))
+        )
         object.__setattr__(self, "agent_id", self.agent_id or None)
+        _clean_fields(self, _RUN_TEXT)
 
     @property
     def measured(self) -> tuple[Score, ...]:

@@ -11,6 +11,7 @@ on that run land in one trace without any state kept between the two processes.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import logging
@@ -22,10 +23,11 @@ import urllib.error
 import urllib.request
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from verdryx_core import __version__
 from verdryx_core.errors import UsageError
+from verdryx_core.redact import redact_text, redact_url
 
 if TYPE_CHECKING:
     from verdryx_core.model import EvalRun
@@ -64,8 +66,9 @@ def traces_url(endpoint: str) -> str:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise UsageError(
-            f"OTLP endpoint {endpoint!r} is not an http(s) URL; set {ENV_OTLP_ENDPOINT} to the "
-            "collector's OTLP/HTTP base, for example http://localhost:4318"
+            f"OTLP endpoint {redact_url(endpoint)!r} is not an http(s) URL; set "
+            f"{ENV_OTLP_ENDPOINT} to the collector's OTLP/HTTP base, for example "
+            "http://localhost:4318"
         )
     return url if url.endswith(_TRACES_PATH) else url + _TRACES_PATH
 
@@ -171,7 +174,17 @@ class SpanExporter:
     def __init__(self, endpoint: str, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         if not (timeout > 0 and math.isfinite(timeout)):
             raise UsageError(f"OTLP timeout {timeout!r} is not a positive number of seconds")
-        self.url = traces_url(endpoint)
+        url = traces_url(endpoint)
+        # A user:password in the endpoint is sent as basic auth, never kept in the URL that
+        # is logged or shown (verdryx_core.redact).
+        parts = urlsplit(url)
+        self._auth: str | None = None
+        if parts.username is not None or parts.password is not None:
+            pair = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}"
+            self._auth = "Basic " + base64.b64encode(pair.encode()).decode("ascii")
+            netloc = parts.netloc.rpartition("@")[2]
+            url = urlunsplit(parts._replace(netloc=netloc))
+        self.url = url
         self.timeout = timeout
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
@@ -227,7 +240,8 @@ class SpanExporter:
             self.url,
             data=body,
             method="POST",
-            headers={"Content-Type": "application/json"},
+            headers={"Content-Type": "application/json"}
+            | ({"Authorization": self._auth} if self._auth else {}),
         )
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
@@ -250,6 +264,6 @@ class SpanExporter:
                 self.delivered += 1
             else:
                 self.failed += 1
-                self.last_error = error
+                self.last_error = redact_text(error) if error else error
         if error:
             _log.debug("OTLP export to %s failed: %s", self.url, error)

@@ -19,9 +19,11 @@ import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final, final
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
+from verdryx_core import jsonload
 from verdryx_core.errors import ModelCallError, UsageError, VerdryxError
+from verdryx_core.redact import redact_url
 
 __all__ = [
     "DEFAULT_TEMPLATE",
@@ -92,11 +94,8 @@ def read_key_file(path: str | os.PathLike[str]) -> str:
 
 
 def _display_url(url: str) -> str:
-    """The URL without any user:password part, for messages."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+    """The URL with any user:password part masked, for messages."""
+    return redact_url(url)
 
 
 @final
@@ -188,7 +187,7 @@ class TypryxClient:
         try:
             if len(raw) > _MAX_RESPONSE_BYTES:
                 raise ValueError("response larger than 1 MiB")
-            document = json.loads(raw.decode("utf-8"))
+            document = jsonload.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError) as exc:
             raise ModelCallError(
                 self._redact(
@@ -208,7 +207,7 @@ class TypryxClient:
     def _refusal(self, where: str, status: int, raw: bytes) -> ModelCallError:
         code: str | None = None
         try:
-            document = json.loads(raw[:_MAX_RESPONSE_BYTES].decode("utf-8"))
+            document = jsonload.loads(raw[:_MAX_RESPONSE_BYTES].decode("utf-8"))
             if isinstance(document, dict) and isinstance(document.get("error"), str):
                 code = document["error"]
         except (UnicodeDecodeError, ValueError):

@@ -13,6 +13,7 @@ tools gets `tool_use` blocks, anything else a text echo). `responder` replaces t
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import http
 import json
@@ -27,10 +28,12 @@ from typing import Any
 from .loopback import LoopbackHandler, LoopbackServer
 
 __all__ = [
+    "GARBAGE",
     "FakeAnthropic",
     "RecordedRequest",
     "Reply",
     "error_reply",
+    "garbage_reply",
     "hang_reply",
     "message_body",
     "message_reply",
@@ -50,6 +53,10 @@ class Reply:
     headers: Mapping[str, str] = field(default_factory=dict)
     #: Extra seconds before answering, on top of the server's latency.
     delay: float = 0.0
+    #: Garbage mode: these bytes are the body as is (truncated JSON, an HTML page, ...), sent
+    #: with `content_type`; `body` is then ignored.
+    raw: bytes | None = None
+    content_type: str = "application/json"
     #: Accept the request and never answer (until the server stops): a provider that hangs.
     hang: bool = False
 
@@ -125,6 +132,39 @@ def error_reply(
         body={"type": "error", "error": {"type": kind, "message": message}},
         headers=extra,
     )
+
+
+#: Answers a broken provider or a misrouted proxy gives: the adapter must turn each into one
+#: `ModelCallError` line (docs/troubleshooting.md, "Reliability").
+GARBAGE: dict[str, Reply] = {
+    "truncated json": Reply(raw=b'{"id": "msg_1", "type": "message", "content": [{"ty'),
+    "html page": Reply(
+        raw=b"<!DOCTYPE html><html><body><h1>502 Bad Gateway</h1></body></html>",
+        content_type="text/html; charset=utf-8",
+    ),
+    "empty object": Reply(body={}),
+    "empty body": Reply(raw=b""),
+    "json array": Reply(raw=b"[1, 2, 3]"),
+    "json null": Reply(raw=b"null"),
+    "wrong content type": Reply(
+        raw=json.dumps(message_body(text="hello")).encode(), content_type="text/plain"
+    ),
+    "content not a list": Reply(body={**message_body(text="x"), "content": "not a list"}),
+    "block without type": Reply(body={**message_body(text="x"), "content": [{"text": 5}]}),
+    "usage is a string": Reply(body={**message_body(text="x"), "usage": "lots"}),
+    "not utf-8": Reply(raw=b"\xff\xfe{\x00}"),
+    "deep nesting": Reply(raw=b"[" * 100_000),
+    "html error 500": Reply(
+        status=500, raw=b"<html>Internal Server Error</html>", content_type="text/html"
+    ),
+}
+
+
+def garbage_reply(
+    data: bytes, *, status: int = 200, content_type: str = "application/json"
+) -> Reply:
+    """An arbitrary body (a fuzzer's bytes) as the answer."""
+    return Reply(status=status, raw=data, content_type=content_type)
 
 
 def hang_reply() -> Reply:
@@ -250,13 +290,16 @@ class _Handler(LoopbackHandler):
             fake._leave()
 
     def _send(self, reply: Reply) -> None:
-        payload = json.dumps(reply.body if reply.body is not None else {}).encode()
+        if reply.raw is not None:
+            payload = reply.raw
+        else:
+            payload = json.dumps(reply.body if reply.body is not None else {}).encode()
         try:
             phrase = http.HTTPStatus(reply.status).phrase
         except ValueError:
             phrase = {529: "Overloaded"}.get(reply.status, "Unknown")
         headers = {
-            "Content-Type": "application/json",
+            "Content-Type": reply.content_type,
             "Content-Length": str(len(payload)),
             "request-id": "req_fake_0001",
             **reply.headers,
@@ -355,6 +398,11 @@ class FakeAnthropic(LoopbackServer):
         if key is None:
             auth = headers.get("authorization") or ""
             key = auth[len("Bearer ") :] if auth.startswith("Bearer ") else None
+            if auth.startswith("Basic "):
+                # A proxy URL's user:password (httpx sends it as basic auth): the password
+                # is the credential.
+                decoded = base64.b64decode(auth[len("Basic ") :]).decode("utf-8", "replace")
+                key = decoded.partition(":")[2]
         return key
 
     def _respond(self, method: str, path: str, headers: Any, raw: bytes, port: int) -> Reply:

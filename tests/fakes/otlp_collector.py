@@ -25,6 +25,8 @@ class ReceivedExport:
     path: str
     content_type: str
     body: bytes
+    #: The Authorization header as received ("" when none).
+    authorization: str = ""
 
     def json(self) -> Any:
         return json.loads(self.body)
@@ -41,6 +43,7 @@ class _Handler(LoopbackHandler):
                 path=self.path,
                 content_type=self.headers.get("content-type", ""),
                 body=body,
+                authorization=self.headers.get("authorization", ""),
             )
         )
         if collector.mode == "hang":

@@ -29,6 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     label = check_label(args.label)
+    root = _write_root(args.write_file) if args.write_file else None
     with open_store(args) as store:
         found = store.find_run(args.run_id)
         if found is None:
@@ -43,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         store.save_baseline(baseline)
-    path = write_baseline_file(Path(args.write_file), baseline) if args.write_file else None
+    path = write_baseline_file(root, baseline) if root is not None else None
     if args.json:
         print_json(baseline.to_dict() | {"file": str(path) if path else None})
     else:
@@ -52,3 +53,16 @@ def run(args: argparse.Namespace) -> int:
             f"{len(baseline.cases)} cases" + (f"; written to {path}" if path else "")
         )
     return 0
+
+
+def _write_root(value: str) -> Path:
+    """The folder to write under, checked before anything is saved: verdryx creates only its
+    own `.verdryx/baselines/` inside it, never a mistyped tree of missing folders."""
+    root = Path(value)
+    if not root.is_dir():
+        what = "is not a folder" if root.exists() else "does not exist"
+        raise UsageError(
+            f"--write-file {value!r}: the folder {what}; pass the repository root (it must "
+            "exist; verdryx creates only .verdryx/baselines/ inside it)"
+        )
+    return root

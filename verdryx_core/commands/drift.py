@@ -46,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
             threshold=args.threshold,
             min_effect=args.min_effect,
             allow_model_change=args.allow_model_change,
+            allow_flag="--allow-model-change",
         )
     if args.json:
         document = result.report.to_dict() if result.report else {"verdict": None}
@@ -73,21 +74,21 @@ def _current_run(store: Store, args: argparse.Namespace, baseline: Baseline) -> 
         if found is None:
             raise UsageError(f"no such eval run: {args.run!r} (see `verdryx runs`)")
         return found
-    model = baseline.model
-    model_filter = None if args.allow_model_change else model
-    # The newest run of the baseline's eval sets: the newest run of another suite in the same
-    # store would match nothing and pass the gate without judging anything.
+    # The newest complete run of the baseline's eval sets, whatever its model: judging the
+    # newest run *of the baseline's model* would say ON-TRACK about an old run while the run
+    # the user just made, on another model, scored 0. A model change is then refused by
+    # `compare_to_baseline`, naming both models, unless --allow-model-change. (The newest run
+    # of another suite in the same store would match nothing, so the sets must overlap.)
     sets = {case.eval_set_id for case in baseline.cases}
     newest = [
         summary
-        for summary in store.list_runs(model=model_filter, complete_only=True)
+        for summary in store.list_runs(complete_only=True)
         if sets & set(summary.eval_set_ids)
     ]
     if not newest:
         raise UsageError(
-            f"no complete eval run of model {model!r} over eval set(s) "
-            f"{', '.join(sorted(sets))} in {store.path} to compare against the baseline; "
-            "run them first, or name one with --run"
+            f"no complete eval run over eval set(s) {', '.join(sorted(sets))} in {store.path} "
+            "to compare against the baseline; run them first, or name one with --run"
         )
     found = store.load_run(newest[0].id)
     assert found is not None

@@ -8,17 +8,25 @@ and waits exactly what `retry-after` / `retry-after-ms` asks when the server say
 timeout it also retries), so a provider that accepts a request and never answers costs at most
 timeout x (max_retries + 1) plus the backoff between attempts. Whatever still fails becomes a
 `ModelCallError` carrying the HTTP status and naming what to do; the credential never appears
-in it (it is redacted even from the provider's own message).
+in it (it is redacted even from the provider's own message, and a URL's user:password part is
+masked).
+
+A 2xx answer is read by verdryx, not by the SDK: the raw body must be JSON (content type and
+all) shaped like a Messages API message. Anything else (truncated JSON, an HTML page from a
+proxy, `{}`) is one `ModelCallError` naming the call and the status, never an SDK traceback
+and never an empty answer graded as if the model had said nothing (docs/troubleshooting.md).
 """
 
 from __future__ import annotations
 
+import json
 import threading
-import urllib.parse
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
+from verdryx_core import jsonload
 from verdryx_core.errors import ModelCallError, VerdryxError
+from verdryx_core.jsonwords import json_kind
 from verdryx_core.llm.base import Completion, Judgement
 from verdryx_core.llm.judge_prompt import (
     JUDGE_SYSTEM,
@@ -29,6 +37,7 @@ from verdryx_core.llm.judge_prompt import (
 )
 from verdryx_core.llm.prices import PriceBook
 from verdryx_core.model import ToolCall
+from verdryx_core.redact import install_log_filter, redact_url
 from verdryx_core.timeouts import DEFAULT_TIMEOUT_S, check_timeout
 
 if TYPE_CHECKING:
@@ -56,14 +65,12 @@ def import_sdk() -> Any:
 
 
 def _display_url(url: str) -> str:
-    """A URL fit for an error message: any user:password part is dropped."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host += f":{parts.port}"
-    return urllib.parse.urlunsplit(parts._replace(netloc=host))
+    """A URL fit for an error message: any user:password part is masked."""
+    return redact_url(url)
+
+
+class _Malformed(ValueError):
+    """A 2xx answer that is not a Messages API message; the text says what is wrong."""
 
 
 class AnthropicAdapter:
@@ -120,6 +127,7 @@ class AnthropicAdapter:
 
     def complete(self, prompt: str, *, repeat: int = 0) -> Completion:
         message = self._create(
+            "model call",
             max_tokens=self.max_tokens,
             messages=[{"role": "user", "content": prompt}],
         )
@@ -131,6 +139,7 @@ class AnthropicAdapter:
         # Single turn: the names of the tool_use blocks of this first response are the trace;
         # no tool is executed and nothing is sent back.
         message = self._create(
+            "model call with tools",
             max_tokens=self.max_tokens,
             messages=[{"role": "user", "content": prompt}],
             tools=[dict(tool) for tool in tools],
@@ -138,16 +147,24 @@ class AnthropicAdapter:
         return self._completion(message)
 
     def judge(self, prompt: str, output: str, rubric: str, *, repeat: int = 0) -> Judgement:
-        message = self._create(
-            max_tokens=self.judge_max_tokens,
-            system=JUDGE_SYSTEM,
-            messages=[{"role": "user", "content": render_judge_prompt(prompt, output, rubric)}],
-            tools=[dict(RECORD_VERDICT_TOOL)],
-            tool_choice=dict(TOOL_CHOICE),
-        )
-        verdict = parse_verdict(
-            [_block(block) for block in message.content], getattr(message, "stop_reason", None)
-        )
+        try:
+            message = self._create(
+                "judge call",
+                max_tokens=self.judge_max_tokens,
+                system=JUDGE_SYSTEM,
+                messages=[{"role": "user", "content": render_judge_prompt(prompt, output, rubric)}],
+                tools=[dict(RECORD_VERDICT_TOOL)],
+                tool_choice=dict(TOOL_CHOICE),
+            )
+        except ModelCallError as exc:
+            if exc.status is None or not 200 <= exc.status < 300:
+                raise  # refused or unreachable: an infrastructure error, not a verdict
+            # A 2xx answer the judge rules cannot read is unmeasured, like any other
+            # unreadable verdict (docs/models-and-judges.md); its cost is unknown.
+            return Judgement(
+                score=None, unmeasured=f"judge answer unreadable (cost unknown): {exc}"
+            )
+        verdict = parse_verdict(message["content"], message.get("stop_reason"))
         input_tokens, output_tokens, cost = self._usage(message)
         return Judgement(
             score=verdict.score,
@@ -183,20 +200,49 @@ class AnthropicAdapter:
                     kwargs["auth_token"] = self._auth_token
                 self._sdk = sdk
                 self._client = sdk.Anthropic(**kwargs)
+                # The SDK and httpx log each request's URL at INFO; a user:password in
+                # ANTHROPIC_BASE_URL must not reach a log handler (verdryx_core.redact).
+                install_log_filter()
             return self._client
 
-    def _create(self, **request: Any) -> Any:
+    def _create(self, call: str, **request: Any) -> dict[str, Any]:
+        """The answer as a checked plain message (`content` a list of blocks with a `type`,
+        `usage` an object of token counts); every failure is one `ModelCallError`."""
         client = self._get_client()
         if self.temperature is not None:
             # Sent only when configured (0.0 included); this SDK has no keyword for it.
             request["extra_body"] = {"temperature": self.temperature}
         try:
-            return client.messages.create(model=self.model, **request)
+            # The raw response: the SDK still raises for a 4xx/5xx (after its retries), but a
+            # 2xx body is read below, so a malformed one is named instead of crashing inside
+            # the SDK's parser.
+            raw = client.messages.with_raw_response.create(model=self.model, **request)
+            status = int(raw.status_code)
+            content_type = str(raw.headers.get("content-type") or "")
+            body = raw.read()
         except self._sdk.AnthropicError as exc:
-            raise self._error(exc) from None
+            raise self._error(exc, call) from None
+        except Exception as exc:  # anything else the SDK or its HTTP stack lets escape
+            raise ModelCallError(
+                self._redact(
+                    f"model {self.model}: the {call} to {_display_url(self.base_url)} failed "
+                    f"inside the Anthropic SDK ({type(exc).__name__}: {exc})"
+                )
+            ) from None
+        try:
+            return _read_message(body, content_type)
+        except _Malformed as exc:
+            raise ModelCallError(
+                self._redact(
+                    f"model {self.model}: the {call} to {_display_url(self.base_url)} got HTTP "
+                    f"{status} with {exc}; is ANTHROPIC_BASE_URL an Anthropic Messages API "
+                    "endpoint (a proxy's error page is not)?"
+                ),
+                status=status,
+            ) from None
 
-    def _completion(self, message: Any) -> Completion:
-        blocks = [_block(block) for block in message.content]
+    def _completion(self, message: Mapping[str, Any]) -> Completion:
+        blocks = message["content"]
         input_tokens, output_tokens, cost = self._usage(message)
         return Completion(
             text="".join(block["text"] or "" for block in blocks if block["type"] == "text"),
@@ -214,12 +260,12 @@ class AnthropicAdapter:
             cost_usd=cost,
         )
 
-    def _usage(self, message: Any) -> tuple[int, int, float]:
-        usage = getattr(message, "usage", None)
-        plain = int(getattr(usage, "input_tokens", 0) or 0)
-        cache_read = int(getattr(usage, "cache_read_input_tokens", 0) or 0)
-        cache_write = int(getattr(usage, "cache_creation_input_tokens", 0) or 0)
-        output = int(getattr(usage, "output_tokens", 0) or 0)
+    def _usage(self, message: Mapping[str, Any]) -> tuple[int, int, float]:
+        usage = message["usage"]
+        plain = usage.get("input_tokens") or 0
+        cache_read = usage.get("cache_read_input_tokens") or 0
+        cache_write = usage.get("cache_creation_input_tokens") or 0
+        output = usage.get("output_tokens") or 0
         cost = self.prices.cost(
             self.model,
             plain,
@@ -229,7 +275,7 @@ class AnthropicAdapter:
         )
         return plain + cache_read + cache_write, output, cost
 
-    def _error(self, exc: Exception) -> ModelCallError:
+    def _error(self, exc: Exception, call: str = "model call") -> ModelCallError:
         sdk = self._sdk
         where = _display_url(self.base_url)
         if isinstance(exc, sdk.APIStatusError):
@@ -257,7 +303,7 @@ class AnthropicAdapter:
                     f"model {self.model}: {where} rejected the request (HTTP {status}{detail}); "
                     "check the model id and the request"
                 )
-            return ModelCallError(self._redact(message), status=status)
+            return ModelCallError(self._redact(_named_call(message, call)), status=status)
         if isinstance(exc, sdk.APITimeoutError):
             message = (
                 f"model {self.model}: {where} did not answer within {self.timeout:g}s, still "
@@ -273,7 +319,7 @@ class AnthropicAdapter:
             )
         else:
             message = f"model {self.model}: the Anthropic SDK failed: {type(exc).__name__}: {exc}"
-        return ModelCallError(self._redact(message))
+        return ModelCallError(self._redact(_named_call(message, call)))
 
     def _provider_detail(self, exc: Any) -> str:
         """`: <error type>: <message>` from an Anthropic error body, plus the request id."""
@@ -298,14 +344,75 @@ class AnthropicAdapter:
         for secret in (self._api_key, self._auth_token):
             if secret:
                 text = text.replace(secret, "[redacted]")
-        return text
+        return redact_url(text)
 
 
-def _block(block: Any) -> dict[str, Any]:
-    """An SDK content block as the plain fields verdryx reads."""
+def _named_call(message: str, call: str) -> str:
+    """`model M (judge call): ...`: which of a case's calls failed."""
+    prefix, sep, rest = message.partition(": ")
+    return f"{prefix} ({call}){sep}{rest}" if sep else message
+
+
+_USAGE_FIELDS: Final = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_input_tokens",
+    "cache_creation_input_tokens",
+)
+
+
+def _read_message(body: bytes, content_type: str) -> dict[str, Any]:
+    """A 2xx body as a plain message with the fields verdryx reads; `_Malformed` otherwise."""
+    kind = content_type.split(";")[0].strip().lower()
+    if kind != "application/json":
+        preview = " ".join(body[:80].decode("utf-8", "replace").split())
+        raise _Malformed(
+            f"content type {kind or 'none'!r}, not application/json (it starts {preview!r})"
+        )
+    try:
+        data = jsonload.loads(body)
+    except UnicodeDecodeError:
+        raise _Malformed("a body that is not UTF-8") from None
+    except json.JSONDecodeError as exc:
+        raise _Malformed(
+            f"a body that is not valid JSON ({exc.msg}: byte {exc.pos} of {len(body)})"
+        ) from None
+    if not isinstance(data, dict):
+        raise _Malformed(f"JSON that is not a message object ({json_kind(data)})")
+    content = data.get("content")
+    if not isinstance(content, list):
+        raise _Malformed("a message without a 'content' list")
+    blocks: list[dict[str, Any]] = []
+    for index, block in enumerate(content):
+        if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+            raise _Malformed(f"content block #{index + 1} without a 'type'")
+        if block["type"] == "text" and not isinstance(block.get("text"), str):
+            raise _Malformed(f"text block #{index + 1} without a 'text' string")
+        if block["type"] == "tool_use" and not isinstance(block.get("name"), str):
+            raise _Malformed(f"tool_use block #{index + 1} without a 'name' string")
+        blocks.append(
+            {
+                "type": block["type"],
+                "name": block.get("name"),
+                "input": block.get("input"),
+                "text": block.get("text"),
+            }
+        )
+    usage = data.get("usage")
+    if not isinstance(usage, dict):
+        # Without usage the call's cost would be recorded as 0: a lie, not a default.
+        raise _Malformed("a message without a 'usage' object (its cost would be unknown)")
+    counts: dict[str, int] = {}
+    for name in _USAGE_FIELDS:
+        value = usage.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise _Malformed(f"usage.{name} {value!r} is not a token count")
+        counts[name] = value
+    stop_reason = data.get("stop_reason")
     return {
-        "type": getattr(block, "type", None),
-        "name": getattr(block, "name", None),
-        "input": getattr(block, "input", None),
-        "text": getattr(block, "text", None),
+        "content": blocks,
+        "usage": counts,
+        "stop_reason": stop_reason if isinstance(stop_reason, str) else None,
     }

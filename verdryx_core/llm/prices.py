@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Self
 
+from verdryx_core import jsonload
 from verdryx_core.errors import UsageError
 
 __all__ = ["DEFAULT_PRICES", "FALLBACK_PRICE", "ModelPrice", "PriceBook"]
@@ -130,8 +131,13 @@ class PriceBook:
                 f"{name}: cannot read the price file ({exc.strerror}); fix the path in the "
                 "ini key verdryx_prices"
             ) from None
+        except UnicodeDecodeError as exc:
+            raise UsageError(
+                f"{name}: the price file is not UTF-8 ({exc.reason} at byte {exc.start}); save "
+                "it as UTF-8 JSON"
+            ) from None
         try:
-            data = json.loads(text)
+            data = jsonload.loads(text)
         except json.JSONDecodeError as exc:
             raise UsageError(
                 f"{name}: the price file is not JSON (line {exc.lineno}, column {exc.colno}: "

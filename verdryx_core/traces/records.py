@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from verdryx_core import jsonload
 from verdryx_core.traces.errors import TraceError
 
 __all__ = [
@@ -45,7 +46,7 @@ def iter_ndjson(path: str | Path) -> Iterator[tuple[str, dict[str, Any]]]:
             if not text.strip():
                 continue
             try:
-                record = json.loads(text)
+                record = jsonload.loads(text)
             except json.JSONDecodeError as exc:
                 raise TraceError(
                     f"{where}: not valid JSON ({exc.msg} at column {exc.colno}); expected one "

@@ -1,0 +1,61 @@
+"""An item's report is its own message, never pytest's traceback over the plugin's frames:
+a gated run with many excused (xfailed) cases stays at plain pytest's speed (docs/ci.md)."""
+
+from __future__ import annotations
+
+import pytest
+from plugin_support import exact_case, write_evalset
+
+CUSTOM = """
+import pytest
+
+@pytest.mark.verdryx(case_id="custom-bad", expected="yes")
+def test_custom(verdryx):
+    verdryx.grade("no")
+"""
+
+
+def _reports(reprec: pytest.HookRecorder) -> dict[str, pytest.TestReport]:
+    """The call-phase report of each item, by the last part of its node id."""
+    return {
+        report.nodeid.split("::")[-1]: report
+        for report in reprec.getreports("pytest_runtest_logreport")
+        if report.when == "call"
+    }
+
+
+def test_excused_and_failed_cases_report_their_message_alone(pytester: pytest.Pytester) -> None:
+    db = pytester.path / "store.db"
+    cases = [exact_case("known-bad", "no"), exact_case("new", "yes")]
+    write_evalset(pytester.path, "s", "s", cases)
+    pytester.makepyfile(test_custom=CUSTOM)
+    pytester.inline_run(f"--verdryx-db={db}", "--verdryx-save-baseline=v1")
+    write_evalset(pytester.path, "s", "s", [exact_case("known-bad", "no"), exact_case("new", "no")])
+    reprec = pytester.inline_run(f"--verdryx-db={db}", "--verdryx-baseline=v1")
+    reports = _reports(reprec)
+
+    excused = reports["known-bad"]
+    assert excused.skipped and hasattr(excused, "wasxfail")
+    assert str(excused.longrepr) == "score 0.000 below the bar 0.5, as in baseline v1 (0.000)"
+
+    custom = reports["test_custom"]
+    assert custom.skipped and hasattr(custom, "wasxfail")
+    assert str(custom.longrepr).strip() == (
+        "score 0.000 below the bar 0.5, as in baseline v1 (0.000)"
+    )
+
+    new = reports["new"]
+    assert new.failed
+    text = str(new.longrepr)
+    assert text.startswith("s::new scored 0.000, below the pass bar 0.5")
+    assert "Traceback" not in text and "items.py" not in text and "pluggy" not in text
+
+
+def test_a_new_custom_case_failure_is_its_report_alone(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_custom=CUSTOM)
+    reprec = pytester.inline_run("--no-verdryx-store")
+    failed = _reports(reprec)["test_custom"]
+    assert failed.failed
+    text = str(failed.longrepr).strip()
+    assert text.startswith("test_custom.py::custom-bad scored 0.000, below the pass bar 0.5")
+    assert "fixture.py" not in text and "def test_custom" not in text

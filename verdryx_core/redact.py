@@ -1,0 +1,75 @@
+"""Credentials out of everything verdryx prints or records.
+
+A URL may carry a credential in its user-info part (`https://user:secret@proxy.example`): in
+ANTHROPIC_BASE_URL, VERDRYX_OTLP_ENDPOINT, a typed service URL or a database URL. verdryx shows
+such a URL as `https://***@proxy.example`, and a `logging.Filter` does the same to the records
+of the HTTP libraries it drives (the SDK and httpx log each request's URL at INFO), so
+`--log-cli-level=INFO` does not print the secret either (docs/troubleshooting.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from typing import Final
+
+__all__ = ["MASK", "URLCredentialFilter", "install_log_filter", "redact_text", "redact_url"]
+
+MASK: Final = "***"
+
+# scheme://userinfo@ where userinfo has no '/', '@' or whitespace; the last '@' before the host
+# ends it (a password may itself hold an unescaped '@').
+_USERINFO: Final = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)(?P<userinfo>[^/?#\s]*@)")
+
+#: The loggers of the libraries that log request URLs on verdryx's behalf.
+LOGGERS: Final = ("anthropic", "httpx", "httpx2", "httpcore", "httpcore2", "urllib3", "openai")
+
+
+def redact_url(url: str) -> str:
+    """`url` with any user-info part replaced by `***`; other URLs unchanged."""
+    return redact_text(url)
+
+
+def redact_text(text: str) -> str:
+    """Every URL in `text` with its user-info part replaced by `***`."""
+    if "@" not in text:
+        return text
+    return _USERINFO.sub(lambda match: f"{match.group('scheme')}{MASK}@", text)
+
+
+class URLCredentialFilter(logging.Filter):
+    """Rewrites a record's message with `redact_text`; never drops a record."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # a malformed record is the logging module's to report
+            return True
+        redacted = redact_text(message)
+        if redacted != message:
+            record.msg = redacted
+            record.args = ()
+        return True
+
+
+_FILTER: Final = URLCredentialFilter()
+_lock = threading.Lock()
+
+
+def install_log_filter() -> None:
+    """Put the filter on the HTTP libraries' loggers and every child logger that exists now.
+
+    A filter on a logger sees only records logged on that very logger (not those propagated
+    from its children), so each existing child gets it too; call again after importing an SDK.
+    Idempotent.
+    """
+    with _lock:
+        names = set(LOGGERS)
+        for name in list(logging.Logger.manager.loggerDict):
+            if any(name == root or name.startswith(root + ".") for root in LOGGERS):
+                names.add(name)
+        for name in names:
+            logger = logging.getLogger(name)
+            if _FILTER not in logger.filters:
+                logger.addFilter(_FILTER)
