@@ -214,6 +214,7 @@ BAD_CASES = [
     ("tolerance", _bad({"grader": "numeric", "expected": 1, "tolerance": -1}), "minimum"),
     ("expected", _bad({"grader": "numeric", "expected": "many"}), "expects a number"),
     ("expected", _bad({"grader": "numeric"}), "requires"),
+    ("expected", _bad({"grader": "numeric", "expected": "1e400"}), "finite"),
     ("expected", _bad({"grader": "json", "expected": "{nope"}), "JSON text"),
     ("schema", _bad({"grader": "json", "schema": {"type": 12}}), "not a valid JSON Schema"),
     ("fields", _bad({"grader": "json", "fields": []}), "expected object"),
@@ -393,3 +394,46 @@ def test_jsonl_and_json_accept_and_refuse_alike(
         except EvalSetError as exc:
             outcomes.append(("error", (exc.case, exc.field)))
     assert outcomes[0] == outcomes[1]
+
+
+def test_every_format_knows_the_line_each_case_starts_on(tmp_path: Path) -> None:
+    text = (
+        '{"id": "s", "description": "a [tricky] {text} \\" ]",\n'
+        ' "defaults": {"tools": [{"name": "t", "input_schema": {}}]},\n'
+        ' "cases": [\n'
+        '  {"id": "a", "prompt": "[{", "expected": "x"},\n'
+        "\n"
+        "  {\n"
+        '   "id": "b", "prompt": "p", "expected": "}]", "metadata": {"k": [1, {"z": 2}]}\n'
+        '  }, {"id": "c", "prompt": "p", "expected": "x"}\n'
+        " ]}\n"
+    )
+    evalset = load_evalset(write(tmp_path, "l.evalset.json", text))
+    assert evalset.lines is None
+    assert evalset.case_lines() == (4, 6, 8)
+    jsonl = load_evalset(write(tmp_path, "l.evalset.jsonl", as_jsonl({"id": "s"}, CASES[:2])))
+    assert jsonl.case_lines() == (2, 3)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    prompts=st.lists(st.text(alphabet='ab[]{}"\\\n ,:', max_size=8), min_size=1, max_size=5),
+    description=st.text(alphabet='[]{}"\\\n', max_size=6),
+)
+def test_json_case_lines_agree_with_the_indented_layout(
+    prompts: list[str], description: str
+) -> None:
+    from verdryx_core.evalset_files import json_case_lines
+
+    document = {
+        "id": "s",
+        "description": description,
+        "cases": [
+            {"id": f"c{i}", "prompt": prompt, "metadata": {"x": [prompt, {"y": prompt}]}}
+            for i, prompt in enumerate(prompts)
+        ],
+    }
+    text = json.dumps(document, indent=2)
+    # With indent=2 each case opens on a line that is exactly four spaces and a brace.
+    expected = tuple(n for n, line in enumerate(text.splitlines(), start=1) if line == "    {")
+    assert json_case_lines(text) == expected

@@ -119,9 +119,9 @@ def test_a_catastrophic_pattern_is_unmeasured_within_the_timeout() -> None:
     elapsed = time.perf_counter() - started
     assert grade.value is None
     assert grade.unmeasured is not None and "0.2s" in grade.unmeasured
-    # Unbounded, this search takes far longer than any bound here; 10 s leaves room for a
-    # loaded CI machine without letting a missing timeout pass.
-    assert elapsed < 10.0, f"the search took {elapsed:.2f}s with a 0.2s timeout"
+    # Without the timeout this search runs for far longer than any machine's lifetime; the
+    # wide bound only tells a stopped search from an unstopped one, even on a loaded machine.
+    assert elapsed < 20.0, f"the search took {elapsed:.2f}s with a 0.2s timeout"
 
 
 @pytest.mark.parametrize("pattern", ["(ab", r"\p{L}", "[[:alpha:]]", r"a\K"])

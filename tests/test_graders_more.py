@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from verdryx_core.runner import CaseEvaluator
 
 from verdryx_core.evalset import evalset_from_data, load_evalset
 from verdryx_core.graders import GradeContext, build_graders
@@ -26,7 +27,6 @@ from verdryx_core.graders.json_output import json_score
 from verdryx_core.graders.numeric import numeric_score, read_number
 from verdryx_core.llm import StubAdapter
 from verdryx_core.model import CheckResult, EvalRun, Score
-from verdryx_core.runner import CaseEvaluator
 from verdryx_core.store import Store
 
 CONTEXT = GradeContext(eval_set_id="s")
@@ -260,6 +260,7 @@ def test_an_unmeasured_check_leaves_the_case_unmeasured() -> None:
     }
     result = grade(case, "yes")  # no judge configured for this run
     assert result.value is None and result.unmeasured and "llm_judge" in result.unmeasured
+    assert "--verdryx-judge" in result.unmeasured  # the flag that would measure it
     assert result.checks[0].value == 1.0 and result.checks[1].value is None
 
 

@@ -31,7 +31,7 @@ from verdryx_core.llm import (
     make_adapter,
 )
 from verdryx_core.llm.judge_prompt import JUDGE_SYSTEM, RECORD_VERDICT_TOOL
-from verdryx_core.model import EvalCase
+from verdryx_core.model import EvalCase, ToolCall
 
 MODEL = "claude-haiku-4-5"
 TOOLS = [
@@ -129,6 +129,46 @@ def test_tool_trace_is_the_ordered_tool_use_names_of_the_first_response(
     assert grade.value == pytest.approx(2 / 3)
 
 
+def test_tool_calls_carry_each_tool_use_input_and_grade_with_arguments(
+    server: FakeAnthropic,
+) -> None:
+    server.script(
+        message_reply(
+            text="Checking both.",
+            tool_uses=[
+                ("search_orders", {"customer": "ada", "limit": 5}),
+                ("issue_refund", {"order_id": "7"}),
+            ],
+        )
+    )
+    completion = adapter_for(server).complete_with_tools("Refund Ada's last order", TOOLS)
+    assert completion.tool_names == ("search_orders", "issue_refund")
+    assert completion.tool_calls == (
+        ToolCall(name="search_orders", arguments={"customer": "ada", "limit": 5}),
+        ToolCall(name="issue_refund", arguments={"order_id": "7"}),
+    )
+    assert Completion.from_dict(completion.to_dict()) == completion  # the cache's round trip
+    case = EvalCase.from_dict(
+        {
+            "id": "refund",
+            "prompt": "p",
+            "grader": "tool_trace",
+            "tools": TOOLS,
+            "expected_tool_calls": [
+                {"name": "issue_refund", "arguments": {"order_id": {"one_of": ["7", 7]}}},
+                {"name": "search_orders", "arguments": {"customer": "ada"}},
+            ],
+            "tool_match": "unordered",
+            "argument_match": "subset",
+        }
+    )
+    context = GradeContext(eval_set_id="s")
+    assert ToolTraceGrader().grade(case, list(completion.tool_calls), context).value == 1.0
+    exact = EvalCase.from_dict({**case.to_dict(), "argument_match": "exact"})
+    # search_orders also got `limit`: exact arguments match only the refund, 1 of 2.
+    assert ToolTraceGrader().grade(exact, list(completion.tool_calls), context).value == 0.5
+
+
 def test_a_response_with_no_tool_use_is_an_empty_trace(server: FakeAnthropic) -> None:
     server.script(message_reply(text="I will not call anything."))
     assert adapter_for(server).complete_with_tools("p", TOOLS).tool_names == ()
@@ -196,9 +236,13 @@ def test_server_errors_exhaust_the_bound_and_name_the_status(
 def test_429_exhausted_says_to_lower_concurrency(server: FakeAnthropic) -> None:
     limited = error_reply(429, "rate_limit_error", "slow down", retry_after="0.01")
     server.script(limited, limited)
-    with pytest.raises(ModelCallError, match="--verdryx-concurrency") as caught:
+    with pytest.raises(ModelCallError, match="lower --concurrency") as caught:
         make_adapter(MODEL, env=server.env(), max_retries=1).complete("p")
     assert caught.value.status == 429
+    # The pytest face words the same hint with its own flag.
+    assert "lower --verdryx-concurrency" in caught.value.worded(
+        {"concurrency": "--verdryx-concurrency"}
+    )
 
 
 def test_a_recovering_server_succeeds_after_500s(server: FakeAnthropic) -> None:

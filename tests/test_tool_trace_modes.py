@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from verdryx_core.runner import CaseEvaluator
 
 from verdryx_core.evalset import load_evalset
 from verdryx_core.graders import GradeContext, build_graders
@@ -28,7 +29,6 @@ from verdryx_core.graders.tool_trace import (
     trace_score,
 )
 from verdryx_core.model import EvalCase, ToolCall
-from verdryx_core.runner import CaseEvaluator
 
 CONTEXT = GradeContext(eval_set_id="s")
 MODES = ("ordered", "unordered", "subset", "superset")
@@ -460,3 +460,49 @@ def test_a_bfcl_sample_as_jsonl_graded_unordered_with_arguments(tmp_path: Path) 
         "name": "get_weather",
         "arguments": {"city": "Tokyo", "unit": "celsius"},
     }
+
+
+def test_the_runner_grades_the_models_calls_with_their_arguments() -> None:
+    from verdryx_core.llm import StubAdapter
+
+    case = _case(
+        tools=[{"name": "lookup", "input_schema": {"type": "object"}}],
+        expected_tool_calls=[{"name": "lookup", "arguments": {"id": 7}}],
+    )
+    for made, value in (({"id": 7}, 1.0), ({"id": 8}, 0.0)):
+        model = StubAdapter(tool_calls=[{"name": "lookup", "arguments": made}])
+        evaluator = CaseEvaluator(graders=build_graders(), adapter=model)
+        score = evaluator.evaluate(case, CONTEXT)
+        assert score.value == value
+        assert json.loads(f"[{score.output}]") == [{"name": "lookup", "arguments": made}]
+
+
+def test_display_texts_of_traces_and_expectations() -> None:
+    from verdryx_core.graders.display import expected_text, output_text
+
+    made = [{"name": "a", "arguments": {"x": 1}}, ToolCall(name="b", arguments={})]
+    assert json.loads(f"[{output_text(made)}]") == [
+        {"name": "a", "arguments": {"x": 1}},
+        {"name": "b", "arguments": {}},
+    ]
+    assert output_text(["a", "b"]) == "a, b" and output_text("text") == "text"
+    assert output_text(None) is None
+    calls = _case(expected_tool_calls=[{"name": "a", "arguments": {"x": 1}}, {"name": "b"}])
+    assert json.loads(f"[{expected_text(calls)}]") == [
+        {"name": "a", "arguments": {"x": 1}},
+        {"name": "b"},
+    ]
+    any_ = _case(expected_tool_calls_any=[[{"name": "a"}], [{"name": "b"}]])
+    assert expected_text(any_) == '{"name":"a"} | {"name":"b"}'
+    assert expected_text(_case(expected_tools=["a", "b"])) == "a, b"
+    checks = EvalCase.from_dict(
+        {
+            "id": "c",
+            "prompt": "p",
+            "checks": [
+                {"grader": "exact", "expected": "x"},
+                {"grader": "llm_judge", "rubric": "polite?"},
+            ],
+        }
+    )
+    assert expected_text(checks) == "exact: x; llm_judge: polite?"

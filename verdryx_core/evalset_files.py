@@ -16,9 +16,11 @@ Every case keeps the line it starts on, so errors can point at it.
 
 from __future__ import annotations
 
+import bisect
 import csv
 import io
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -35,6 +37,7 @@ __all__ = [
     "EVALSET_SUFFIXES",
     "Document",
     "NonFiniteNumber",
+    "json_case_lines",
     "read_document",
 ]
 
@@ -42,6 +45,7 @@ __all__ = [
 EVALSET_SUFFIXES: Final = (".evalset.json", ".evalset.jsonl", ".evalset.csv")
 CSV_SIDECAR_SUFFIX: Final = ".json"
 _SIDECAR_FIELDS: Final = ("id", "description", "defaults", "target", "columns")
+_TOKENS: Final = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 _TRUE: Final = frozenset({"true", "yes", "1"})
 _FALSE: Final = frozenset({"false", "no", "0"})
 
@@ -300,3 +304,30 @@ def _read_csv(path: Path) -> Document:
     data.update({k: v for k, v in sidecar.items() if k != "columns"})
     data["cases"] = cases
     return Document(data, case_lines=tuple(lines))
+
+
+def json_case_lines(text: str) -> tuple[int, ...]:
+    """The 1-based line each element of the top-level `cases` array starts on, in a JSON
+    eval set's text (read only when asked: a JSON load does not pay for it)."""
+    newlines = [index for index, char in enumerate(text) if char == "\n"]
+    lines: list[int] = []
+    depth = 0
+    in_cases = False
+    last_key: str | None = None
+    for token in _TOKENS.finditer(text):
+        value = token.group()
+        if value[0] == '"':
+            if depth == 1:
+                last_key = value
+            continue
+        if value in "[{":
+            if in_cases and depth == 2:
+                lines.append(bisect.bisect_left(newlines, token.start()) + 1)
+            if value == "[" and depth == 1 and last_key == '"cases"':
+                in_cases = True
+            depth += 1
+        else:
+            depth -= 1
+            if depth == 1:
+                in_cases = False
+    return tuple(lines)

@@ -8,6 +8,7 @@ text). Each failure is one `EvalSetError` naming the file, the line, the case an
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -151,9 +152,11 @@ def _expected_text(grader: str, expected: Any, fail: Any, field: str) -> str | N
         if isinstance(expected, int | float):
             return json.dumps(expected)
         try:
-            float(str(expected))
+            number = float(str(expected))
         except ValueError:
             raise fail(field, f"grader 'numeric' expects a number, got {expected!r}") from None
+        if not math.isfinite(number):
+            raise fail(field, f"grader 'numeric' expects a finite number, got {expected!r}")
         return str(expected).strip()
     if grader == "json":
         if isinstance(expected, str):

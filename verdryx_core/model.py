@@ -121,16 +121,17 @@ class ToolCall:
         return data
 
     @classmethod
-    def from_value(cls, value: Any) -> ToolCall:
-        """From a name, a `{"name", "arguments"}` mapping, or a ToolCall."""
+    def from_value(cls, value: Any, *, made: bool = False) -> ToolCall:
+        """From a name, a `{"name", "arguments"}` mapping, or a ToolCall. A call `made` (a
+        recorded or answered one) written as an object without arguments had none, `{}`; an
+        expected one without arguments leaves them unchecked, None. A bare name is None."""
         if isinstance(value, ToolCall):
             return value
         if isinstance(value, Mapping):
             arguments = value.get("arguments")
-            return cls(
-                name=str(value["name"]),
-                arguments=dict(arguments) if isinstance(arguments, Mapping) else None,
-            )
+            if isinstance(arguments, Mapping):
+                return cls(name=str(value["name"]), arguments=dict(arguments))
+            return cls(name=str(value["name"]), arguments={} if made else None)
         return cls(name=str(value))
 
     def __str__(self) -> str:
@@ -368,8 +369,13 @@ def _output_in(output: Any, grader: str) -> Any:
         return output
     if grader == "tool_trace":
         # Recorded calls become ToolCall records: their text in a stored score is JSON.
-        return [ToolCall.from_value(item) if isinstance(item, Mapping) else item for item in output]
+        return [
+            ToolCall.from_value(item, made=True) if isinstance(item, Mapping) else item
+            for item in output
+        ]
     return list(output)
+
+
 _SCORE_TEXT: Final = (
     "case_id",
     "eval_set_id",
@@ -412,6 +418,9 @@ class Score:
     #: `EvalCase.fingerprint()` of the case as graded; "" for custom cases without content.
     fingerprint: str = ""
     passed: bool | None = None
+    #: The pass bar `passed` was decided against (see `verdryx_core.evaluation.bar`). Not
+    #: stored: a run read back from the store keeps `passed`, and its bar is not compared.
+    bar: float | None = field(default=None, compare=False)
     #: Per-sample values when the case was sampled several times (`--verdryx-repeat`).
     samples: tuple[float, ...] = ()
     #: What a reader needs to judge the grade: output, expected, judge reason.

@@ -172,7 +172,7 @@ class ToolTraceGrader:
         elif isinstance(output, list | tuple) and all(
             isinstance(item, str | Mapping | ToolCall) for item in output
         ):
-            actual = [ToolCall.from_value(item) for item in output]
+            actual = [ToolCall.from_value(item, made=True) for item in output]
         else:
             # A string here is a model's text, not a trace; scoring it as "no calls" would
             # invent a measurement.

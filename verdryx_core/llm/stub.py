@@ -61,7 +61,9 @@ class StubAdapter:
         self.judge_reason = judge_reason
         self.tool_names = None if tool_names is None else tuple(tool_names)
         self.tool_calls = (
-            None if tool_calls is None else tuple(ToolCall.from_value(c) for c in tool_calls)
+            None
+            if tool_calls is None
+            else tuple(ToolCall.from_value(c, made=True) for c in tool_calls)
         )
         self.input_tokens = input_tokens
         self.output_tokens = output_tokens

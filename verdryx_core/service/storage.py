@@ -221,6 +221,13 @@ class SqliteServiceStorage:
                 f"{name}: cannot open the verification service tables: the directory "
                 f"{str(Path(name).parent)!r} does not exist (create it or pass another --db)"
             )
+        if name != ":memory:":
+            # The service's tables live inside a verdryx store: opening the store first
+            # creates it (with its schema marker) or refuses a file that is not one, so the
+            # store's own commands keep reading the same file.
+            from verdryx_core.store import Store
+
+            Store.open(Path(name)).close()
         try:
             connection = sqlite3.connect(name, check_same_thread=False, isolation_level=None)
         except sqlite3.Error as exc:

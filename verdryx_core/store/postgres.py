@@ -243,11 +243,11 @@ class PostgresStore(SqlStore):
         return translated
 
     def _execute(self, sql: str, params: Any = ()) -> Any:
-        return self._conn.execute(self._translate(sql), params)  # type: ignore[arg-type]
+        return self._conn.execute(self._translate(sql), params)
 
     def _executemany(self, sql: str, rows: Any) -> None:
         with self._conn.cursor() as cursor:
-            cursor.executemany(self._translate(sql), rows)  # type: ignore[arg-type]
+            cursor.executemany(self._translate(sql), rows)
 
     def _begin(self) -> None:
         self._conn.execute("BEGIN")
