@@ -31,7 +31,9 @@ AGENT = textwrap.dedent(
         names = [t["name"] for t in case.tools or ()]
         return {
             "output": case.prompt.upper(),
-            "tool_calls": [{"name": w, "arguments": {"step": i}} for i, w in enumerate(words) if w in names],
+            "tool_calls": [
+                {"name": w, "arguments": {"step": i}} for i, w in enumerate(words) if w in names
+            ],
             "usage": {"input_tokens": 100, "output_tokens": 20, "cost_usd": 0.25},
         }
 
@@ -47,10 +49,11 @@ AGENT = textwrap.dedent(
 
     async def answer_async(case):
         _log(case)
+        peak_file = HERE / "peak.json"
         with _lock:
             _now[0] += 1
-            peak = max(_now[0], json.loads((HERE / "peak.json").read_text() or "0") if (HERE / "peak.json").exists() else 0)
-            (HERE / "peak.json").write_text(json.dumps(peak))
+            seen = json.loads(peak_file.read_text()) if peak_file.exists() else 0
+            peak_file.write_text(json.dumps(max(_now[0], seen)))
         await asyncio.sleep(0.05)
         with _lock:
             _now[0] -= 1
@@ -193,10 +196,18 @@ def test_latency_is_the_items_duration_in_junit(pytester: pytest.Pytester) -> No
     result.stdout.fnmatch_lines(["*0.3*s call*agent.evalset.json::slow*"])
 
 
-def test_results_are_cached_only_under_a_declared_version(pytester: pytest.Pytester) -> None:
+@pytest.mark.parametrize("mode", XDIST_MODES)
+def test_results_are_cached_only_under_a_declared_version(
+    pytester: pytest.Pytester, mode: list[str]
+) -> None:
     _setup(pytester, [_case("a", "one"), _case("b", "two")])
     db = f"--verdryx-db={pytester.path / 'v.db'}"
     target = "--verdryx-target=agent_under_test:answer"
+    # Under xdist the controller calls ahead into the cache when a version is declared, and
+    # each worker calls for its own items when none is: every case is called once a run.
+    pytester.runpytest(*mode, target, db, "--verdryx-target-version=0").assert_outcomes(passed=2)
+    assert len(_calls(pytester)) == 2
+    (pytester.path / "calls.log").unlink()
     pytester.runpytest(target, db).assert_outcomes(passed=2)
     pytester.runpytest(target, db).assert_outcomes(passed=2)
     assert len(_calls(pytester)) == 4  # no version: always called

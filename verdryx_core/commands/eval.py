@@ -15,21 +15,24 @@ from pathlib import Path
 from typing import Any
 
 from verdryx_core.commands._common import add_db_argument, add_json_argument, open_store, print_json
-from verdryx_core.errors import UsageError
+from verdryx_core.errors import UsageError, VerdryxError
 from verdryx_core.evalset import load_evalset
 from verdryx_core.evaluation import (
     DEFAULT_MIN_SCORE,
     EvalSettings,
     Pipeline,
+    TargetCallError,
     Work,
     assemble_run,
+    call_ahead,
     promises_of,
     save_run,
-    score_all,
 )
+from verdryx_core.evaluation.scoring import CaseScorer
 from verdryx_core.graders import GradeContext
-from verdryx_core.model import EvalRun
+from verdryx_core.model import EvalRun, Score
 from verdryx_core.summary import run_lines, unmeasured_lines
+from verdryx_core.timeouts import DEFAULT_TIMEOUT_S, check_timeout
 
 NAME = "eval"
 HELP = "grade eval sets against a model, store the run, print the scores"
@@ -43,6 +46,13 @@ def _positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text} is below the minimum 1")
     return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        return check_timeout(float(text), what="--timeout")
+    except (ValueError, VerdryxError) as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds") from exc
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -92,6 +102,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="eval.outcome_met",
         help="typed verdict template (default eval.outcome_met)",
     )
+    parser.add_argument(
+        "--target",
+        metavar="MODULE:CALLABLE",
+        help="the agent under test, called once per case and repeat (an eval set's own "
+        "target wins; imported from the current folder first)",
+    )
+    parser.add_argument(
+        "--target-version",
+        metavar="VERSION",
+        help="cache the target's results under this version (unset: never cached)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"seconds any one call may take: target, model, judge (default {DEFAULT_TIMEOUT_S:g})",
+    )
     add_db_argument(parser)
     add_json_argument(parser)
 
@@ -109,6 +137,10 @@ def settings_from(args: argparse.Namespace) -> EvalSettings:
         typed_template=args.typed_template,
         min_score=args.min_score,
         agent_id=args.agent_id or None,
+        call_timeout=args.timeout,
+        target=args.target or None,
+        target_version=args.target_version or None,
+        target_root=Path.cwd(),
     )
 
 
@@ -124,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
         )
     with open_store(args) as store:
         pipeline = Pipeline(settings, lambda: store)
+        pipeline.check_target()
         run_id = str(uuid.uuid4())
         started = datetime.now(UTC)
         work = [
@@ -138,15 +171,16 @@ def run(args: argparse.Namespace) -> int:
         ]
         scorer = pipeline.scorer([entry.case for entry in work])
         try:
-            scores = score_all(scorer, work, concurrency=settings.concurrency, stream=sys.stderr)
+            scores, errors = _score_all(scorer, work, concurrency=settings.concurrency)
         finally:
             tally = pipeline.finish_calls()
+        # A case whose target failed has no score: the run is not a whole measurement.
         run = assemble_run(
             run_id=run_id,
             settings=settings,
             started_at=started,
             scores=scores,
-            complete=True,
+            complete=not errors,
             eval_set_ids=ids,
         )
         save_run(
@@ -156,10 +190,36 @@ def run(args: argparse.Namespace) -> int:
             promises=promises_of((evalset.id, case) for evalset in sets for case in evalset.cases),
         )
     if args.json:
-        print_json(eval_document(run))
+        print_json({**eval_document(run), "errors": errors})
     else:
         _print_text(run, store.path)
-    return 0
+        if errors:
+            print(f"  {len(errors)} case(s) errored instead of scoring (stored as incomplete):")
+            for line in errors[:10]:
+                print(f"    {line}")
+            if len(errors) > 10:
+                print(f"    ... and {len(errors) - 10} more")
+            print()
+    return 1 if errors else 0
+
+
+def _score_all(
+    scorer: CaseScorer, work: list[Work], *, concurrency: int
+) -> tuple[list[Score], list[str]]:
+    """Every case scored in order, remote ones ahead; a case whose target failed is an
+    error line (`set::case: reason`), never a score. Other failures stop the command."""
+    ahead = call_ahead(scorer, work, concurrency=concurrency, stream=sys.stderr)
+    scores: list[Score] = []
+    errors: list[str] = []
+    for entry in work:
+        try:
+            future = ahead.futures.get(entry.key)
+            scores.append(
+                future.result() if future is not None else scorer.score(entry.case, entry.context)
+            )
+        except TargetCallError as exc:
+            errors.append(f"{entry.context.eval_set_id}::{entry.case.id}: {exc}")
+    return scores, errors
 
 
 def eval_document(run: EvalRun) -> dict[str, Any]:
