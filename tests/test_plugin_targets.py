@@ -127,7 +127,8 @@ def test_tool_calls_are_graded_by_tool_trace(pytester: pytest.Pytester) -> None:
         [
             "*agent::wrong scored 0.500, below the pass bar 1*",
             "*expected tools: lookup, act*",
-            "*output: act*",
+            # The target's calls are graded with their arguments.
+            '*output: {"name":"act","arguments":{"step":0}}*',
         ]
     )
 
@@ -161,7 +162,10 @@ def test_a_hung_target_times_out(pytester: pytest.Pytester) -> None:
     assert time.monotonic() - started < 15
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(
-        ["*target agent_under_test:answer did not return within 0.5s; raise --verdryx-timeout*"]
+        [
+            "*target agent_under_test:answer did not return within 0.5s; raise "
+            "--verdryx-timeout if it needs longer*"
+        ]
     )
 
 
@@ -220,7 +224,12 @@ def test_results_are_cached_only_under_a_declared_version(
     replay.assert_outcomes(passed=2)
     missing = pytester.runpytest(target, db, "--verdryx-target-version=2", "--verdryx-cache=replay")
     missing.assert_outcomes(errors=2)
-    missing.stdout.fnmatch_lines(["*no result recorded under version 2 for case a*"])
+    missing.stdout.fnmatch_lines(
+        [
+            "*no result recorded under version 2 for case a (repeat 0), and a replay never "
+            "calls; record it first with --verdryx-cache on under that --verdryx-target-version*"
+        ]
+    )
     assert len(_calls(pytester)) == 6
 
 
@@ -232,7 +241,9 @@ def test_replay_without_a_version_and_a_bad_target_are_usage_errors(
         "--verdryx-target=agent_under_test:answer", "--verdryx-cache=replay"
     )
     assert replay.ret == pytest.ExitCode.USAGE_ERROR
-    replay.stderr.fnmatch_lines(["*cannot replay target calls*--verdryx-target-version=V*"])
+    replay.stderr.fnmatch_lines(
+        ["*cannot replay target calls*; pass --verdryx-target-version V, the version*"]
+    )
     bad = pytester.runpytest("--verdryx-target=agent_under_test:anwser", "--no-verdryx-store")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     bad.stderr.fnmatch_lines(

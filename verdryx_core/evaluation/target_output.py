@@ -10,10 +10,10 @@ Cases with no target in effect go to the fallback source (the model), unchanged.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import CancelledError
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from verdryx_core.errors import VerdryxError
 from verdryx_core.evaluation.sources import OutputSource, Produced
@@ -27,6 +27,13 @@ __all__ = ["TargetCallError", "TargetOutput", "target_of"]
 
 class TargetCallError(VerdryxError):
     """A target call produced no output; the message is the call's one-line error."""
+
+
+#: What to do, by kind of failure, in the face's own flags.
+_HINTS: Final[Mapping[str, str]] = {
+    "timeout": "raise {timeout} if it needs longer",
+    "not_recorded": "record it first with {cache} on under that {target_version}",
+}
 
 
 def target_of(case: EvalCase, default: str | None) -> str | None:
@@ -104,7 +111,10 @@ class TargetOutput:
         except CancelledError:
             raise TargetCallError(f"target {target.spec}: the call was cancelled") from None
         if outcome.result is None:
-            raise TargetCallError(outcome.error or f"target {target.spec} failed")
+            raise TargetCallError(
+                outcome.error or f"target {target.spec} failed",
+                hint=_HINTS.get(outcome.error_kind or ""),
+            )
         result = outcome.result
         usage = result.usage
         return Produced(

@@ -137,8 +137,8 @@ class TargetRunner:
     ) -> None:
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise UsageError(
-                f"concurrency {concurrency!r} is not a positive integer; "
-                "pass --verdryx-concurrency=N with N >= 1 (default 8)"
+                f"concurrency {concurrency!r} is not a positive integer",
+                hint="pass {concurrency} N with N >= 1 (default 8)",
             )
         self.concurrency = concurrency
         self.timeout = check_timeout(timeout)
@@ -187,8 +187,8 @@ class TargetRunner:
         if self.cache.replaying:
             error = (
                 f"target {call.target.spec}: no result recorded under version "
-                f"{self.cache.version} for case {call.case.id} (repeat {call.case.repeat}) "
-                "(--verdryx-cache=replay); record it first with --verdryx-cache=on"
+                f"{self.cache.version} for case {call.case.id} (repeat {call.case.repeat}), "
+                "and a replay never calls"
             )
             return self._error(call, error, "not_recorded", 0.0)
         return None
@@ -364,10 +364,7 @@ class TargetRunner:
         return self._error(call, error, "exception", time.perf_counter() - started)
 
     def _timed_out(self, call: _Call) -> TargetOutcome:
-        error = (
-            f"target {call.target.spec} did not return within {self.timeout:g}s; raise "
-            "--verdryx-timeout if it needs longer"
-        )
+        error = f"target {call.target.spec} did not return within {self.timeout:g}s"
         return self._error(call, error, "timeout", self.timeout)
 
     def _error(self, call: _Call, error: str, kind: str, latency: float) -> TargetOutcome:
