@@ -4,6 +4,7 @@ Anthropic SDK agent runs its tool loop end to end against the fake Messages API.
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -151,3 +152,16 @@ def test_the_fake_refuses_a_tool_result_that_answers_nothing(server: FakeAnthrop
         )
     assert any("did not call" in v for v in server.violations)
     server.reset()  # the violation was the point
+
+
+def test_the_order_support_set_runs_in_a_pytest_session_once_renamed(
+    pytester: pytest.Pytester,
+) -> None:
+    # As docs/targets.md says: the set's own "target" names the agent, its conftest makes
+    # the folder importable, and every case passes.
+    folder = pytester.path / "targets"
+    shutil.copytree(TARGETS, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    (folder / PENDING.name).rename(folder / "orders.evalset.json")
+    result = pytester.runpytest("targets", "--no-verdryx-store")
+    result.assert_outcomes(passed=10)
+    result.stdout.fnmatch_lines(["*cases: 10 passed, 0 failed, 0 unmeasured*"])

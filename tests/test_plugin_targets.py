@@ -250,3 +250,30 @@ def test_replay_without_a_version_and_a_bad_target_are_usage_errors(
         ["*target 'agent_under_test:anwser': 'agent_under_test' has no attribute 'anwser'*"]
     )
     assert _calls(pytester) == []
+
+
+def test_an_eval_sets_own_target_wins_and_other_sets_keep_the_model(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(
+        other_agent="def answer(case):\n    return 'other ' + case.prompt\n",
+    )
+    _setup(pytester, [_case("own", "mine")])
+    data = json.loads((pytester.path / "agent.evalset.json").read_text())
+    (pytester.path / "agent.evalset.json").write_text(
+        json.dumps({**data, "target": "agent_under_test:answer"})
+    )
+    write_evalset(
+        pytester.path,
+        "plain",
+        "plain",
+        [{"id": "modelled", "prompt": "q", "expected": "stub output"}],
+    )
+    result = pytester.runpytest("--no-verdryx-store", "-v")
+    # No run-level target: the set with its own target asks it, the other set the model.
+    result.assert_outcomes(passed=2)
+    assert _calls(pytester) == ["agent::own#0"]
+    overridden = pytester.runpytest("--verdryx-target=other_agent:answer", "--no-verdryx-store")
+    # The run's target answers the set without one ("other q" is not "stub output").
+    overridden.assert_outcomes(passed=1, failed=1)
+    assert _calls(pytester) == ["agent::own#0", "agent::own#0"]

@@ -53,7 +53,12 @@ class Pipeline:
                     hint="pass {typed_key_file} PATH or set $VERDRYX_TYPRYX_KEY_FILE",
                 )
             key = read_key_file(settings.typed_key_file)
-            self._typed = TypryxClient(settings.typed_url, key, template=settings.typed_template)
+            self._typed = TypryxClient(
+                settings.typed_url,
+                key,
+                template=settings.typed_template,
+                timeout=settings.call_timeout,
+            )
         return self._typed
 
     def scorer(self, cases: Sequence[EvalCase], *, judge_wanted: bool = False) -> CaseScorer:
