@@ -48,7 +48,7 @@ class CaseScorer:
         graders: Mapping[str, Grader],
         live: OutputSource | None = None,
         repeat: int = 1,
-        min_score: float,
+        min_score: float | None,
         flags: Mapping[str, str],
     ) -> None:
         self.graders = graders
@@ -175,7 +175,7 @@ def decided(
     case: EvalCase,
     *,
     eval_set_id: str,
-    min_score: float,
+    min_score: float | None,
     value: float | None,
     grader: str,
     unmeasured: str | None = None,

@@ -53,8 +53,8 @@ class EvalSettings:
     target_version: str | None = None
     #: Where `module:callable` targets are imported from first (the rootdir).
     target_root: Path | None = None
-    #: The pass bar of cases without their own `min_score`.
-    min_score: float = DEFAULT_MIN_SCORE
+    #: The pass bar of cases without their own `min_score` (None: each grader's own bar).
+    min_score: float | None = None
     agent_id: str | None = None
     #: How the face spells each setting, for messages that point at one
     #: (`verdryx_core.errors.word_hint`).
