@@ -47,7 +47,7 @@ _MESSAGE_LIMIT: Final = 300
 _WATCHDOG_GRACE_S: Final = 0.5
 _WATCHDOG_TICK_S: Final = 0.1
 #: How long `abort` waits for the loop thread to stop before abandoning it.
-_ABORT_JOIN_S: Final = 1.0
+_ABORT_JOIN_S: Final = 0.5
 
 
 class _Advances(Protocol):
@@ -221,7 +221,7 @@ class TargetRunner:
 
     def abort(self) -> None:
         """Return now: cancel what has not started, give up on what is in flight (coroutines
-        are cancelled, threads abandoned) and stop the loop, waiting at most a second."""
+        are cancelled, threads abandoned) and stop the loop, waiting at most half a second."""
         self.cancel_pending()
         with self._lock:
             running = list(self._running)
