@@ -3,7 +3,7 @@
 The ideal is N x latency / concurrency. Two measurements, in the same run:
 - runner: the cases through `verdryx_core.targets.TargetRunner` in this process; the ratio
   is wall time over the ideal;
-- session (when the plugin has `--verdryx-target`): a real pytest session in a subprocess
+- session: a real pytest session in a subprocess
   over an eval set of the N cases; its fixed cost (start-up, collection, grading, summary)
   is measured by the same session over the same cases with their outputs recorded (no
   call at all), and the ratio is wall time over (ideal + that fixed cost). The same session
@@ -60,12 +60,6 @@ def _runner_wall(cases: int, latency: float, concurrency: int) -> float:
     if bad:
         raise SystemExit(f"{len(bad)} target calls failed, e.g. {bad[0].error}")
     return wall
-
-
-def _plugin_has_targets() -> bool:
-    from pytest_verdryx import options
-
-    return "--verdryx-target" in Path(options.__file__).read_text(encoding="utf-8")
 
 
 def _write_session(root: Path, cases: int) -> None:
@@ -131,9 +125,7 @@ def main() -> None:
     runner = min(_runner_wall(cases, args.latency, args.concurrency) for _ in range(repeats))
     print(f"runner:           {runner:.2f} s, {runner / ideal:.2f}x the ideal (target <= 1.50x)")
 
-    if args.runner_only or not _plugin_has_targets():
-        if not args.runner_only:
-            print("session:          skipped (this build has no --verdryx-target)")
+    if args.runner_only:
         return
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
