@@ -38,6 +38,18 @@ from verdryx_core.otel import SpanExporter
 __all__ = ["VerdryxPlugin"]
 
 
+def _report_latency(item: EvalCaseItem, when: str, report: pytest.TestReport) -> None:
+    """A target's answer time is the item's duration (`--durations`, JUnit `time`): on the
+    call phase, and out of the setup phase, where the item waited for it."""
+    latency = item.score.latency_s if item.score is not None else None
+    if latency is None:
+        return
+    if when == "setup":
+        report.duration = max(0.0, report.duration - latency)
+    elif when == "call":
+        report.duration = latency
+
+
 def _usage_error(exc: VerdryxError) -> pytest.UsageError:
     return pytest.UsageError(f"verdryx: {worded(exc)}")
 
@@ -55,7 +67,7 @@ class VerdryxPlugin:
             self._adopt_controller_state(self.workerinput.get(PAYLOAD_KEY) or {})
         self.rootdir = Path(config.rootpath)
         base = config.inipath.parent if config.inipath else self.rootdir
-        self.eval_settings = eval_settings(settings, base)
+        self.eval_settings = eval_settings(settings, base, self.rootdir)
         self.store = StoreHandle(
             session_store_path(
                 config.getoption("verdryx_db"),
@@ -109,6 +121,7 @@ class VerdryxPlugin:
                 # A label that cannot name a file is refused now, before any call is paid
                 # for, not after the whole run (docs/troubleshooting.md).
                 check_label(self.settings.save_baseline)
+            self.pipeline.check_target()
             self._load_baseline()
         except VerdryxError as exc:
             raise _usage_error(exc) from None
@@ -193,6 +206,8 @@ class VerdryxPlugin:
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
         state = self.state
+        if isinstance(item, EvalCaseItem):
+            _report_latency(item, call.when, report)
         if (
             call.when == "call"
             and report.passed

@@ -93,6 +93,9 @@ class EvalCaseItem(pytest.Item):
         except VerdryxError as exc:
             problem = f"{self.nodeid}: {worded(exc)}"
         if problem is not None:  # outside `except`: no "during handling" chain in the report
+            scoring.state.errors.append(
+                problem if problem.startswith(self.nodeid) else f"{self.nodeid}: {problem}"
+            )
             pytest.fail(problem, pytrace=False)
 
     def runtest(self) -> None:

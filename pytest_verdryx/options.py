@@ -167,6 +167,25 @@ OPTIONS: Final = (
         "eval.outcome_met",
         metavar="ID",
     ),
+    _Option(
+        "verdryx_target",
+        "the agent under test, module:callable, called once per case and repeat (an eval "
+        "set's own target wins; unset: the model answers)",
+        metavar="MODULE:CALLABLE",
+    ),
+    _Option(
+        "verdryx_target_version",
+        "the target's version: its results are cached under it (unset: never cached)",
+        metavar="VERSION",
+    ),
+    _Option(
+        "verdryx_timeout",
+        "seconds any one call may take: target, model, judge, typed (default 120)",
+        120.0,
+        "float",
+        minimum=0.001,
+        metavar="SECONDS",
+    ),
     _Option("verdryx_report", "write a self-contained HTML report to PATH", metavar="PATH"),
     _Option(
         "verdryx_allow_model_change",
@@ -232,13 +251,18 @@ class Settings:
     allow_partial_baseline: bool = False
     patterns: tuple[str, ...]
     prices: str | None
+    target: str | None = None
+    target_version: str | None = None
+    timeout: float = 120.0
 
     @property
     def judge_model(self) -> str | None:
         return judge_in_effect(self.judge)
 
 
-def eval_settings(settings: Settings, prices_base: Path) -> EvalSettings:
+def eval_settings(
+    settings: Settings, prices_base: Path, target_root: Path | None = None
+) -> EvalSettings:
     """What the pipeline needs; a relative price file is read from `prices_base` (the ini
     file's folder, as pytest reads an ini key's relative path)."""
     prices = None
@@ -257,6 +281,10 @@ def eval_settings(settings: Settings, prices_base: Path) -> EvalSettings:
         typed_template=settings.typed_template,
         min_score=settings.min_score,
         agent_id=settings.agent_id,
+        call_timeout=settings.timeout,
+        target=settings.target,
+        target_version=settings.target_version,
+        target_root=target_root,
         flags=FLAGS,
     )
 
@@ -353,4 +381,7 @@ def read_settings(config: pytest.Config, env: Mapping[str, str] | None = None) -
         allow_partial_baseline=get("verdryx_allow_partial_baseline"),
         patterns=patterns,
         prices=config.getini("verdryx_prices") or None,
+        target=get("verdryx_target"),
+        target_version=get("verdryx_target_version"),
+        timeout=get("verdryx_timeout"),
     )

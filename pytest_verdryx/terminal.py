@@ -28,6 +28,11 @@ def write_summary(tr: Any, end: SessionEnd) -> None:
     if end.incomplete:
         kept = "stored as incomplete and" if end.stored else "not stored, and"
         tr.write_line(f"INCOMPLETE run: {end.incomplete}; {kept} not gated", red=True)
+    errors = end.state.errors
+    if errors:
+        tr.write_line(
+            f"{len(errors)} case(s) errored instead of scoring; first: {errors[0]}", red=True
+        )
     calls = end.state.calls
     if calls.hits or calls.misses:
         tr.write_line(

@@ -31,6 +31,7 @@ from verdryx_core.evaluation import (
 from verdryx_core.graders import GradeContext
 from verdryx_core.model import EvalRun, Score
 from verdryx_core.summary import run_lines, unmeasured_lines
+from verdryx_core.timeouts import DEFAULT_TIMEOUT_S, check_timeout
 
 NAME = "eval"
 HELP = "grade eval sets against a model, store the run, print the scores"
@@ -44,6 +45,13 @@ def _positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text} is below the minimum 1")
     return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        return check_timeout(float(text), what="--timeout")
+    except (ValueError, VerdryxError) as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds") from exc
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -99,6 +107,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="eval.outcome_met",
         help="typed verdict template (default eval.outcome_met)",
     )
+    parser.add_argument(
+        "--target",
+        metavar="MODULE:CALLABLE",
+        help="the agent under test, called once per case and repeat (an eval set's own "
+        "target wins; imported from the current folder first)",
+    )
+    parser.add_argument(
+        "--target-version",
+        metavar="VERSION",
+        help="cache the target's results under this version (unset: never cached)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"seconds any one call may take: target, model, judge (default {DEFAULT_TIMEOUT_S:g})",
+    )
     add_db_argument(parser)
     add_json_argument(parser)
 
@@ -116,6 +142,10 @@ def settings_from(args: argparse.Namespace) -> EvalSettings:
         typed_template=args.typed_template,
         min_score=args.min_score,
         agent_id=args.agent_id or None,
+        call_timeout=args.timeout,
+        target=args.target or None,
+        target_version=args.target_version or None,
+        target_root=Path.cwd(),
     )
 
 
@@ -131,6 +161,7 @@ def run(args: argparse.Namespace) -> int:
         )
     with open_store(args) as store:
         pipeline = Pipeline(settings, lambda: store)
+        pipeline.check_target()
         run_id = str(uuid.uuid4())
         started = datetime.now(UTC)
         work = [

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Final
 
 from verdryx_core.errors import CLI_FLAGS
+from verdryx_core.timeouts import DEFAULT_TIMEOUT_S
 
 __all__ = ["DEFAULT_MIN_SCORE", "EvalSettings", "judge_in_effect"]
 
@@ -43,8 +44,14 @@ class EvalSettings:
     typed_url: str | None = None
     typed_key_file: str | None = None
     typed_template: str = "eval.outcome_met"
-    #: Seconds one model call may take (None: the SDK's own timeout).
-    call_timeout: float | None = None
+    #: Seconds one call may take: target, model, judge (docs/targets.md, "Timeouts").
+    call_timeout: float = DEFAULT_TIMEOUT_S
+    #: The agent under test, `module:callable` (an eval set's own `target` wins).
+    target: str | None = None
+    #: Target results are cached only under a declared version.
+    target_version: str | None = None
+    #: Where `module:callable` targets are imported from first (the rootdir).
+    target_root: Path | None = None
     #: The pass bar of cases without their own `min_score` (None: each grader's own bar).
     min_score: float | None = None
     agent_id: str | None = None

@@ -407,13 +407,13 @@ class OpenAIAdapter:
         return redact_url(text)
 
 
-def _arguments(raw: str) -> dict[str, Any]:
-    """A function call's JSON arguments; anything but a JSON object records none."""
+def _arguments(raw: str) -> dict[str, Any] | None:
+    """A function call's JSON arguments; anything but a JSON object is not recorded (None)."""
     try:
         data = jsonload.loads(raw) if raw else {}
     except json.JSONDecodeError:
-        return {}
-    return data if isinstance(data, dict) else {}
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def _read_completion(body: bytes, content_type: str) -> Any:
