@@ -210,3 +210,30 @@ def test_a_report_without_the_store_is_a_usage_error(pytester: pytest.Pytester) 
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--verdryx-report draws the run history from the store*"])
     assert not list(pytester.path.glob("*.db"))
+
+
+def test_each_item_reports_its_cases_line_in_the_file(pytester: pytest.Pytester) -> None:
+    # A location tools can jump to (pytest-sugar, IDEs): the line the case's object opens on.
+    path = write_evalset(
+        pytester.path, "lines", "lines", [exact_case("a", "yes"), exact_case("b", "no")]
+    )
+    text = path.read_text().splitlines()
+    expected = {
+        case_id: next(n for n, line in enumerate(text) if f'"id": "{case_id}"' in line)
+        for case_id in ("a", "b")
+    }
+    pytester.makeconftest(
+        """
+        def pytest_collection_modifyitems(items):
+            for item in items:
+                print("LOCATION", item.name, item.location[1])
+        """
+    )
+    result = pytester.runpytest("--collect-only", "-q", "-s", "--no-verdryx-store")
+    found = {
+        line.split()[1]: int(line.split()[2])
+        for line in result.stdout.lines
+        if line.startswith("LOCATION")
+    }
+    # `location` is 0-based; the object opens on the line before its "id" key.
+    assert found == {case_id: line - 1 for case_id, line in expected.items()}
