@@ -74,10 +74,10 @@ def test_a_failing_case_is_an_error_line_and_the_run_is_incomplete(
     path = _evalset(project, ["one", "boom"])
     target = (project / "target_name").read_text()
     code = main(["eval", str(path), "--target", target, "--db", str(project / "v.db")])
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     assert code == 1
-    assert "1 case(s) errored instead of scoring (stored as incomplete):" in out
-    assert f"agent::c1: target {target} raised RuntimeError: agent down for c1" in out
+    assert "INCOMPLETE run: 1 case(s) failed to score" in out and "as incomplete" in out
+    assert f"agent::c1: target {target} raised RuntimeError: agent down for c1" in err
 
 
 def test_a_declared_version_caches_and_a_bad_target_is_one_line(
