@@ -21,7 +21,7 @@ from verdryx_core.targets import Target, TargetCase, TargetRunner
 ROOT = Path(__file__).resolve().parent.parent
 TARGETS = ROOT / "examples" / "targets"
 AGENT = ROOT / "examples" / "agent"
-PENDING = TARGETS / "orders.evalset.json.pending"
+ORDERS = TARGETS / "orders.evalset.json"
 
 
 @pytest.fixture
@@ -32,21 +32,14 @@ def example_path(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         sys.modules.pop(name, None)
 
 
-def _pending_set() -> Any:
-    """The pending set, read and validated like any eval set file."""
-    return evalset_from_data(json.loads(PENDING.read_text(encoding="utf-8")), PENDING)
-
-
-def test_the_pending_set_is_not_collected_by_the_examples_run() -> None:
-    # README's main job collects *.evalset.json under examples/: until targets are wired
-    # into the plugin, this set must stay out of it.
-    assert not list(TARGETS.glob("*.evalset.json"))
-    assert PENDING.exists()
+def _orders_set() -> Any:
+    """The example's eval set, read and validated like any eval set file."""
+    return evalset_from_data(json.loads(ORDERS.read_text(encoding="utf-8")), ORDERS)
 
 
 @pytest.mark.parametrize("function", ["answer", "answer_async"])
 def test_the_order_support_target_passes_its_eval_set(example_path: None, function: str) -> None:
-    evalset = _pending_set()
+    evalset = _orders_set()
     assert {case.target for case in evalset.cases} == {"order_support:answer"}
     target = Target.load(f"order_support:{function}", rootdir=TARGETS)
     assert target.is_async == (function == "answer_async")
@@ -154,14 +147,13 @@ def test_the_fake_refuses_a_tool_result_that_answers_nothing(server: FakeAnthrop
     server.reset()  # the violation was the point
 
 
-def test_the_order_support_set_runs_in_a_pytest_session_once_renamed(
+def test_the_order_support_set_runs_in_a_pytest_session(
     pytester: pytest.Pytester,
 ) -> None:
     # As docs/targets.md says: the set's own "target" names the agent, its conftest makes
     # the folder importable, and every case passes.
     folder = pytester.path / "targets"
     shutil.copytree(TARGETS, folder, ignore=shutil.ignore_patterns("__pycache__"))
-    (folder / PENDING.name).rename(folder / "orders.evalset.json")
     result = pytester.runpytest("targets", "--no-verdryx-store")
     result.assert_outcomes(passed=10)
     result.stdout.fnmatch_lines(["*cases: 10 passed, 0 failed, 0 unmeasured*"])

@@ -26,8 +26,12 @@ def test_the_examples_are_on_track_against_the_committed_baseline(
     assert outcomes["passed"] >= 20 and outcomes["xfailed"] == 1
     result.stdout.fnmatch_lines(["*1 below the bar as in the baseline*", "*verdict: ON-TRACK*"])
     run = stored_runs(db)[0]
-    assert {"support-agent", "tool-agent", "stub-model", "contracts-example"} <= set(
-        run.eval_set_ids
-    )
+    assert {
+        "support-agent",
+        "tool-agent",
+        "stub-model",
+        "contracts-example",
+        "order-support-target",
+    } <= set(run.eval_set_ids)
     # No judge is named: the llm_judge case is unmeasured (never the stub judge's 1.0).
     assert [score.case_id for score in run.unmeasured] == ["judged-helpfulness"]
