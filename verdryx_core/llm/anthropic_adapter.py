@@ -207,7 +207,7 @@ class AnthropicAdapter:
             checked = _check_message(message)
         except _Malformed as exc:
             where = call or _CALL_NAMES.get(kind, kind)
-            problem = self._redact(f"model {self.model}: the {where} got a message with {exc}")
+            problem = self._redact(f"model {self.model} ({where}): answer unreadable: {exc}")
             if kind == "judge":
                 return Judgement(
                     score=None, unmeasured=f"judge answer unreadable (cost unknown): {problem}"
