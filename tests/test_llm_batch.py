@@ -244,3 +244,32 @@ def test_completion_type_round_trips_through_the_cache(fake: FakeAnthropic, stor
     prefetch_batch(cached, _model_calls(cached)[:1], poll_s=0.01, stream=io.StringIO())
     answer = cached.complete(PROMPTS[0])
     assert isinstance(answer, Completion) and answer.input_tokens == 10
+
+
+def test_a_runs_cases_planned_as_two_batches(fake: FakeAnthropic, store: Store) -> None:
+    from verdryx_core.llm.batch_plan import batch_run_calls
+    from verdryx_core.model import EvalCase
+
+    cases = [
+        ("s", EvalCase(id="plain", prompt="say hi", expected="hi")),
+        ("s", EvalCase(id="trace", prompt="look up", grader="tool_trace", tools=tuple(TOOLS))),
+        ("s", EvalCase(id="judged", prompt="explain", grader="llm_judge", rubric="clear?")),
+        ("s", EvalCase(id="recorded", prompt="p", grader="llm_judge", rubric="r", output="given")),
+        ("s", EvalCase(id="offline", prompt="p", expected="x", output="x")),
+    ]
+    model = _session(fake, store)
+    judge = _session(fake, store)
+    results = batch_run_calls(model, judge, cases, repeat=2, stream=io.StringIO(), poll_s=0.01)
+    first, second = list(fake.batches.values())
+    # 3 cases need the model, twice each; 2 judge cases, the recorded one judged once.
+    assert len(first) == 6 and len(second) == 3
+    assert [len(r.answers) for r in results] == [6, 3]
+    before = len(fake.requests)
+    for index in range(2):
+        text = model.complete("explain", repeat=index).text
+        assert judge.judge("explain", text, "clear?", repeat=index).score == 0.75
+        assert model.complete("say hi", repeat=index).text == "echo: say hi"
+        assert model.complete_with_tools("look up", TOOLS, repeat=index).tool_names == ("lookup",)
+    assert judge.judge("p", "given", "r").score == 0.75
+    assert len(fake.requests) == before
+    assert fake.violations == []

@@ -192,6 +192,13 @@ class CachedAdapter:
         with self._lock:
             return key in self._known
 
+    def peek(self, key: str) -> dict[str, Any] | None:
+        """The known answer of `key` as its dict, without counting a use (planning a batch
+        of judge calls reads the model's outputs this way)."""
+        with self._lock:
+            entry = self._known.get(key)
+        return None if entry is None else dict(entry[0])
+
     def remember(self, key: str, answer: Completion | Judgement) -> None:
         """An answer obtained outside the protocol (a Message Batch) for the call `key`: the
         next call with that key is served from it, counted as the fresh answer it is, and it
