@@ -7,7 +7,7 @@ set costs no more than the same cases as JSON).
 The cases are recorded outputs over a mix of graders (exact with options, contains, numeric,
 f1, json, tool_trace with arguments in unordered mode), with set-level defaults, written once
 in each format. Each format is timed end to end as `verdryx eval` and the plugin do it:
-read, validate, build the cases, then grade every case through `CaseEvaluator`. The ratios
+read, validate, build the cases, then grade every case through `CaseScorer`. The ratios
 are against JSON measured in the same run; the formats take turns and the best of N counts,
 which damps a noisy shared machine.
 """
@@ -23,9 +23,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from verdryx_core.errors import CLI_FLAGS
 from verdryx_core.evalset import load_evalset
+from verdryx_core.evaluation import CaseScorer
 from verdryx_core.graders import GradeContext, build_graders
-from verdryx_core.runner import CaseEvaluator
 
 #: JSONL must not cost more than JSON; a little slack for timer noise on a shared machine.
 MAX_JSONL_RATIO = 1.10
@@ -110,11 +111,11 @@ def write_sets(directory: Path, count: int) -> dict[str, Path]:
 
 def load_and_grade(path: Path) -> float:
     evalset = load_evalset(path)
-    evaluator = CaseEvaluator(graders=build_graders())
+    evaluator = CaseScorer(graders=build_graders(), min_score=0.5, flags=CLI_FLAGS)
     context = GradeContext(eval_set_id=evalset.id, eval_set_path=path)
     total = 0.0
     for case in evalset.cases:
-        score = evaluator.evaluate(case, context)
+        score = evaluator.score(case, context)
         total += score.value or 0.0
     return total / len(evalset.cases)
 

@@ -6,17 +6,17 @@ the Score when the case passes, and otherwise fails (or xfails, or skips) the te
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
+from pytest_verdryx.options import worded
+from pytest_verdryx.outcome import outcome_for
+from pytest_verdryx.scoring import ItemScoring
 from verdryx_core.errors import VerdryxError
+from verdryx_core.evaluation import decided
 from verdryx_core.graders import GradeContext
 from verdryx_core.model import EvalCase, Score
-from verdryx_core.runner import pass_bar
-
-if TYPE_CHECKING:
-    from pytest_verdryx.session import VerdryxSession
 
 __all__ = ["VerdryxCase", "custom_case_identity"]
 
@@ -36,9 +36,9 @@ def custom_case_identity(item: pytest.Item) -> tuple[str, str]:
 
 
 class VerdryxCase:
-    def __init__(self, item: pytest.Item, session: VerdryxSession) -> None:
+    def __init__(self, item: pytest.Item, scoring: ItemScoring) -> None:
         self._item = item
-        self._session = session
+        self._scoring = scoring
         marker = item.get_closest_marker("verdryx")
         kwargs: dict[str, Any] = dict(marker.kwargs) if marker is not None else {}
         unknown = set(kwargs) - {"case_id", "grader", "expected", "rubric", "min_score"}
@@ -63,8 +63,7 @@ class VerdryxCase:
 
     def grade(self, output: object) -> Score:
         """Grade `output` with the marker's grader; fails the test when below the bar."""
-        evaluator = self._session.evaluator()
-        grader = evaluator.graders.get(self.case.grader)
+        grader = self._scoring.scorer().graders.get(self.case.grader)
         if grader is None:
             pytest.skip(f"verdryx: no grader {self.case.grader!r} configured for this session")
         if self.case.grader in ("exact", "regex") and self.case.expected is None:
@@ -72,11 +71,11 @@ class VerdryxCase:
                 f"{self._item.nodeid}: grader {self.case.grader!r} needs expected=... in "
                 "@pytest.mark.verdryx"
             )
-        context = GradeContext(eval_set_id=self.eval_set_id, run_id=self._session.run_id)
+        context = GradeContext(eval_set_id=self.eval_set_id, run_id=self._scoring.run_id)
         try:
             grade = grader.grade(self.case, output, context)
         except VerdryxError as exc:
-            pytest.fail(f"verdryx: {exc}", pytrace=False)
+            pytest.fail(f"verdryx: {worded(exc)}", pytrace=False)
         return self._finish(
             value=grade.value,
             unmeasured=grade.unmeasured,
@@ -106,24 +105,20 @@ class VerdryxCase:
         judge_cost_usd: float = 0.0,
         grader: str | None = None,
     ) -> Score:
-        from pytest_verdryx.items import outcome_for
-
-        bar = pass_bar(self.case.min_score, self._session.settings.min_score)
-        score = Score(
-            case_id=self.case.id,
+        score = decided(
+            self.case,
             eval_set_id=self.eval_set_id,
+            min_score=self._scoring.settings.min_score,
             value=value,
             unmeasured=unmeasured,
             grader=grader or self.case.grader,
             tokens=tokens,
             judge_cost_usd=judge_cost_usd,
-            fingerprint=self.case.fingerprint(),
-            passed=None if value is None else value >= bar,
             output=None if output is None else str(output),
             expected=self.case.expected,
             reason=reason,
         )
         self.score = score
-        self._session.record(self._item, score)
-        outcome_for(score, self.case.min_score, self._session, self.case, raise_report=False)
+        self._scoring.record(self._item, score)
+        outcome_for(score, self._scoring.baseline, self.case, raise_below=False)
         return score

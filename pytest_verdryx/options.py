@@ -9,14 +9,26 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final
 
 import pytest
 
 from verdryx_core.drift import DEFAULT_THRESHOLD, GATES
-from verdryx_core.runner import DEFAULT_MIN_SCORE
+from verdryx_core.errors import VerdryxError
+from verdryx_core.evaluation import DEFAULT_MIN_SCORE, EvalSettings, judge_in_effect
 
-__all__ = ["DEFAULT_PATTERNS", "OPTIONS", "Settings", "add_options", "read_settings"]
+__all__ = [
+    "DEFAULT_PATTERNS",
+    "FLAGS",
+    "OPTIONS",
+    "Settings",
+    "add_options",
+    "eval_settings",
+    "read_settings",
+    "worded",
+]
+
 
 DEFAULT_PATTERNS: Final = ("*.evalset.json", "*.evalset.jsonl", "*.evalset.csv")
 
@@ -142,7 +154,7 @@ OPTIONS: Final = (
         "the agent this run measures (agent://...), for events and SLO joins",
         metavar="ID",
     ),
-    _Option("verdryx_typed_url", "typed verdict service URL; enables typed cases", metavar="URL"),
+    _Option("verdryx_typed_url", "typed grading service URL; enables typed cases", metavar="URL"),
     _Option(
         "verdryx_typed_key_file",
         "file holding the typed service key (default $VERDRYX_TYPRYX_KEY_FILE)",
@@ -150,7 +162,7 @@ OPTIONS: Final = (
     ),
     _Option(
         "verdryx_typed_template",
-        "typed verdict template (default eval.outcome_met)",
+        "typed grading template (default eval.outcome_met)",
         "eval.outcome_met",
         metavar="ID",
     ),
@@ -163,6 +175,22 @@ OPTIONS: Final = (
     ),
     _Option("no_verdryx_store", "do not save this run to the store", False, "bool"),
 )
+
+
+#: How this face spells each setting a core message may point at (`--verdryx-cache`...).
+FLAGS: Final[Mapping[str, str]] = {
+    **{
+        option.name.removeprefix("verdryx_"): option.flag
+        for option in OPTIONS
+        if option.name.startswith("verdryx_")
+    },
+    "save_baseline": "--verdryx-save-baseline=LABEL",
+}
+
+
+def worded(exc: VerdryxError) -> str:
+    """A core error in this face's words."""
+    return exc.worded(FLAGS)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -193,10 +221,30 @@ class Settings:
 
     @property
     def judge_model(self) -> str | None:
-        """The judge in effect: the named one, or the stub judge with the stub model."""
-        if self.judge:
-            return self.judge
-        return "stub" if self.model == "stub" else None
+        return judge_in_effect(self.model, self.judge)
+
+
+def eval_settings(settings: Settings, prices_base: Path) -> EvalSettings:
+    """What the pipeline needs; a relative price file is read from `prices_base` (the ini
+    file's folder, as pytest reads an ini key's relative path)."""
+    prices = None
+    if settings.prices:
+        path = Path(settings.prices)
+        prices = path if path.is_absolute() else prices_base / path
+    return EvalSettings(
+        model=settings.model,
+        judge=settings.judge,
+        cache=settings.cache,
+        concurrency=settings.concurrency,
+        repeat=settings.repeat,
+        prices=prices,
+        typed_url=settings.typed_url,
+        typed_key_file=settings.typed_key_file,
+        typed_template=settings.typed_template,
+        min_score=settings.min_score,
+        agent_id=settings.agent_id,
+        flags=FLAGS,
+    )
 
 
 def add_options(parser: pytest.Parser) -> None:

@@ -1,6 +1,6 @@
 """pytest entry point (`pytest11`): options, configure, collection, the marker, the fixture.
 
-Module-level hooks only wire things up; the per-session object in `session.py` does the work.
+Module-level hooks only wire things up; the per-session object in `hooks.py` does the work.
 """
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from pytest_verdryx.fixture import VerdryxCase
+from pytest_verdryx.hooks import VerdryxPlugin
 from pytest_verdryx.items import EvalSetFile
 from pytest_verdryx.options import add_options, read_settings
-from pytest_verdryx.session import SESSION_KEY, VerdryxSession, session_of
+from pytest_verdryx.scoring import scoring_of
 
 __all__ = [
     "pytest_addoption",
@@ -30,6 +31,8 @@ MARKER = (
     "grade(output) or record(score, reason=...), and joins the run and the drift gate"
 )
 
+_PLUGIN_KEY = pytest.StashKey[VerdryxPlugin]()
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
@@ -37,25 +40,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER)
-    session = VerdryxSession(config, read_settings(config))
-    config.stash[SESSION_KEY] = session
-    config.pluginmanager.register(session, "verdryx-session")
-    if config.pluginmanager.hasplugin("xdist"):
-        from pytest_verdryx.xdist import XdistHooks
-
-        config.pluginmanager.register(XdistHooks(session), "verdryx-xdist")
-    session.check_wires()
-    session.load_baseline()
+    plugin = VerdryxPlugin(config, read_settings(config))
+    config.stash[_PLUGIN_KEY] = plugin
+    plugin.register()
+    plugin.check()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    session = config.stash.get(SESSION_KEY, None)
-    if session is not None:
-        session.close_store()
+    plugin = config.stash.get(_PLUGIN_KEY, None)
+    if plugin is not None:
+        plugin.close()
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> EvalSetFile | None:
-    patterns = session_of(parent.config).settings.patterns
+    patterns = scoring_of(parent.config).settings.patterns
     if any(fnmatch.fnmatch(file_path.name, pattern) for pattern in patterns):
         return EvalSetFile.from_parent(parent, path=file_path)
     return None
@@ -64,5 +62,5 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> EvalSetFil
 @pytest.fixture
 def verdryx(request: pytest.FixtureRequest) -> Iterator[VerdryxCase]:
     """A custom eval case: `verdryx.grade(output)` or `verdryx.record(score, reason=...)`."""
-    case = VerdryxCase(request.node, session_of(request.config))
+    case = VerdryxCase(request.node, scoring_of(request.config))
     yield case

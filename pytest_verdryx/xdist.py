@@ -1,69 +1,44 @@
-"""xdist: workers send plain dicts out; the controller merges them in.
+"""xdist: the controller tells workers the run id, start time and baseline; it makes the
+model calls ahead for them; workers send their `SessionState` back as a payload, merged here.
 
 Registered only when xdist is loaded, so a session without it never sees an unknown hook.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
-import pytest
+from pytest_verdryx.ahead import AheadCalls
+from pytest_verdryx.state import SessionState
 
-from verdryx_core.model import Score
+__all__ = ["PAYLOAD_KEY", "XdistHooks"]
 
-if TYPE_CHECKING:
-    from pytest_verdryx.session import VerdryxSession
-
-__all__ = ["XdistHooks", "worker_payload"]
-
-
-def worker_payload(session: VerdryxSession, pytest_session: pytest.Session) -> dict[str, Any]:
-    """Builtins only: what one worker graded, in collection order."""
-    return {
-        "scores": [
-            [seq, nodeid, score.to_dict()] for nodeid, (seq, score) in session.scores.items()
-        ],
-        "expected": session.expected_count,
-        "known_keys": sorted(session.known_keys),
-        "interrupted": bool(pytest_session.shouldfail or pytest_session.shouldstop),
-        "cache": [list(entry) for entry in session.cache_entries],
-        "stability": dict(session.stability),
-        "cache_stats": dict(session.cache_stats),
-        "unpriced": sorted(session.unpriced),
-        "contract_ids": dict(session.contract_ids),
-        "not_run": sorted(session.not_run),
-        "bars": dict(session.bars),
-    }
+#: The key of verdryx's entry in xdist's workerinput / workeroutput.
+PAYLOAD_KEY = "verdryx"
 
 
 class XdistHooks:
-    def __init__(self, session: VerdryxSession) -> None:
-        self.session = session
+    def __init__(
+        self,
+        state: SessionState,
+        ahead: AheadCalls,
+        controller_state: Callable[[], dict[str, Any]],
+    ) -> None:
+        self.state = state
+        self.ahead = ahead
+        self.controller_state = controller_state
 
     def pytest_configure_node(self, node: Any) -> None:
-        node.workerinput["verdryx"] = self.session.controller_state()
+        node.workerinput[PAYLOAD_KEY] = self.controller_state()
 
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         # Before xdist schedules anything: the controller answers the model calls ahead.
-        self.session.prefetch_for_workers(ids)
+        self.ahead.for_workers(ids)
 
     def pytest_testnodedown(self, node: Any, error: object) -> None:
-        session = self.session
         if error:
-            session.worker_failures.append(f"worker {getattr(node, 'gateway', node)}: {error}")
-        payload = getattr(node, "workeroutput", {}).get("verdryx")
-        if payload is None:
-            return
-        for seq, nodeid, data in payload["scores"]:
-            session.scores[nodeid] = (seq, Score.from_dict(data))
-        session.expected_count = max(session.expected_count, payload["expected"])
-        session.known_keys.update(payload["known_keys"])
-        session.worker_interrupted |= bool(payload["interrupted"])
-        session.cache_entries.extend(tuple(entry) for entry in payload["cache"])
-        session.stability.update(payload["stability"])
-        for name, value in payload["cache_stats"].items():
-            session.cache_stats[name] = session.cache_stats.get(name, 0) + value
-        session.unpriced.update(payload["unpriced"])
-        session.contract_ids.update(payload["contract_ids"])
-        session.not_run.update(payload.get("not_run", ()))
-        session.bars.update(payload.get("bars", {}))
+            self.state.worker_failures.append(f"worker {getattr(node, 'gateway', node)}: {error}")
+        payload = getattr(node, "workeroutput", {}).get(PAYLOAD_KEY)
+        if payload is not None:
+            self.state.merge(payload)

@@ -277,3 +277,16 @@ def _sample_bundle(factory: pytest.TempPathFactory) -> dict[str, Any]:
         )
         _SAMPLE.append(collect_evidence(contract, base))
     return _SAMPLE[0]
+
+
+def test_validating_a_bundle_leaves_the_published_schema_as_it_is(sealed: dict[str, Any]) -> None:
+    published = json.loads(
+        (
+            Path(__file__).resolve().parent.parent
+            / "verdryx_core"
+            / "contracts"
+            / "bundle.schema.json"
+        ).read_text(encoding="utf-8")
+    )
+    verify_bundle(contract_from_data(CONTRACT), sealed)
+    assert bundle_schema() == published

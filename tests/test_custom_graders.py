@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 from plugin_support import stored_runs
 
-from verdryx_core.errors import EvalSetError
+from verdryx_core.errors import CLI_FLAGS, EvalSetError
 from verdryx_core.evalset import load_evalset
+from verdryx_core.evaluation import CaseScorer
 from verdryx_core.graders import (
     Grade,
     GradeContext,
@@ -28,7 +29,6 @@ from verdryx_core.graders import (
 )
 from verdryx_core.graders.registry import refresh_entry_points
 from verdryx_core.model import EvalCase
-from verdryx_core.runner import CaseEvaluator
 
 CONTEXT = GradeContext(eval_set_id="s")
 
@@ -73,8 +73,8 @@ def test_a_registered_grader_is_usable_by_name(tmp_path: Path, length_grader: st
         },
     ]
     evalset = load_evalset(_write(tmp_path, cases))
-    evaluator = CaseEvaluator(graders=build_graders())
-    scores = [evaluator.evaluate(case, CONTEXT) for case in evalset.cases]
+    evaluator = CaseScorer(graders=build_graders(), min_score=0.5, flags=CLI_FLAGS)
+    scores = [evaluator.score(case, CONTEXT) for case in evalset.cases]
     assert [s.value for s in scores] == [1.0, 0.5, None, 0.75]
     assert scores[2].unmeasured == "no options.max"
     assert default_min_score("length") == 0.9

@@ -371,3 +371,14 @@ def test_the_fast_and_the_wording_validators_agree(document: dict[str, object]) 
     slow_ok = not list(jsonschema.Draft202012Validator(schema).iter_errors(document))
     event("valid" if slow_ok else "invalid")
     assert fast_ok == slow_ok
+
+
+def test_the_fast_validator_leaves_the_published_schema_as_it_is() -> None:
+    import copy
+
+    from verdryx_core import evalset
+
+    before = copy.deepcopy(evalset.evalset_schema())
+    evalset._fast_validator.cache_clear()
+    evalset._fast_validator()
+    assert evalset.evalset_schema() == before

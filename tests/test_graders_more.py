@@ -16,7 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from verdryx_core.errors import CLI_FLAGS
 from verdryx_core.evalset import evalset_from_data, load_evalset
+from verdryx_core.evaluation import CaseScorer
+from verdryx_core.evaluation.sources import ModelOutput
 from verdryx_core.graders import GradeContext, build_graders
 from verdryx_core.graders.checks import weighted_mean
 from verdryx_core.graders.contains import contains_score
@@ -26,7 +29,6 @@ from verdryx_core.graders.json_output import json_score
 from verdryx_core.graders.numeric import numeric_score, read_number
 from verdryx_core.llm import StubAdapter
 from verdryx_core.model import CheckResult, EvalRun, Score
-from verdryx_core.runner import CaseEvaluator
 from verdryx_core.store import Store
 
 CONTEXT = GradeContext(eval_set_id="s")
@@ -260,7 +262,8 @@ def test_an_unmeasured_check_leaves_the_case_unmeasured() -> None:
     }
     result = grade(case, "yes")  # no judge configured for this run
     assert result.value is None and result.unmeasured and "llm_judge" in result.unmeasured
-    assert "--verdryx-judge" in result.unmeasured  # the flag that would measure it
+    # The flag that would measure it, in the words of the core's own face (the CLI).
+    assert "--judge MODEL" in result.unmeasured
     assert result.checks[0].value == 1.0 and result.checks[1].value is None
 
 
@@ -279,8 +282,10 @@ def test_a_multi_check_case_through_the_runner_with_a_judge(tmp_path: Path) -> N
     loaded = load_evalset(path).cases[0]
     assert loaded.grader == "checks"
     model = StubAdapter(completion='{"answer": 42}', judge_value=0.5)
-    evaluator = CaseEvaluator(graders=build_graders(judge=model), adapter=model)
-    score = evaluator.evaluate(loaded, CONTEXT)
+    evaluator = CaseScorer(
+        graders=build_graders(judge=model), live=ModelOutput(model), min_score=0.5, flags=CLI_FLAGS
+    )
+    score = evaluator.score(loaded, CONTEXT)
     # json 1.0 (w 2), icontains 0.0 (w 1), judge 0.5 (w 1): 2.5 / 4.
     assert score.value == pytest.approx(2.5 / 4)
     assert score.reason is not None and "#2 icontains 0.000" in score.reason

@@ -236,9 +236,13 @@ def test_server_errors_exhaust_the_bound_and_name_the_status(
 def test_429_exhausted_says_to_lower_concurrency(server: FakeAnthropic) -> None:
     limited = error_reply(429, "rate_limit_error", "slow down", retry_after="0.01")
     server.script(limited, limited)
-    with pytest.raises(ModelCallError, match="--verdryx-concurrency") as caught:
+    with pytest.raises(ModelCallError, match="lower --concurrency") as caught:
         make_adapter(MODEL, env=server.env(), max_retries=1).complete("p")
     assert caught.value.status == 429
+    # The pytest face words the same hint with its own flag.
+    assert "lower --verdryx-concurrency" in caught.value.worded(
+        {"concurrency": "--verdryx-concurrency"}
+    )
 
 
 def test_a_recovering_server_succeeds_after_500s(server: FakeAnthropic) -> None:

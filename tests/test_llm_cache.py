@@ -85,7 +85,8 @@ def test_replay_with_an_empty_cache_makes_zero_requests_and_errors(
         ]
         for call in calls:
             with pytest.raises(
-                ModelCallError, match=r"not in the cache \(--verdryx-cache=replay\)"
+                ModelCallError,
+                match=r"not in the cache \(cache mode replay\); record it first with --cache=on",
             ):
                 call()
     assert server.requests == []

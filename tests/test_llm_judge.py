@@ -245,13 +245,19 @@ def test_build_graders_adds_the_judge_only_when_given() -> None:
 def test_each_repeat_of_a_judged_model_case_is_a_separate_verdict(server: FakeAnthropic) -> None:
     # The model answers the same text every time (the fake echoes the prompt): the verdicts
     # must still be N separate judge calls, since the cache keys each sample index apart.
+    from verdryx_core.evaluation import CaseScorer, EvalSettings, ModelOutput
     from verdryx_core.llm import CachedAdapter
-    from verdryx_core.runner import CaseEvaluator
 
     model = CachedAdapter(make_adapter(MODEL, env=server.env()), None)
     judge = CachedAdapter(make_adapter(MODEL, env=server.env()), None)
-    evaluator = CaseEvaluator(graders=build_graders(judge=judge), adapter=model, repeat=3)
-    score = evaluator.evaluate(CASE, CONTEXT)
+    scorer = CaseScorer(
+        graders=build_graders(judge=judge),
+        live=ModelOutput(model),
+        repeat=3,
+        min_score=0.5,
+        flags=EvalSettings().flags,
+    )
+    score = scorer.score(CASE, CONTEXT)
     assert len(score.samples) == 3
     verdicts = [r for r in server.requests if r.body.get("tool_choice")]
     assert len(verdicts) == 3

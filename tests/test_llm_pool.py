@@ -79,8 +79,9 @@ def test_a_failed_call_fails_only_its_own_future(server: FakeAnthropic) -> None:
 
 @pytest.mark.parametrize("concurrency", [0, -1, True, 2.5])
 def test_a_bad_concurrency_is_a_usage_error(concurrency: object) -> None:
-    with pytest.raises(UsageError, match="--verdryx-concurrency"):
+    with pytest.raises(UsageError, match="pass --concurrency=N") as caught:
         CallPool(concurrency)  # type: ignore[arg-type]
+    assert caught.value.hint is not None and "{concurrency}" in caught.value.hint
 
 
 def test_progress_advances_as_calls_end_and_closes_with_the_pool() -> None:

@@ -132,7 +132,8 @@ def test_merge_round_trips_every_row_and_twice_changes_nothing(
     # Twice: nothing added, nothing changed.
     code, out, err = cli(capsys, "merge", str(a), str(b), "--into", _arg(into))
     assert code == 0, err
-    assert "0 runs added (6 already there)" in out and "0 contract verdicts (2)" in out
+    assert ": added 0 runs, 0 baselines, 0 cache entries, 0 contract verdicts;" in out
+    assert "already there: 6 runs, 2 baselines, 8 cache entries, 2 contract verdicts" in out
     assert dump(into) == merged
 
 

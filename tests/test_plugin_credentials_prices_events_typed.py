@@ -347,4 +347,4 @@ def test_the_key_file_variable_alone_does_not_enable_typed_cases(
         result = pytester.runpytest("--no-verdryx-store", "-rs")
         assert service.requests == []
     result.assert_outcomes(skipped=1)
-    result.stdout.fnmatch_lines(["*typed cases need the verdict service*--verdryx-typed-url*"])
+    result.stdout.fnmatch_lines(["*need the typed grading service*--verdryx-typed-url*"])

@@ -205,3 +205,26 @@ def test_a_store_failure_after_ctrl_c_keeps_the_interrupted_exit_code(
     result = pytester.runpytest_subprocess(f"--verdryx-db={db}")
     result.stdout.fnmatch_lines(["*ERROR: the run was not stored*"])
     assert result.ret == pytest.ExitCode.INTERRUPTED
+
+
+@pytest.mark.parametrize("mode", [[], ["-n", "2"]], ids=["no-xdist", "xdist-2"])
+def test_a_deeply_nested_eval_set_file_is_one_collection_error(
+    pytester: pytest.Pytester, mode: list[str]
+) -> None:
+    # The file's own error used to reach pytest's Collector.repr_failure with an argument it
+    # does not take: INTERNALERROR, and no summary at all.
+    depth = 100_000
+    (pytester.path / "deep.evalset.json").write_text(
+        '{"id": "deep", "cases": [{"id": "c0", "prompt": "p", "expected": "x", "output": '
+        + "[" * depth
+        + "]" * depth
+        + "}]}"
+    )
+    write_evalset(pytester.path, "agent", "agent", [exact_case("c0", "yes")])
+    result = pytester.runpytest(f"--verdryx-db={pytester.path / 'store.db'}", *mode)
+    output = result.stdout.str() + result.stderr.str()
+    assert "INTERNALERROR" not in output
+    # Without xdist pytest stops at the collection error; xdist runs the other file's case.
+    assert result.ret == (pytest.ExitCode.TESTS_FAILED if mode else pytest.ExitCode.INTERRUPTED)
+    assert result.parseoutcomes()["errors"] == 1
+    assert "deep.evalset.json: nests too deeply to read" in output

@@ -125,4 +125,4 @@ def test_typed_cases_without_the_service_are_skipped_naming_the_flag(
     write_evalset(pytester.path, "typed", "typed", cases)
     result = pytester.runpytest("--no-verdryx-store", "-rs")
     result.assert_outcomes(skipped=1)
-    result.stdout.fnmatch_lines(["*typed cases need the verdict service*--verdryx-typed-url*"])
+    result.stdout.fnmatch_lines(["*need the typed grading service*--verdryx-typed-url*"])

@@ -412,6 +412,8 @@ def test_client_errors_are_one_family_and_never_carry_the_key(service: RunningSe
         b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 5\r\nConnection: close\r\n\r\noops!",
         b"garbage, not HTTP\r\n\r\n",
         b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 39\r\nConnection: close\r\n\r\n"
+        b'{"verdict": "PASS", "check_results": 7}',
     ):
         with canned_server(reply) as canned:
             with pytest.raises(VerificationServiceError) as odd:
@@ -427,6 +429,9 @@ def test_client_errors_are_one_family_and_never_carry_the_key(service: RunningSe
             Client(api_key=bad, base_url=service.url)
     with pytest.raises(VerificationServiceError, match="not an http"):
         Client(api_key=key, base_url="ftp://example.invalid")
+    for timeout in (0, -1, float("nan"), float("inf")):
+        with pytest.raises(VerificationServiceError, match="timeout must be a positive number"):
+            Client(api_key=key, base_url=service.url, timeout=timeout)
 
     for failure in failures:
         text = f"{failure} {failure!r} {failure.args}"
@@ -578,9 +583,9 @@ def test_verdryx_serve_runs_the_service(tmp_path: Path) -> None:
     key = created.stdout.strip()
     port = free_port()
     server = subprocess.Popen(
-        [str(VERDRYX), "serve", "--db", str(db), "--port", str(port), "--log-level", "warning"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        [str(VERDRYX), "serve", "--db", str(db), "--port", str(port), "--log-level", "info"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
         text=True,
     )
     try:
@@ -591,13 +596,15 @@ def test_verdryx_serve_runs_the_service(tmp_path: Path) -> None:
                 break
             except VerificationServiceError:
                 if server.poll() is not None:
-                    raise AssertionError(server.stderr.read() if server.stderr else "") from None
+                    raise AssertionError(server.stdout.read() if server.stdout else "") from None
                 threading.Event().wait(0.05)
         contract_id = client.create_contract(example_contract())
         assert client.submit_run(contract_id, example_bundle())["verdict"] == "PASS"
     finally:
         server.terminate()
-        _, err = server.communicate(timeout=20)
+        err, _ = server.communicate(timeout=20)
+    # The access log (info) names every request, and never the key.
+    assert "POST /v1/contracts HTTP/1.1" in err
     assert key not in err
 
 

@@ -914,3 +914,14 @@ def test_eight_processes_write_one_postgres_store_at_once(tmp_path: Path) -> Non
                     }
             cached = store.cache_get_many([f"key-{case}" for case in range(cases)])
             assert len(cached) == cases
+
+
+def test_a_postgres_store_opened_read_only_cannot_be_written() -> None:
+    with fresh_schema(needs_postgres()) as url:
+        with Store.open(url) as store:
+            store.save_run(make_run("r", [1.0]))
+        with Store.open(url, read_only=True) as reader:
+            with pytest.raises(StoreError) as info:
+                reader.save_run(make_run("r2", [1.0]))
+            assert "read-only" in one_line_store_error(info, url)
+            assert reader.run_ids() == ["r"]

@@ -7,7 +7,9 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -18,6 +20,7 @@ from tests.history_support import history_store
 from tests.plugin_support import exact_case, write_evalset
 from tests.store_support import fresh_schema, needs_postgres
 from verdryx_core.cli import main
+from verdryx_core.model import EvalRun, Score
 from verdryx_core.store import Store, StoreUrl
 
 SECRET = "pw-Zq81x"
@@ -181,3 +184,56 @@ def test_a_pytest_session_stores_its_run_in_postgres(
     with Store.open(postgres_with_password, read_only=True) as store:
         runs = store.list_runs()
         assert len(runs) == 1 and runs[0].cases == 2
+
+
+def test_without_the_driver_a_url_names_the_extra_to_install() -> None:
+    # psycopg made unimportable in a fresh interpreter, as on an install without the extra.
+    code = (
+        "import sys\n"
+        "sys.modules['psycopg'] = None\n"
+        "from verdryx_core.cli import main\n"
+        f"sys.exit(main(['runs', '--db', 'postgresql://u:{SECRET}@127.0.0.1:1/x']))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert "pip install 'verdryx[postgres]'" in done.stderr
+    assert SECRET not in done.stderr and "postgresql://u:***@127.0.0.1:1/x" in done.stderr
+
+
+def test_slo_joins_scores_from_a_postgres_store(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, postgres_with_password: StoreUrl
+) -> None:
+    from tests.test_slo_cli import A, fleet, write_records
+
+    start = datetime(2026, 8, 1, tzinfo=UTC)
+    with Store.open(postgres_with_password) as store:
+        for n, agent in enumerate([A, None]):
+            values = [1.0 if i % 4 else 0.0 for i in range(24)]
+            store.save_run(
+                EvalRun(
+                    id=f"run-{n}",
+                    model="m",
+                    started_at=start + timedelta(days=n),
+                    finished_at=start + timedelta(days=n, minutes=5),
+                    eval_set_ids=("set",),
+                    agent_id=agent,
+                    scores=tuple(
+                        Score(case_id=f"c{i}", eval_set_id="set", value=v, grader="exact")
+                        for i, v in enumerate(values)
+                    ),
+                )
+            )
+    source = write_records(tmp_path / "runs.ndjson", fleet())
+    argv = ["slo", "--input", str(source), "--scores-db", postgres_with_password.url]
+    code, out, err = cli(capsys, *argv, "--json")
+    assert code == 0, err
+    document = json.loads(out)
+    assert document["total_scores"] == 48 and document["unattributed_scores"] == 24
+    assert document["scores_db"] == str(postgres_with_password)
+    code, out, err = cli(capsys, *argv)
+    assert code == 0, err
+    assert f"48 score(s) joined from {postgres_with_password}" in out
+    assert SECRET not in out + err

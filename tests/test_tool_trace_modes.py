@@ -18,7 +18,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from verdryx_core.errors import CLI_FLAGS
 from verdryx_core.evalset import load_evalset
+from verdryx_core.evaluation import CaseScorer
+from verdryx_core.evaluation.sources import ModelOutput
 from verdryx_core.graders import GradeContext, build_graders
 from verdryx_core.graders.tool_trace import (
     ToolTraceGrader,
@@ -28,7 +31,6 @@ from verdryx_core.graders.tool_trace import (
     trace_score,
 )
 from verdryx_core.model import EvalCase, ToolCall
-from verdryx_core.runner import CaseEvaluator
 
 CONTEXT = GradeContext(eval_set_id="s")
 MODES = ("ordered", "unordered", "subset", "superset")
@@ -432,9 +434,9 @@ def test_a_bfcl_sample_as_jsonl_graded_unordered_with_arguments(tmp_path: Path) 
     path.write_text(_convert(BFCL_SAMPLE), encoding="utf-8")
     evalset = load_evalset(path)
     assert evalset.lines == tuple(range(2, 2 + len(BFCL_SAMPLE)))
-    evaluator = CaseEvaluator(graders=build_graders())
+    evaluator = CaseScorer(graders=build_graders(), min_score=0.5, flags=CLI_FLAGS)
     scores = {
-        case.id: evaluator.evaluate(case, GradeContext(eval_set_id=evalset.id))
+        case.id: evaluator.score(case, GradeContext(eval_set_id=evalset.id))
         for case in evalset.cases
     }
     expected = {
@@ -471,8 +473,10 @@ def test_the_runner_grades_the_models_calls_with_their_arguments() -> None:
     )
     for made, value in (({"id": 7}, 1.0), ({"id": 8}, 0.0)):
         model = StubAdapter(tool_calls=[{"name": "lookup", "arguments": made}])
-        evaluator = CaseEvaluator(graders=build_graders(), adapter=model)
-        score = evaluator.evaluate(case, CONTEXT)
+        evaluator = CaseScorer(
+            graders=build_graders(), live=ModelOutput(model), min_score=0.5, flags=CLI_FLAGS
+        )
+        score = evaluator.score(case, CONTEXT)
         assert score.value == value
         assert json.loads(f"[{score.output}]") == [{"name": "lookup", "arguments": made}]
 

@@ -143,7 +143,10 @@ def test_an_unknown_template_is_a_404_refusal(service: FakeTypryx) -> None:
     with pytest.raises(ModelCallError, match="unknown_template") as caught:
         grader_for(service, "no.such.template").grade(case(), "x", CONTEXT)
     assert caught.value.status == 404
-    assert "--verdryx-typed-template" in str(caught.value)
+    assert "check --typed-template" in str(caught.value)
+    assert "check --verdryx-typed-template" in caught.value.worded(
+        {"typed_template": "--verdryx-typed-template"}
+    )
 
 
 def test_an_unreachable_service_is_an_infrastructure_error() -> None:

@@ -14,7 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
-import jsonschema  # type: ignore[import-untyped]
+import jsonschema
 
 from verdryx_core import jsonload
 from verdryx_core.atomic import write_text_atomic
@@ -75,7 +75,7 @@ class BaselineFileError(UsageError):
             where += f": field '{field}'"
         self.path, self.case, self.field = str(path), case, field
         super().__init__(
-            f"{where}: {message}; fix the file or re-create it with --verdryx-save-baseline"
+            f"{where}: {message}", hint="fix the file or re-create it with {save_baseline}"
         )
 
 
@@ -176,26 +176,30 @@ def _named_field(error: jsonschema.ValidationError) -> str | None:
     instance = error.instance
     if not isinstance(instance, Mapping):
         return None
+    # The stubs type these attributes as "maybe unset"; a reported error always has them.
+    required: Any = error.validator_value
+    schema: Any = error.schema
     if error.validator == "required":
-        return next((name for name in error.validator_value if name not in instance), None)
+        return next((name for name in required if name not in instance), None)
     if error.validator == "additionalProperties":
-        known = error.schema.get("properties", {})
+        known = schema.get("properties", {})
         return next((name for name in instance if name not in known), None)
     return None
 
 
 def _describe(error: jsonschema.ValidationError) -> str:
+    schema: Any = error.schema
     if error.validator == "required":
         return "required but missing"
     if error.validator == "additionalProperties":
-        known = ", ".join(sorted(error.schema.get("properties", {})))
+        known = ", ".join(sorted(schema.get("properties", {})))
         return f"not a known field; expected only {known}"
     if error.validator == "type":
         expected = error.validator_value
         expected_text = " or ".join(expected) if isinstance(expected, list) else expected
         return f"expected {expected_text}, got {json_kind(error.instance)}"
     if error.validator in ("minimum", "maximum"):
-        value = error.instance
+        value: Any = error.instance
         shown = repr(value) if isinstance(value, float) or abs(value) < 10**12 else "a huge number"
         return f"{shown} is not in [0, 1]"
     if error.validator == "minLength":
@@ -223,7 +227,9 @@ def find_baseline(id_or_label: str, *, store: Store | None, root: Path | None) -
         if path.is_file():
             return read_baseline_file(path)
     labels = known_labels(store, root)
-    known = (
-        ", ".join(labels) if labels else "none yet (save one with --verdryx-save-baseline=LABEL)"
+    if labels:
+        raise UsageError(f"unknown baseline {id_or_label!r}; known baselines: {', '.join(labels)}")
+    raise UsageError(
+        f"unknown baseline {id_or_label!r}; known baselines: none yet",
+        hint="save one with {save_baseline}",
     )
-    raise UsageError(f"unknown baseline {id_or_label!r}; known baselines: {known}")

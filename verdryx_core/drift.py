@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from statistics import NormalDist
@@ -22,7 +22,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from verdryx_core.errors import UsageError
+from verdryx_core.errors import CLI_FLAGS, UsageError, word_hint
 
 __all__ = [
     "DEFAULT_CONFIDENCE",
@@ -128,11 +128,12 @@ class DriftReport:
             "paired": None if self.paired is None else self.paired.to_dict(),
         }
 
-    def inconclusive_sentence(self) -> str | None:
-        """The words a summary prints when the delta is past the threshold but not significant."""
+    def inconclusive_sentence(self, flags: Mapping[str, str] = CLI_FLAGS) -> str | None:
+        """The words a summary prints when the delta is past the threshold but not significant;
+        `flags`: how the face printing it spells its settings."""
         if not self.inconclusive:
             return None
-        advice = "add cases or use --verdryx-repeat"
+        advice = word_hint("add cases or use {repeat}", flags)
         if self.chance is None:
             return (
                 f"inconclusive: a drop of {-self.delta:.3f} cannot be told from chance with fewer "
@@ -195,7 +196,7 @@ def compute_drift(
     # One independent stream per sample, so running them on threads changes nothing.
     streams = np.random.SeedSequence(seed).spawn(3)
     jobs = [(cur, streams[0]), (base, streams[1])] if two_sided else []
-    if with_pairs:
+    if with_pairs and diffs is not None:
         jobs.append((diffs, streams[2]))
     resampled = _bootstrap_all(jobs, iterations)
 

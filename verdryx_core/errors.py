@@ -1,20 +1,64 @@
-"""The one error family of verdryx: every message says what, why, and what to do."""
+"""The one error family of verdryx: every message says what, why, and what to do.
+
+What to do often means a setting, and the two faces spell settings differently
+(`verdryx eval --judge`, `pytest --verdryx-judge`). So an error keeps the fact apart from
+its `hint`, written with `{setting}` placeholders; each face words it with its own flag
+names (`worded`). `str()` words it as the command line does (the CLI is the core's face).
+"""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
 
 from verdryx_core.text import printable
 
 __all__ = [
+    "CLI_FLAGS",
     "EvalSetError",
     "ModelCallError",
     "StoreError",
     "UsageError",
     "VerdryxError",
+    "word_hint",
 ]
+
+#: How the command line spells the settings a hint may name.
+CLI_FLAGS: Final[Mapping[str, str]] = {
+    "allow_model_change": "--allow-model-change",
+    "cache": "--cache",
+    "concurrency": "--concurrency",
+    "db": "--db",
+    "judge": "--judge",
+    "model": "--model",
+    "repeat": "--repeat",
+    "save_baseline": "`verdryx baseline RUN_ID --label LABEL`",
+    "typed_key_file": "--typed-key-file",
+    "typed_template": "--typed-template",
+    "typed_url": "--typed-url",
+}
+
+
+def word_hint(hint: str, flags: Mapping[str, str]) -> str:
+    """`hint` with each `{setting}` replaced by the face's flag for it."""
+    return hint.format_map(flags)
 
 
 class VerdryxError(Exception):
-    """Base of every error verdryx raises on purpose; the CLI prints it as one line."""
+    """Base of every error verdryx raises on purpose; the CLI prints it as one line.
+
+    `hint`, when given, is what to do, with `{setting}` placeholders (see the module doc)."""
+
+    def __init__(self, message: str = "", *, hint: str | None = None) -> None:
+        self.fact = message
+        self.hint = hint
+        super().__init__(self.worded(CLI_FLAGS))
+
+    def worded(self, flags: Mapping[str, str]) -> str:
+        """The whole message, the hint in the words of the face whose `flags` these are."""
+        if self.hint is None:
+            return self.fact
+        return f"{self.fact}; {word_hint(self.hint, flags)}"
 
     def __str__(self) -> str:
         # A message quotes what it refuses (a file name, an id, a provider's words): printed
@@ -63,6 +107,6 @@ class ModelCallError(VerdryxError):
     `status` is the HTTP status when there was one. The message never carries a credential.
     """
 
-    def __init__(self, message: str, *, status: int | None = None) -> None:
+    def __init__(self, message: str, *, status: int | None = None, hint: str | None = None) -> None:
         self.status = status
-        super().__init__(message)
+        super().__init__(message, hint=hint)

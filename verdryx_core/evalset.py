@@ -10,6 +10,7 @@ case is checked as it will be graded.
 
 from __future__ import annotations
 
+import copy
 import difflib
 import json
 from collections.abc import Callable, Mapping, Sequence
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import fastjsonschema
 import jsonschema
@@ -162,7 +163,9 @@ def _check_text(data: Mapping[str, Any], path: str | Path) -> None:
 
 @cache
 def _fast_validator() -> Callable[[Any], Any]:
-    return fastjsonschema.compile(evalset_schema())
+    # fastjsonschema rewrites the `$ref`s of the schema it compiles in place: compile a copy,
+    # or the cached schema that jsonschema's messages and the docs test read is changed.
+    return fastjsonschema.compile(copy.deepcopy(evalset_schema()))
 
 
 def _check_schema(
@@ -215,13 +218,19 @@ def _named_field(error: jsonschema.ValidationError) -> str | None:
     if not isinstance(instance, Mapping):
         return None
     if error.validator == "required":
-        missing = [name for name in error.validator_value if name not in instance]
+        # A `required` error: its validator value is the list of required names.
+        missing = [name for name in cast(list[Any], error.validator_value) if name not in instance]
         return missing[0] if missing else None
     if error.validator == "additionalProperties":
-        known = error.schema.get("properties", {})
+        known = _schema(error).get("properties", {})
         unknown = [name for name in instance if name not in known]
         return unknown[0] if unknown else None
     return None
+
+
+def _schema(error: jsonschema.ValidationError) -> Mapping[str, Any]:
+    """The (sub)schema that failed: always an object in verdryx's eval set schema."""
+    return cast(Mapping[str, Any], error.schema)
 
 
 def _sort_key(error: jsonschema.ValidationError) -> tuple[int, int]:
@@ -236,7 +245,7 @@ def _describe(error: jsonschema.ValidationError, field: str | None) -> str:
     if validator == "required":
         return "required but missing; add it"
     if validator == "additionalProperties":
-        known = sorted(error.schema.get("properties", {}))
+        known = sorted(_schema(error).get("properties", {}))
         close = difflib.get_close_matches((field or "").rsplit(".", 1)[-1], known, n=1)
         hint = f"did you mean '{close[0]}'? " if close else ""
         return f"not a known field; {hint}remove it or use one of {', '.join(known)}"
@@ -256,6 +265,7 @@ def _describe(error: jsonschema.ValidationError, field: str | None) -> str:
     if validator == "pattern" and field is not None and "name" in field:
         return f"{error.instance!r} is not a usable tool name: 1 to 64 letters, digits, '_' or '-'"
     if validator == "enum":
-        allowed = ", ".join(map(str, error.validator_value))
+        values: Any = error.validator_value
+        allowed = ", ".join(map(str, values))
         return f"{error.instance!r} is not allowed here; expected one of {allowed}"
     return error.message

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-import jsonschema  # type: ignore[import-untyped]
+import jsonschema
 
 from verdryx_core.errors import EvalSetError
 from verdryx_core.graders.regex import compile_pattern

@@ -66,9 +66,8 @@ def check_models(
     baseline: Baseline,
     *,
     allow: bool,
-    allow_flag: str = "--verdryx-allow-model-change",
 ) -> str | None:
-    """A message when models differ; raises unless `allow` (naming `allow_flag`)."""
+    """A message when models differ; raises unless `allow`."""
     problems = []
     if run.model != baseline.model:
         problems.append(f"model {run.model!r} (baseline: {baseline.model!r})")
@@ -82,7 +81,9 @@ def check_models(
     )
     if not allow:
         raise ModelChangeError(
-            f"{message}; save a new baseline for this model, or pass {allow_flag} to compare anyway"
+            message,
+            hint="save a new baseline for this model, or pass {allow_model_change} to compare "
+            "anyway",
         )
     return message
 
@@ -96,7 +97,6 @@ def compare_to_baseline(
     threshold: float = DEFAULT_THRESHOLD,
     min_effect: float = 0.0,
     allow_model_change: bool = False,
-    allow_flag: str = "--verdryx-allow-model-change",
     iterations: int = DEFAULT_ITERATIONS,
     seed: int = 0,
 ) -> GateResult:
@@ -104,7 +104,7 @@ def compare_to_baseline(
     if not window:
         raise UsageError("no run to compare against the baseline")
     current = window[0]
-    model_change = check_models(current, baseline, allow=allow_model_change, allow_flag=allow_flag)
+    model_change = check_models(current, baseline, allow=allow_model_change)
     base_cases = baseline.case_map()
     current_sets = set(current.eval_set_ids) | {score.eval_set_id for score in current.scores}
 

@@ -374,6 +374,8 @@ def _output_in(output: Any, grader: str) -> Any:
             for item in output
         ]
     return list(output)
+
+
 _SCORE_TEXT: Final = (
     "case_id",
     "eval_set_id",
@@ -416,6 +418,9 @@ class Score:
     #: `EvalCase.fingerprint()` of the case as graded; "" for custom cases without content.
     fingerprint: str = ""
     passed: bool | None = None
+    #: The pass bar `passed` was decided against (see `verdryx_core.evaluation.bar`). Not
+    #: stored: a run read back from the store keeps `passed`, and its bar is not compared.
+    bar: float | None = field(default=None, compare=False)
     #: Per-sample values when the case was sampled several times (`--verdryx-repeat`).
     samples: tuple[float, ...] = ()
     #: What a reader needs to judge the grade: output, expected, judge reason.

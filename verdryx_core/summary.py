@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
+from verdryx_core.errors import CLI_FLAGS, word_hint
 from verdryx_core.gate import GateResult
 from verdryx_core.model import EvalRun, Score
 
@@ -69,12 +70,20 @@ def unmeasured_lines(scores: Sequence[Score], *, limit: int = 10) -> list[str]:
     return lines
 
 
-def gate_lines(result: GateResult, *, worst: int = 5, list_limit: int = 10) -> list[str]:
+def gate_lines(
+    result: GateResult,
+    *,
+    worst: int = 5,
+    list_limit: int = 10,
+    flags: Mapping[str, str] = CLI_FLAGS,
+) -> list[str]:
+    """The gate's lines; `flags`: how the face printing them spells its settings."""
     baseline = result.baseline
     name = baseline.label or baseline.id
     lines: list[str] = []
     if result.model_change:
-        lines.append(f"WARNING: {result.model_change} (allowed by --verdryx-allow-model-change)")
+        allowed = word_hint("allowed by {allow_model_change}", flags)
+        lines.append(f"WARNING: {result.model_change} ({allowed})")
     report = result.report
     if report is None:
         lines.append(f"baseline {name}: {result.note}")
@@ -91,7 +100,7 @@ def gate_lines(result: GateResult, *, worst: int = 5, list_limit: int = 10) -> l
                 f"smallest drop these {result.matched} cases can detect (80% power): "
                 f"{report.mde:.3f}"
             )
-        sentence = report.inconclusive_sentence()
+        sentence = report.inconclusive_sentence(flags)
         if sentence:
             lines.append(sentence)
         lines.append(f"verdict: {report.verdict.upper()}  (gate: {report.gate})")

@@ -44,11 +44,10 @@ _MAX_RESPONSE_BYTES: Final = 1 << 20
 #: What to do about a refusal, by typryx's error code.
 _HINTS: Final[Mapping[str, str]] = {
     "unauthorized": (
-        f"the key was not accepted; check the file named by --verdryx-typed-key-file "
-        f"or ${ENV_KEY_FILE}"
+        f"the key was not accepted; check the file named by {{typed_key_file}} or ${ENV_KEY_FILE}"
     ),
     "over_hourly_cap": "the service's hourly cap is spent; run again later or raise the cap",
-    "unknown_template": "the service has no such template; check --verdryx-typed-template",
+    "unknown_template": "the service has no such template; check {typed_template}",
     "bad_state": "the service rejected the state it was sent",
     "state_too_large": "the prompt and output are larger than the service accepts",
     "unknown_answer": "the service does not know this answer id",
@@ -73,8 +72,8 @@ def read_key_file(path: str | os.PathLike[str]) -> str:
         raw = Path(path).read_bytes()
     except OSError as exc:
         raise VerdryxError(
-            f"cannot read the typryx key file {where!r}: {exc.strerror or type(exc).__name__}; "
-            f"pass a readable file with --verdryx-typed-key-file or ${ENV_KEY_FILE}"
+            f"cannot read the typryx key file {where!r}: {exc.strerror or type(exc).__name__}",
+            hint=f"pass a readable file with {{typed_key_file}} or ${ENV_KEY_FILE}",
         ) from None
     try:
         key = raw.decode("utf-8").strip()
@@ -116,15 +115,15 @@ class TypryxClient:
         parts = urlsplit(base)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise UsageError(
-                f"typryx URL {_display_url(url)!r} is not an http(s) URL; pass the service's "
-                "base URL, for example --verdryx-typed-url http://localhost:8080"
+                f"typryx URL {_display_url(url)!r} is not an http(s) URL",
+                hint="pass the service's base URL, for example {typed_url} http://localhost:8080",
             )
         if not key:
             raise UsageError(
-                f"no typryx key: pass --verdryx-typed-key-file PATH or set ${ENV_KEY_FILE}"
+                "no typryx key", hint=f"pass {{typed_key_file}} PATH or set ${ENV_KEY_FILE}"
             )
         if not template:
-            raise UsageError("the typryx template is empty; pass --verdryx-typed-template ID")
+            raise UsageError("the typryx template is empty", hint="pass {typed_template} ID")
         if not (timeout > 0 and math.isfinite(timeout)):
             raise UsageError(f"typryx timeout {timeout!r} is not a positive number of seconds")
         self.url = base
@@ -177,10 +176,8 @@ class TypryxClient:
         except (OSError, ValueError) as exc:  # URLError, refused, reset, timed out
             reason = getattr(exc, "reason", None) or exc
             raise ModelCallError(
-                self._redact(
-                    f"could not reach typryx at {where}: {reason}; check that the service "
-                    "runs and --verdryx-typed-url points at it"
-                )
+                self._redact(f"could not reach typryx at {where}: {reason}"),
+                hint="check that the service runs and {typed_url} points at it",
             ) from None
         if not 200 <= status < 300:
             raise self._refusal(where, status, raw)
@@ -217,5 +214,5 @@ class TypryxClient:
         hint = _HINTS.get(code or "") or (
             _HINTS["unauthorized"] if status == 401 else "see the service's log for why"
         )
-        message = f"typryx refused the request to {where} (status={status}, code={code!r}): {hint}"
-        return ModelCallError(self._redact(message), status=status)
+        message = f"typryx refused the request to {where} (status={status}, code={code!r})"
+        return ModelCallError(self._redact(message), status=status, hint=hint)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
+from verdryx_core.errors import StoreError
 from verdryx_core.store import Store, resolve_store_path
 
 __all__ = ["add_db_argument", "add_json_argument", "open_store", "print_json"]
@@ -30,7 +32,15 @@ def add_json_argument(parser: argparse.ArgumentParser) -> None:
 def open_store(args: argparse.Namespace, *, read_only: bool = False) -> Store:
     """The store `--db` names. `read_only` for commands that only read: a missing store is an
     error (not a new empty one) and a store in a read-only folder can still be read."""
-    return Store.open(resolve_store_path(getattr(args, "db", None)), read_only=read_only)
+    target = resolve_store_path(getattr(args, "db", None))
+    if not read_only and isinstance(target, Path) and not target.parent.is_dir():
+        # Checked here too, so the hint names this face's flag (--db).
+        raise StoreError(
+            f"{target}: cannot open the verdryx store: the directory {str(target.parent)!r} "
+            "does not exist (verdryx creates no directories)",
+            hint="create it or pass another path with {db}",
+        )
+    return Store.open(target, read_only=read_only)
 
 
 def print_json(document: Any) -> None:

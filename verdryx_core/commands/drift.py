@@ -46,7 +46,6 @@ def run(args: argparse.Namespace) -> int:
             threshold=args.threshold,
             min_effect=args.min_effect,
             allow_model_change=args.allow_model_change,
-            allow_flag="--allow-model-change",
         )
     if args.json:
         document = result.report.to_dict() if result.report else {"verdict": None}

@@ -1,26 +1,48 @@
-"""`verdryx eval SET... --model M`: grade eval sets outside pytest, store the run, print it."""
+"""`verdryx eval SET... --model M`: grade eval sets outside pytest, store the run, print it.
+
+Argument parsing and printing only: the evaluation itself is `verdryx_core.evaluation`, the
+same pipeline the pytest plugin drives.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from verdryx_core import __version__
 from verdryx_core.commands._common import add_db_argument, add_json_argument, open_store, print_json
-from verdryx_core.contracts.history import promise_of, verdict_rows
 from verdryx_core.errors import UsageError
-from verdryx_core.evalset import EvalSet, load_evalset
-from verdryx_core.graders import GradeContext, build_graders
-from verdryx_core.model import EvalRun, Score, case_key
-from verdryx_core.runner import CaseEvaluator, is_remote
+from verdryx_core.evalset import load_evalset
+from verdryx_core.evaluation import (
+    DEFAULT_MIN_SCORE,
+    EvalSettings,
+    Pipeline,
+    Work,
+    assemble_run,
+    promises_of,
+    save_run,
+    score_all,
+)
+from verdryx_core.graders import GradeContext
+from verdryx_core.model import EvalRun
 from verdryx_core.summary import run_lines, unmeasured_lines
 
 NAME = "eval"
 HELP = "grade eval sets against a model, store the run, print the scores"
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is below the minimum 1")
+    return value
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,19 +55,65 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--judge", metavar="MODEL", help="judge model for llm_judge cases")
     parser.add_argument("--agent-id", help="the agent this run measures (for SLO joins)")
     parser.add_argument(
-        "--concurrency", type=int, default=8, help="model calls in flight (default 8)"
+        "--concurrency", type=_positive, default=8, help="model calls in flight (default 8)"
     )
     parser.add_argument(
         "--cache", choices=("on", "off", "replay"), default="on", help="model cache (default on)"
     )
     parser.add_argument(
-        "--min-score", type=float, default=0.5, help="pass bar for cases without one (0.5)"
+        "--min-score",
+        type=float,
+        default=DEFAULT_MIN_SCORE,
+        help=f"pass bar for cases without one ({DEFAULT_MIN_SCORE})",
+    )
+    parser.add_argument(
+        "--repeat",
+        type=_positive,
+        default=1,
+        metavar="N",
+        help="sample every model case N times; its score is the mean (default 1)",
+    )
+    parser.add_argument(
+        "--prices",
+        metavar="FILE",
+        help="JSON price file overriding the built-in price book (model -> $ per million tokens)",
+    )
+    parser.add_argument(
+        "--typed-url", metavar="URL", help="typed verdict service URL; enables typed cases"
+    )
+    parser.add_argument(
+        "--typed-key-file",
+        metavar="PATH",
+        help="file holding the typed service key (default $VERDRYX_TYPRYX_KEY_FILE)",
+    )
+    parser.add_argument(
+        "--typed-template",
+        metavar="ID",
+        default="eval.outcome_met",
+        help="typed verdict template (default eval.outcome_met)",
     )
     add_db_argument(parser)
     add_json_argument(parser)
 
 
+def settings_from(args: argparse.Namespace) -> EvalSettings:
+    return EvalSettings(
+        model=args.model,
+        judge=args.judge or None,
+        cache=args.cache,
+        concurrency=args.concurrency,
+        repeat=args.repeat,
+        prices=Path(args.prices) if args.prices else None,
+        typed_url=args.typed_url or None,
+        typed_key_file=args.typed_key_file or os.environ.get("VERDRYX_TYPRYX_KEY_FILE") or None,
+        typed_template=args.typed_template,
+        min_score=args.min_score,
+        agent_id=args.agent_id or None,
+    )
+
+
 def run(args: argparse.Namespace) -> int:
+    settings = settings_from(args)
     sets = [load_evalset(Path(path)) for path in args.evalsets]
     ids = [evalset.id for evalset in sets]
     duplicated = sorted({set_id for set_id in ids if ids.count(set_id) > 1})
@@ -55,34 +123,38 @@ def run(args: argparse.Namespace) -> int:
             "is graded once per run (cases are compared by eval set id and case id)"
         )
     with open_store(args) as store:
-        evaluator, flush = _evaluator(args, sets, store)
+        pipeline = Pipeline(settings, lambda: store)
         run_id = str(uuid.uuid4())
         started = datetime.now(UTC)
-        scores = _evaluate(evaluator, sets, run_id, args.concurrency)
-        flush()
-        judge_model = _judge_name(args) if any(s.grader == "llm_judge" for s in scores) else None
-        run = EvalRun(
-            id=run_id,
-            model=args.model,
-            judge_model=judge_model,
-            agent_id=args.agent_id or None,
+        work = [
+            Work(
+                str(index),
+                case,
+                GradeContext(eval_set_id=evalset.id, eval_set_path=evalset.path, run_id=run_id),
+            )
+            for index, (evalset, case) in enumerate(
+                (evalset, case) for evalset in sets for case in evalset.cases
+            )
+        ]
+        scorer = pipeline.scorer([entry.case for entry in work])
+        try:
+            scores = score_all(scorer, work, concurrency=settings.concurrency, stream=sys.stderr)
+        finally:
+            tally = pipeline.finish_calls()
+        run = assemble_run(
+            run_id=run_id,
+            settings=settings,
             started_at=started,
-            finished_at=datetime.now(UTC),
-            eval_set_ids=tuple(sorted({s.id for s in sets})),
-            scores=tuple(scores),
+            scores=scores,
             complete=True,
-            plugin_version=__version__,
+            eval_set_ids=ids,
         )
-        store.save_run(run)
-        promises = {
-            case_key(evalset.id, case.id): promise_of(case)
-            for evalset in sets
-            for case in evalset.cases
-            if case.grader == "contract"
-        }
-        rows = verdict_rows(run, promises)
-        if rows:
-            store.save_contract_verdicts(rows)
+        save_run(
+            store,
+            run,
+            cache_entries=tally.take_entries(),
+            promises=promises_of((evalset.id, case) for evalset in sets for case in evalset.cases),
+        )
     if args.json:
         print_json(eval_document(run))
     else:
@@ -120,67 +192,6 @@ def eval_document(run: EvalRun) -> dict[str, Any]:
         "model_cost_usd": run.model_cost_usd,
         "judge_cost_usd": run.judge_cost_usd,
     }
-
-
-def _judge_name(args: argparse.Namespace) -> str | None:
-    if args.judge:
-        return args.judge
-    return "stub" if args.model == "stub" else None
-
-
-def _evaluator(
-    args: argparse.Namespace, sets: list[EvalSet], store: Any
-) -> tuple[CaseEvaluator, Any]:
-    cases = [case for evalset in sets for case in evalset.cases]
-    needs_model = any(case.needs_model for case in cases)
-    judge_name = _judge_name(args)
-    needs_judge = judge_name is not None and any(case.grader == "llm_judge" for case in cases)
-    adapter = judge = None
-    flushes = []
-    if needs_model or needs_judge:
-        from verdryx_core.llm import CachedAdapter, make_adapter
-
-        if needs_model:
-            adapter = CachedAdapter(make_adapter(args.model), store, args.cache)
-            flushes.append(adapter.flush)
-        if needs_judge:
-            judge = CachedAdapter(make_adapter(judge_name), store, args.cache)
-            flushes.append(judge.flush)
-    graders = build_graders(judge=judge)
-    evaluator = CaseEvaluator(graders=graders, adapter=adapter, min_score=args.min_score)
-
-    def flush() -> None:
-        for step in flushes:
-            step()
-
-    return evaluator, flush
-
-
-def _evaluate(
-    evaluator: CaseEvaluator, sets: list[EvalSet], run_id: str, concurrency: int
-) -> list[Score]:
-    work = [
-        (case, GradeContext(eval_set_id=s.id, eval_set_path=s.path, run_id=run_id))
-        for s in sets
-        for case in s.cases
-    ]
-    remote = [item for item in work if is_remote(item[0], evaluator.graders)]
-    futures: dict[int, Any] = {}
-    pool = None
-    if remote:
-        from verdryx_core.llm import CallPool
-        from verdryx_core.llm.progress import Progress
-
-        pool = CallPool(concurrency, progress=Progress(len(remote), stream=sys.stderr))
-        futures = evaluator.prefetch(work, pool.submit)
-    try:
-        return [
-            futures[index].result() if index in futures else evaluator.evaluate(case, context)
-            for index, (case, context) in enumerate(work)
-        ]
-    finally:
-        if pool is not None:
-            pool.close()
 
 
 def _print_text(run: EvalRun, db: str) -> None:

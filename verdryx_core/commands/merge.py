@@ -64,10 +64,10 @@ def run(args: argparse.Namespace) -> int:
         else ""
     )
     print(
-        f"merged {len(sources)} store(s) into {target.path}: "
-        f"{result.runs_added} runs added ({result.runs_present} already there), "
-        f"{result.baselines_added} baselines ({result.baselines_present}), "
-        f"{result.cache_added} cache entries ({result.cache_present}), "
-        f"{result.verdicts_added} contract verdicts ({result.verdicts_present}){kept}"
+        f"merged {len(sources)} store(s) into {target.path}: added {result.runs_added} runs, "
+        f"{result.baselines_added} baselines, {result.cache_added} cache entries, "
+        f"{result.verdicts_added} contract verdicts; already there: {result.runs_present} "
+        f"runs, {result.baselines_present} baselines, {result.cache_present} cache entries, "
+        f"{result.verdicts_present} contract verdicts{kept}"
     )
     return 0

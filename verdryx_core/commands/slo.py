@@ -90,8 +90,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         )
     parser.add_argument(
         "--scores-db",
-        metavar="PATH",
-        help="join per-case scores from this eval store into quality_floor, by agent id",
+        metavar="PATH|URL",
+        help="join per-case scores from this eval store (a SQLite file or a postgresql:// URL) "
+        "into quality_floor, by agent id",
     )
     parser.add_argument(
         "--events",
@@ -99,6 +100,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="append slo_burn events here (default: $VERDRYX_EVENTS_PATH; none when unset)",
     )
     add_json_argument(parser)
+
+
+def _named(store: str | None) -> str | None:
+    """The scores store as output names it: a URL without its password."""
+    if store is None:
+        return None
+    from verdryx_core.store import describe
+
+    return describe(store)
 
 
 def _scores(path: str | None, identity_field: str) -> ScoreTable | None:
@@ -110,13 +120,13 @@ def _scores(path: str | None, identity_field: str) -> ScoreTable | None:
             "store records the agent a run was evaluated for, not the credential it used; "
             "drop --scores-db or group by agent_id"
         )
-    if not Path(path).is_file():
+    from verdryx_core.store import Store, is_store_url, resolve_store_path
+
+    if not is_store_url(path) and not Path(path).is_file():
         raise UsageError(
             f"--scores-db {path!r}: no such file; pass the store `verdryx eval --db` wrote to"
         )
-    from verdryx_core.store import Store
-
-    with Store.open(path, read_only=True) as store:
+    with Store.open(resolve_store_path(path), read_only=True) as store:
         return ScoreTable.from_records(store.score_records(), identity_field)
 
 
@@ -165,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
     path, sent, unsendable = _emit(payloads, args.events)
     if args.json:
         document = {"source": str(source), **report.to_dict()}
-        document["scores_db"] = args.scores_db
+        document["scores_db"] = _named(args.scores_db)
         document["burn_events"] = [
             {"subject": subject, "data": data} for subject, data in map(split_payload, payloads)
         ]
@@ -173,7 +183,7 @@ def run(args: argparse.Namespace) -> int:
         document["emitted"] = sent
         print_json(document)
         return 0
-    lines = render_report(report, str(source), scores_path=args.scores_db)
+    lines = render_report(report, str(source), scores_path=_named(args.scores_db))
     lines += [
         "",
         f"  {len(payloads)} slo_burn event(s) to emit (exhausted and fast burn only; a slow "

@@ -181,7 +181,8 @@ def _json_valid(criterion: Criterion, source: Source) -> _Outcome:
         raise CheckError(f"{path} nests too deeply for the JSON parser") from None
     except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         return FAILED, f"{path} is not valid JSON: {exc}"
-    kind = {dict: "an object", list: "an array", str: "a string"}.get(type(value), "a scalar")
+    kinds: dict[type, str] = {dict: "an object", list: "an array", str: "a string"}
+    kind = kinds.get(type(value), "a scalar")
     return PASSED, f"{path} is valid JSON ({kind}, {len(data)} bytes)"
 
 

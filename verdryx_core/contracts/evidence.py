@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import copy
 import hashlib
 import json
 import os
@@ -21,9 +22,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
-import fastjsonschema  # type: ignore[import-untyped]
-import jsonschema  # type: ignore[import-untyped]
-import jsonschema.exceptions  # type: ignore[import-untyped]
+import fastjsonschema
+import jsonschema
+import jsonschema.exceptions
 import rfc8785
 
 from verdryx_core.contracts.checks import run_checks
@@ -53,7 +54,7 @@ __all__ = [
 BUNDLE_FORMAT: Final = "verdryx-evidence/1"
 
 
-def _canonical_sha256(value: object) -> str:
+def _canonical_sha256(value: Any) -> str:
     return hashlib.sha256(rfc8785.dumps(value)).hexdigest()
 
 
@@ -188,7 +189,8 @@ def _validator() -> jsonschema.Draft202012Validator:
 
 @cache
 def _fast_validator() -> Any:
-    return fastjsonschema.compile(bundle_schema())
+    # A copy: fastjsonschema rewrites the `$ref`s of the schema it is given, in place.
+    return fastjsonschema.compile(copy.deepcopy(bundle_schema()))
 
 
 def validate_bundle(bundle: object, *, name: str = "bundle") -> None:

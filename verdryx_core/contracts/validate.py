@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import jsonschema
 import regex
@@ -182,10 +182,12 @@ def _order(error: jsonschema.ValidationError) -> tuple[int, int]:
 
 
 def _missing(error: jsonschema.ValidationError) -> str:
-    for name in error.validator_value:
+    # A `required` error: its validator value is the list of required names.
+    names = cast(list[Any], error.validator_value)
+    for name in names:
         if isinstance(error.instance, Mapping) and name not in error.instance:
             return str(name)
-    return str(error.validator_value[0])
+    return str(names[0])
 
 
 def _describe(error: jsonschema.ValidationError, field: str | None) -> str:

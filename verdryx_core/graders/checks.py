@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import Any, ClassVar, final
 
 from verdryx_core.graders.base import Grade, GradeContext, Grader
+from verdryx_core.graders.missing import missing_grader_reason
 from verdryx_core.model import CheckResult, EvalCase
 
 __all__ = ["ChecksGrader", "checks_reason", "weighted_mean"]
@@ -41,8 +42,9 @@ def checks_reason(results: list[CheckResult]) -> str:
 class ChecksGrader:
     kind: ClassVar[str] = "checks"
 
-    def __init__(self, graders: Mapping[str, Grader]) -> None:
+    def __init__(self, graders: Mapping[str, Grader], flags: Mapping[str, str]) -> None:
         self.graders = graders
+        self.flags = flags
 
     def grade(self, case: EvalCase, output: Any, context: GradeContext) -> Grade:
         results: list[CheckResult] = []
@@ -52,11 +54,7 @@ class ChecksGrader:
             grader = self.graders.get(check.grader)
             if grader is None:
                 # The same reason a single-grader case gets, naming the flag that enables it.
-                from verdryx_core.runner import MISSING_GRADER_REASONS
-
-                why = MISSING_GRADER_REASONS.get(
-                    check.grader, f"no grader {check.grader!r} is configured for this run"
-                )
+                why = missing_grader_reason(check.grader, self.flags)
                 results.append(
                     CheckResult(
                         grader=check.grader, weight=check.weight, value=None, unmeasured=why

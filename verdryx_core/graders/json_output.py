@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any, ClassVar, Final, final
 
-import jsonschema  # type: ignore[import-untyped]
+import jsonschema
 
 from verdryx_core.graders.base import Grade, GradeContext
 from verdryx_core.graders.values import value_matches

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
+from verdryx_core.errors import CLI_FLAGS
 from verdryx_core.graders.base import Grader
 from verdryx_core.graders.checks import ChecksGrader
 from verdryx_core.graders.contains import ContainsGrader, IContainsGrader
@@ -18,6 +19,10 @@ from verdryx_core.graders.registry import custom_grader_names, is_grader, load_c
 from verdryx_core.graders.tool_trace import ToolTraceGrader
 from verdryx_core.model import CHECKS_GRADER, GRADER_KINDS
 
+if TYPE_CHECKING:
+    from verdryx_core.llm.base import ModelAdapter
+    from verdryx_core.typryx import TypryxClient
+
 __all__ = ["GraderTable", "build_graders"]
 
 #: Built-in kinds never resolve to a custom grader, configured for this run or not (an
@@ -29,9 +34,11 @@ class GraderTable(Mapping[str, Grader]):
     """The graders of one run: the built-ins configured for it, then custom graders
     (registered or installed), looked up by name only when a case uses them."""
 
-    def __init__(self, builtins: Mapping[str, Grader]) -> None:
+    def __init__(
+        self, builtins: Mapping[str, Grader], flags: Mapping[str, str] = CLI_FLAGS
+    ) -> None:
         self._builtins = dict(builtins)
-        self._builtins[CHECKS_GRADER] = ChecksGrader(self)
+        self._builtins[CHECKS_GRADER] = ChecksGrader(self, flags)
 
     def __getitem__(self, name: str) -> Grader:
         found = self._builtins.get(name)
@@ -57,8 +64,9 @@ class GraderTable(Mapping[str, Grader]):
 def build_graders(
     *,
     outcome_map: Mapping[str, float] | None = None,
-    judge: Any = None,
-    typed_client: Any = None,
+    judge: ModelAdapter | None = None,
+    typed_client: TypryxClient | None = None,
+    flags: Mapping[str, str] = CLI_FLAGS,
 ) -> GraderTable:
     """The graders for one run. Graders that cost money (the LLM judge, the typed verdict
     service) are present only when their dependency is given: nothing is paid by default."""
@@ -85,4 +93,4 @@ def build_graders(
         from verdryx_core.graders.typed import TypedGrader
 
         graders["typed"] = TypedGrader(typed_client)
-    return GraderTable(graders)
+    return GraderTable(graders, flags)

@@ -86,8 +86,9 @@ def score_value(answer: Mapping[str, Any], template: str) -> tuple[float, str]:
     if kind == "choice":
         raise TypedGradeError(
             f"typed template {template!r} is a choice template: its options have no order, so "
-            "no score in [0, 1] can be read from them; use a yes/no (noul) or score template, "
-            "for example --verdryx-typed-template eval.outcome_met"
+            "no score in [0, 1] can be read from them",
+            hint="use a yes/no (noul) or score template, for example {typed_template} "
+            "eval.outcome_met",
         )
     raise _malformed(template, f"unrecognized answer type {kind!r} (expected noul or score)")
 

@@ -58,8 +58,8 @@ def import_sdk() -> Any:
         import anthropic
     except ImportError:
         raise VerdryxError(
-            "a real model was named but the Anthropic SDK is not installed; install it with "
-            f"{INSTALL_HINT}, or use --verdryx-model=stub"
+            "a real model was named but the Anthropic SDK is not installed",
+            hint=f"install it with {INSTALL_HINT}, or use {{model}}=stub",
         ) from None
     return anthropic
 
@@ -346,14 +346,18 @@ class AnthropicAdapter:
                     f"set {variable} to a valid key for this endpoint"
                 )
             elif status in (408, 409, 429) or status >= 500:
-                hint = (
-                    "lower --verdryx-concurrency or raise your rate limit"
-                    if status == 429
-                    else "retry later"
-                )
+                if status == 429:
+                    return ModelCallError(
+                        self._redact(
+                            f"model {self.model}: HTTP {status}{detail} from {where}, still "
+                            f"failing after {self.max_retries} retries"
+                        ),
+                        status=status,
+                        hint="lower {concurrency} or raise your rate limit",
+                    )
                 message = (
                     f"model {self.model}: HTTP {status}{detail} from {where}, still failing "
-                    f"after {self.max_retries} retries; {hint}"
+                    f"after {self.max_retries} retries; retry later"
                 )
             else:
                 message = (

@@ -89,8 +89,8 @@ class CachedAdapter:
     def __init__(self, inner: ModelAdapter, store: Store | None, mode: str = "on") -> None:
         if mode not in CACHE_MODES:
             raise UsageError(
-                f"cache mode {mode!r} is not known; expected one of {', '.join(CACHE_MODES)} "
-                "(--verdryx-cache)"
+                f"cache mode {mode!r} is not known",
+                hint=f"pass {{cache}} with one of {', '.join(CACHE_MODES)}",
             )
         self.inner = inner
         self.model = inner.model
@@ -331,7 +331,8 @@ class CachedAdapter:
                 self._misses += 1
             raise ModelCallError(
                 f"model {self.model}: the {kind} call for prompt {_preview(prompt)} is not in "
-                "the cache (--verdryx-cache=replay); record it first with --verdryx-cache=on"
+                "the cache (cache mode replay)",
+                hint="record it first with {cache}=on",
             )
         answer = call()
         response = answer.to_dict() | {"cached": False}

@@ -28,8 +28,8 @@ class CallPool:
     def __init__(self, concurrency: int, *, progress: Progress | None = None) -> None:
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise UsageError(
-                f"concurrency {concurrency!r} is not a positive integer; "
-                "pass --verdryx-concurrency=N with N >= 1 (default 8)"
+                f"concurrency {concurrency!r} is not a positive integer",
+                hint="pass {concurrency}=N with N >= 1 (default 8)",
             )
         self.concurrency = concurrency
         self.progress = progress
@@ -41,7 +41,12 @@ class CallPool:
         future = self._executor.submit(fn, *args, **kwargs)
         if self.progress is not None:
             progress = self.progress
-            future.add_done_callback(lambda done: done.cancelled() or progress.advance())
+
+            def advance(done: Future[_T]) -> None:
+                if not done.cancelled():
+                    progress.advance()
+
+            future.add_done_callback(advance)
         return future
 
     def close(self, *, cancel: bool = False) -> None:

@@ -10,9 +10,20 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Final, TextIO
+from typing import Final, Protocol
 
-__all__ = ["Progress"]
+__all__ = ["Progress", "TextStream"]
+
+
+class TextStream(Protocol):
+    """What the progress line writes to: a text file, or a face's terminal writer."""
+
+    def write(self, text: str, /) -> int: ...
+
+    def flush(self) -> None: ...
+
+    def isatty(self) -> bool: ...
+
 
 _TTY_INTERVAL: Final = 0.1
 _LOG_INTERVAL: Final = 2.0
@@ -38,7 +49,7 @@ class Progress:
         self,
         total: int,
         *,
-        stream: TextIO,
+        stream: TextStream,
         label: str = "model calls",
         clock: Callable[[], float] = time.monotonic,
     ) -> None:

@@ -477,7 +477,7 @@ def _cases_section(data: ReportData) -> str:
     )
     new = sorted((row for row in rows if row.status == "new"), key=_order)
     same = sorted((row for row in rows if row.status == "same"), key=_order)
-    counts = defaultdict(int)
+    counts: defaultdict[str, int] = defaultdict(int)
     for row in rows:
         counts[row.status] += 1
     summary = (

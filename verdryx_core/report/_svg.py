@@ -285,19 +285,19 @@ def timeline_svg(
             f'fill="{fill}" stroke="{BLUE}"><title>{esc(point.label)}</title></circle>'
         )
     if current_at is not None and 0 <= current_at < count:
-        x = frame.x_at(current_at, count)
+        cx = frame.x_at(current_at, count)
         if whisker is not None:
             y_low, y_high = y(whisker[0]), y(whisker[1])
             out.append(
                 f'<g class="whisker" stroke="{current_colour}" stroke-width="2">'
-                f'<line x1="{_num(x)}" y1="{y_low}" x2="{_num(x)}" y2="{y_high}"/>'
-                f'<line x1="{_num(x - 5)}" y1="{y_low}" x2="{_num(x + 5)}" y2="{y_low}"/>'
-                f'<line x1="{_num(x - 5)}" y1="{y_high}" x2="{_num(x + 5)}" y2="{y_high}"/></g>'
+                f'<line x1="{_num(cx)}" y1="{y_low}" x2="{_num(cx)}" y2="{y_high}"/>'
+                f'<line x1="{_num(cx - 5)}" y1="{y_low}" x2="{_num(cx + 5)}" y2="{y_low}"/>'
+                f'<line x1="{_num(cx - 5)}" y1="{y_high}" x2="{_num(cx + 5)}" y2="{y_high}"/></g>'
             )
         current = points[current_at]
         if current.mean is not None:
             out.append(
-                f'<circle class="current" cx="{_num(x)}" cy="{y(current.mean)}" r="6" '
+                f'<circle class="current" cx="{_num(cx)}" cy="{y(current.mean)}" r="6" '
                 f'fill="{current_colour}" stroke="#ffffff" stroke-width="2">'
                 f"<title>{esc(current.label)}</title></circle>"
             )

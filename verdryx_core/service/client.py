@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import http.client
 import json
+import math
 import ssl
 import urllib.parse
 from collections.abc import Mapping
 from typing import Any, Final
 
-from verdryx_core.contracts.model import Contract
+from verdryx_core.contracts.model import Contract, Verdict
 from verdryx_core.errors import VerdryxError
 
 __all__ = ["AuthError", "Client", "VerificationServiceError"]
@@ -60,8 +61,8 @@ class Client:
             port = url.port
         except ValueError:
             raise VerificationServiceError(f"base_url {base_url!r} has an invalid port") from None
-        if not timeout or timeout <= 0:
-            raise VerificationServiceError(f"timeout must be positive, got {timeout!r}")
+        if not isinstance(timeout, int | float) or not math.isfinite(timeout) or timeout <= 0:
+            raise VerificationServiceError(f"timeout must be a positive number, got {timeout!r}")
         self._api_key = api_key
         self._https = url.scheme == "https"
         self._host = url.hostname
@@ -173,8 +174,14 @@ def _answer(where: str, status: int, raw: bytes) -> dict[str, Any]:
 
 
 def _verdict(document: dict[str, Any]) -> dict[str, Any]:
-    if document.get("verdict") not in ("PASS", "FAIL", "FLAG") or not isinstance(
-        document.get("reason"), str
-    ):
+    """The document, once it is known to read as a `Verdict` (a caller may build one)."""
+    try:
+        verdict = Verdict.from_dict(document)
+        ok = verdict.verdict in ("PASS", "FAIL", "FLAG") and all(
+            isinstance(result.status, str) for result in verdict.check_results
+        )
+    except (KeyError, TypeError, ValueError, AttributeError):
+        ok = False
+    if not ok:
         raise VerificationServiceError("the service's answer is not a verdict document")
     return document

@@ -83,6 +83,12 @@ class SqlStore(Store):
     def _rollback(self) -> None:
         """Roll back if a transaction is still open (a driver may have ended it already)."""
 
+    def _insert_many(self, table: str, columns: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Insert plain rows (no conflict handling): a run's scores, a baseline's cases."""
+        if rows:
+            marks = _marks(columns.count(",") + 1)
+            self._executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", rows)
+
     def _text_in(self, text: str | None) -> Any:
         """A free-text score field as the backend stores it (PostgreSQL: bytes, for NUL)."""
         return text
@@ -167,10 +173,7 @@ class SqlStore(Store):
             self._execute("DELETE FROM scores WHERE run_id = ?", (run.id,))
             self._execute("DELETE FROM runs WHERE id = ?", (run.id,))
             self._execute(f"INSERT INTO runs ({RUN_COLUMNS}) VALUES ({_marks(22)})", row)
-            if score_rows:
-                self._executemany(
-                    f"INSERT INTO scores ({SCORE_COLUMNS}) VALUES ({_marks(16)})", score_rows
-                )
+            self._insert_many("scores", SCORE_COLUMNS, score_rows)
 
     def load_run(self, run_id: str) -> EvalRun | None:
         with self._errors(f"read run {run_id}"), self._lock:
@@ -329,12 +332,11 @@ class SqlStore(Store):
                 )
                 for case in baseline.cases
             ]
-            if rows:
-                self._executemany(
-                    "INSERT INTO baseline_cases (baseline_id, eval_set_id, case_id, value, "
-                    f"fingerprint, passed) VALUES ({_marks(6)})",
-                    rows,
-                )
+            self._insert_many(
+                "baseline_cases",
+                "baseline_id, eval_set_id, case_id, value, fingerprint, passed",
+                rows,
+            )
 
     def get_baseline(self, id_or_label: str) -> Baseline | None:
         with self._errors(f"read baseline {id_or_label}"), self._lock:

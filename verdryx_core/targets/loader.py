@@ -74,7 +74,7 @@ def load_target(spec: str, *, rootdir: str | Path | None = None) -> Callable[...
             f"target {spec!r} is a {type(found).__name__}, not callable; name a function, "
             "an async function or an object with __call__"
         )
-    return found  # type: ignore[no-any-return]
+    return found
 
 
 def _one_line(exc: BaseException) -> str:

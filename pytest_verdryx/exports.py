@@ -1,6 +1,6 @@
-"""What a finished session sends out besides the store: JUnit suite properties, the event
-log, OTLP spans and the HTML report. Each is opt-in, and none can fail the eval: a problem
-becomes a line in the summary."""
+"""Exports: what a finished session sends out besides the store (JUnit suite properties, the
+event log, OTLP spans, the HTML report). Each is opt-in, checked at configure time, and none
+can fail the eval: a problem at the end becomes a line in the summary."""
 
 from __future__ import annotations
 
@@ -9,43 +9,79 @@ from typing import Any
 
 import pytest
 
+from pytest_verdryx.options import Settings
+from verdryx_core.drift import DriftReport
+from verdryx_core.errors import UsageError
 from verdryx_core.gate import GateResult
 from verdryx_core.model import Baseline, EvalRun
+from verdryx_core.otel import SpanExporter
 from verdryx_core.store import Store
 
-__all__ = ["add_junit_properties", "emit_events", "export_spans", "write_html_report"]
+__all__ = [
+    "add_junit_properties",
+    "check_exports",
+    "emit_events",
+    "export_spans",
+    "write_html_report",
+]
+
+
+def check_exports(
+    settings: Settings, *, on_controller: bool, otlp_endpoint: str | None
+) -> SpanExporter | None:
+    """Opt-in exports are checked at configure time, so a typo is exit 4, not a silent drop
+    at the end of a long run. Returns the OTLP exporter (None when not exporting here).
+    Raises VerdryxError."""
+    agent_id = settings.agent_id
+    if agent_id:
+        from verdryx_core.events import is_canonical_agent_id
+
+        if not is_canonical_agent_id(agent_id):
+            raise UsageError(
+                f"--verdryx-agent-id {agent_id!r} is not an agent id of the form "
+                "agent://host/path (lowercase letters, digits, '.', '_', '/', '-')"
+            )
+    exporter = None
+    if otlp_endpoint and on_controller:
+        exporter = SpanExporter(otlp_endpoint)
+    if settings.report and not settings.store:
+        raise UsageError(
+            "--verdryx-report draws the run history from the store, and "
+            "--no-verdryx-store keeps this run out of it: drop one of the two"
+        )
+    return exporter
 
 
 def add_junit_properties(
     config: pytest.Config, run: EvalRun, result: GateResult | None, baseline_name: str
 ) -> None:
     """Suite-level properties through the junitxml plugin object: `record_testsuite_property`
-    does nothing under xdist, and the controller is where the verdict is known."""
+    does nothing under xdist, and the controller is where the drift verdict is known."""
     xml = _junit_xml(config)
     if xml is None:
         return
-    report = result.report if result else None
+    drift = result.report if result else None
     properties: dict[str, object] = {
         "verdryx.run_id": run.id,
         "verdryx.model": run.model,
         "verdryx.mean_score": _num(run.mean_score),
         "verdryx.baseline": baseline_name,
-        "verdryx.delta": _num(report.delta if report else None),
-        "verdryx.ci_low": _num(report.ci_low if report else None),
-        "verdryx.ci_high": _num(report.ci_high if report else None),
-        "verdryx.verdict": "" if report is None else report.verdict,
+        "verdryx.delta": _num(drift.delta if drift else None),
+        "verdryx.ci_low": _num(drift.ci_low if drift else None),
+        "verdryx.ci_high": _num(drift.ci_high if drift else None),
+        "verdryx.verdict": "" if drift is None else drift.verdict,
         "verdryx.unmeasured": len(run.unmeasured),
         "verdryx.cost_usd": f"{run.total_cost_usd:.6g}",
         "verdryx.complete": str(run.complete).lower(),
     }
-    if report is not None and report.paired is not None:
-        properties["verdryx.paired_ci_low"] = _num(report.paired.ci_low)
-        properties["verdryx.paired_ci_high"] = _num(report.paired.ci_high)
+    if drift is not None and drift.paired is not None:
+        properties["verdryx.paired_ci_low"] = _num(drift.paired.ci_low)
+        properties["verdryx.paired_ci_high"] = _num(drift.paired.ci_high)
     for name, value in properties.items():
         xml.add_global_property(name, value)
 
 
-def emit_events(path: str, run: EvalRun, report: Any) -> list[str]:
+def emit_events(path: str, run: EvalRun, drift: DriftReport | None) -> list[str]:
     """Append the run's events (and a drift event when regressed); returns summary lines."""
     from verdryx_core.events import EventLog, drift_events, run_events
 
@@ -55,11 +91,11 @@ def emit_events(path: str, run: EvalRun, report: Any) -> list[str]:
         if log.torn_tail:
             lines.append(f"WARNING: events: {log.torn_tail}")
         events = run_events(run)
-        if report is not None:
-            events += drift_events(report.to_dict(), run.id)
+        if drift is not None:
+            events += drift_events(drift.to_dict(), run.id)
         for kind, data, run_id in events:
             log.emit(kind, run.agent_id, data, run_id=run_id)
-    except Exception as exc:  # the event wire never fails the eval
+    except Exception as exc:  # the event log never fails the eval
         return [*lines, f"events: not written ({exc})"]
     line = f"events: {log.written} written to {path}"
     if log.skipped_no_agent:
@@ -71,18 +107,20 @@ def emit_events(path: str, run: EvalRun, report: Any) -> list[str]:
     return [*lines, line]
 
 
-def export_spans(exporter: Any, endpoint: str, run: EvalRun, report: Any) -> str:
+def export_spans(
+    exporter: SpanExporter, endpoint: str, run: EvalRun, drift: DriftReport | None
+) -> str:
     """One span for the run and one for its drift check, in the run's trace; waits at most
     the exporter's timeout. Returns the summary line."""
     from verdryx_core.otel import run_span_attributes
 
     try:
         exporter.export("eval_run", run.id, run_span_attributes(run), agent_id=run.agent_id)
-        if report is not None:
+        if drift is not None:
             # The current run's id, so the drift check joins the run's trace.
-            exporter.export("quality_drift", run.id, report.to_dict(), agent_id=run.agent_id)
+            exporter.export("quality_drift", run.id, drift.to_dict(), agent_id=run.agent_id)
         delivered = exporter.wait()
-    except Exception as exc:  # the OTLP wire never fails the eval
+    except Exception as exc:  # the OTLP export never fails the eval
         return f"otlp: not exported ({exc})"
     state = "delivered" if delivered else "NOT delivered (collector did not answer)"
     return f"otlp: spans {state} to {endpoint}"
@@ -94,7 +132,7 @@ def write_html_report(
     try:
         from verdryx_core.report import write_report
 
-        # The session's own verdict, so the page never disagrees with the exit status.
+        # The session's own gate result, so the page never disagrees with the exit status.
         written = write_report(store, Path(path), run_id=run.id, baseline=baseline, result=result)
     except Exception as exc:
         return f"report: not written ({exc})"

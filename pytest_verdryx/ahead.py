@@ -1,0 +1,136 @@
+"""Model calls made ahead of the items, in the bounded pool, with a progress line.
+
+Without xdist: every call the selected items need starts before the first item runs; each
+item then waits on its own result. Under xdist the controller collects nothing and workers
+learn their items a batch at a time, so the controller makes every model call of the
+collected cases itself, into the store's response cache, before xdist schedules anything;
+workers then score from the cache (one call per case, whatever the worker count).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from pytest_verdryx.scoring import ItemScoring, scorer_for
+from pytest_verdryx.storehandle import StoreHandle
+from pytest_verdryx.stream import TerminalStream
+from verdryx_core.errors import VerdryxError
+from verdryx_core.evalset import load_evalset
+from verdryx_core.evaluation import Work, call_ahead
+from verdryx_core.graders import GradeContext
+from verdryx_core.model import EvalCase
+
+__all__ = ["AheadCalls"]
+
+
+class AheadCalls:
+    def __init__(
+        self, config: pytest.Config, scoring: ItemScoring, store: StoreHandle, rootdir: Path
+    ) -> None:
+        self.config = config
+        self.scoring = scoring
+        self.store = store
+        self.rootdir = rootdir
+        #: Wall time spent waiting for calls made ahead (the summary shows it).
+        self.seconds = 0.0
+        self.session: pytest.Session | None = None
+        self._for_workers_done = False
+
+    def _may_call(self) -> bool:
+        """Nothing is paid for when listing cases, or when pytest stops after a collection
+        error before any item runs."""
+        session = self.session
+        collection_failed = bool(
+            session is not None
+            and session.testsfailed
+            and not self.config.option.continue_on_collection_errors
+        )
+        return not self.config.option.collectonly and not collection_failed
+
+    def for_items(self, session: pytest.Session) -> None:
+        """Start the calls of this process's selected items and wait for them."""
+        self.session = session
+        if not self._may_call() or not self.scoring.state.expected:
+            return
+        scoring = self.scoring
+        work = [
+            Work(
+                item.nodeid,
+                case,
+                GradeContext(
+                    eval_set_id=evalset.id, eval_set_path=evalset.path, run_id=scoring.run_id
+                ),
+            )
+            for item in session.items
+            if isinstance(case := getattr(item, "case", None), EvalCase)
+            and (evalset := getattr(item, "evalset", None)) is not None
+        ]
+        ahead = call_ahead(
+            scoring.scorer(),
+            work,
+            concurrency=scoring.settings.concurrency,
+            stream=TerminalStream(self.config),
+        )
+        self.seconds += ahead.seconds
+        scoring.futures = ahead.futures
+
+    def for_workers(self, node_ids: Sequence[str]) -> None:
+        """On the xdist controller, once: every model call of the collected cases, into the
+        store's response cache (which is how the answers reach the workers)."""
+        settings = self.scoring.settings
+        if (
+            self._for_workers_done
+            or settings.cache == "off"  # the cache is how the answers reach the workers
+            or not settings.store
+            or not self._may_call()
+        ):
+            return
+        self._for_workers_done = True
+        work = self._cases_of(node_ids)
+        if not work:
+            return
+        pipeline = self.scoring.pipeline
+        scorer = scorer_for(pipeline, [entry.case for entry in work])
+        if not pipeline.paid:
+            return  # the stub model and judge: free, nothing to call ahead
+        # A typed grade posts labels back to the service: it is asked once, by its worker.
+        remote = [entry for entry in work if entry.case.grader != "typed"]
+        ahead = call_ahead(
+            scorer,
+            remote,
+            concurrency=settings.concurrency,
+            stream=TerminalStream(self.config),
+        )
+        self.seconds += ahead.seconds
+        entries = pipeline.finish_calls().take_entries()
+        if entries:
+            self.store.open().cache_put_many(entries)
+
+    def _cases_of(self, node_ids: Sequence[str]) -> list[Work]:
+        """The eval cases behind collected node ids (`path::case-id`), read from their files."""
+        patterns = self.scoring.settings.patterns
+        wanted: dict[str, set[str]] = {}
+        for node_id in node_ids:
+            path, sep, case_id = node_id.partition("::")
+            name = Path(path).name
+            if sep and any(fnmatch.fnmatch(name, pattern) for pattern in patterns):
+                wanted.setdefault(path, set()).add(case_id)
+        work: list[Work] = []
+        for path, case_ids in wanted.items():
+            try:
+                evalset = load_evalset(self.rootdir / path)
+            except VerdryxError:
+                continue  # the workers report it as a collection error
+            context = GradeContext(
+                eval_set_id=evalset.id, eval_set_path=evalset.path, run_id=self.scoring.run_id
+            )
+            work.extend(
+                Work(f"{path}::{case.id}", case, context)
+                for case in evalset.cases
+                if case.id in case_ids
+            )
+        return work

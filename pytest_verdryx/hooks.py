@@ -1,0 +1,228 @@
+"""The per-session plugin object: hooks only, each handing its moment to the object whose job
+it is (collection -> `SessionState`, calls ahead -> `AheadCalls`, scores -> `ItemScoring`,
+the end -> `end_session`, the summary -> `terminal`).
+
+One instance per pytest session. Only the controller (or a run without xdist) writes the
+store or a baseline file; workers send their state as a payload (see `xdist.py`).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Generator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_verdryx.ahead import AheadCalls
+from pytest_verdryx.baseline import BaselineView, find_session_baseline
+from pytest_verdryx.end import SessionEnd, end_session
+from pytest_verdryx.exports import check_exports
+from pytest_verdryx.fixture import custom_case_identity
+from pytest_verdryx.items import EvalCaseItem
+from pytest_verdryx.options import Settings, eval_settings, worded
+from pytest_verdryx.scoring import SCORING_KEY, ItemScoring
+from pytest_verdryx.state import SessionState
+from pytest_verdryx.storehandle import StoreHandle
+from pytest_verdryx.terminal import write_summary
+from pytest_verdryx.xdist import PAYLOAD_KEY, XdistHooks
+from verdryx_core.errors import VerdryxError
+from verdryx_core.evaluation import Pipeline
+from verdryx_core.model import Baseline
+from verdryx_core.otel import SpanExporter
+
+__all__ = ["VerdryxPlugin"]
+
+
+def _usage_error(exc: VerdryxError) -> pytest.UsageError:
+    return pytest.UsageError(f"verdryx: {worded(exc)}")
+
+
+class VerdryxPlugin:
+    def __init__(self, config: pytest.Config, settings: Settings) -> None:
+        self.config = config
+        self.settings = settings
+        self.workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
+        self.is_worker = self.workerinput is not None
+        self.run_id = str(uuid.uuid4())
+        self.started_at = datetime.now(UTC)
+        self.baseline = BaselineView()
+        if self.workerinput is not None:
+            self._adopt_controller_state(self.workerinput.get(PAYLOAD_KEY) or {})
+        self.rootdir = Path(config.rootpath)
+        base = config.inipath.parent if config.inipath else self.rootdir
+        self.eval_settings = eval_settings(settings, base)
+        self.store = StoreHandle(settings.db)
+        self.state = SessionState()
+        self.pipeline = Pipeline(self.eval_settings, self.store.open, tally=self.state.calls)
+        self.scoring = ItemScoring(
+            settings=settings,
+            pipeline=self.pipeline,
+            state=self.state,
+            baseline=self.baseline,
+            run_id=self.run_id,
+        )
+        self.ahead = AheadCalls(config, self.scoring, self.store, self.rootdir)
+        #: Warnings found at configure time, for the summary.
+        self.messages: list[str] = []
+        # Read once, at configure time (docs/events-and-otlp.md).
+        self.otlp_endpoint = os.environ.get("VERDRYX_OTLP_ENDPOINT") or None
+        self.exporter: SpanExporter | None = None
+        self.end: SessionEnd | None = None
+
+    def register(self) -> None:
+        """Wire this session in: the stash (for items and the fixture), the hooks, xdist's."""
+        config = self.config
+        config.stash[SCORING_KEY] = self.scoring
+        config.pluginmanager.register(self, "verdryx-session")
+        if config.pluginmanager.hasplugin("xdist"):
+            hooks = XdistHooks(self.state, self.ahead, self.controller_state)
+            config.pluginmanager.register(hooks, "verdryx-xdist")
+
+    def check(self) -> None:
+        """At configure time: the exports, the typed client and the baseline, so a typo is
+        exit 4 before anything is collected or paid for."""
+        try:
+            self.exporter = check_exports(
+                self.settings, on_controller=not self.is_worker, otlp_endpoint=self.otlp_endpoint
+            )
+            self.pipeline.typed_client()
+            self._load_baseline()
+        except VerdryxError as exc:
+            raise _usage_error(exc) from None
+
+    def _load_baseline(self) -> None:
+        if self.is_worker or not self.settings.baseline:
+            return
+        # A store that does not exist yet holds no baseline: do not create it just to look.
+        store = self.store.open() if self.store.exists() else None
+        baseline, warning = find_session_baseline(
+            self.settings.baseline,
+            store=store,
+            root=self.rootdir,
+            settings=self.eval_settings,
+            allow_model_change=self.settings.allow_model_change,
+            started_at=self.started_at,
+        )
+        if warning:
+            self.messages.append(f"WARNING: {warning}")
+        self._set_baseline(baseline)
+
+    def _set_baseline(self, baseline: Baseline) -> None:
+        self.baseline = BaselineView(baseline)
+        self.scoring.baseline = self.baseline
+
+    def controller_state(self) -> dict[str, Any]:
+        """What workers need from the controller (through xdist's workerinput)."""
+        baseline = self.baseline.baseline
+        return {
+            "run_id": self.run_id,
+            "started_at": self.started_at.isoformat(),
+            "baseline": baseline.to_dict() if baseline is not None else None,
+        }
+
+    def _adopt_controller_state(self, state: dict[str, Any]) -> None:
+        self.run_id = state.get("run_id", self.run_id)
+        if state.get("started_at"):
+            self.started_at = datetime.fromisoformat(state["started_at"])
+        if state.get("baseline"):
+            self.baseline = BaselineView(Baseline.from_dict(state["baseline"]))
+
+    # -- collection --------------------------------------------------------------------------
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        state = self.state
+        state.order = {item.nodeid: index for index, item in enumerate(session.items)}
+        state.expected = {
+            item.nodeid
+            for item in session.items
+            if isinstance(item, EvalCaseItem) or item.get_closest_marker("verdryx") is not None
+        }
+        state.expected_count = len(state.expected)
+
+    def pytest_itemcollected(self, item: pytest.Item) -> None:
+        # Custom cases are known cases too (before -k), or the gate would call a custom case
+        # of the baseline "removed" whenever an eval set file is collected beside it.
+        if not isinstance(item, EvalCaseItem) and item.get_closest_marker("verdryx") is not None:
+            self.state.known_keys.add("::".join(custom_case_identity(item)))
+
+    # -- the items ---------------------------------------------------------------------------
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
+        self.scoring.items = list(session.items)
+        if not self.is_worker:
+            self.ahead.for_items(session)
+        try:
+            return (yield)
+        finally:
+            self.pipeline.finish_calls()
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        state = self.state
+        if (
+            call.when == "call"
+            and report.passed
+            and item.nodeid in state.expected
+            and item.nodeid not in state.scores
+            and not isinstance(item, EvalCaseItem)
+        ):
+            # A marked test that passes without a score would leave the run incomplete with
+            # every item green; say what is missing where it is missing.
+            report.outcome = "failed"
+            report.longrepr = (
+                f"{item.nodeid}: marked @pytest.mark.verdryx but never called "
+                "verdryx.grade(...) or verdryx.record(...): the case has no score"
+            )
+        return report
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.skipped and report.nodeid in self.state.expected:
+            self.state.not_run.add(report.nodeid)
+
+    # -- the end -----------------------------------------------------------------------------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        stopped = session.shouldfail or session.shouldstop
+        if self.is_worker:
+            self.state.stopped_early = bool(stopped)
+            self.config.workeroutput[PAYLOAD_KEY] = self.state.to_payload()  # type: ignore[attr-defined]
+            return
+        try:
+            if not self.state.active or self.config.option.collectonly:
+                return  # listing cases measures nothing: no run, not even an incomplete one
+            self.end = end_session(
+                config=self.config,
+                settings=self.settings,
+                eval_settings=self.eval_settings,
+                state=self.state,
+                baseline=self.baseline,
+                store=self.store,
+                run_id=self.run_id,
+                started_at=self.started_at,
+                stopped=str(stopped) if stopped else None,
+                exit_status=session.exitstatus,
+                messages=self.messages,
+                exporter=self.exporter,
+                otlp_endpoint=self.otlp_endpoint,
+                call_seconds=self.ahead.seconds,
+            )
+            session.exitstatus = self.end.exit_status
+        finally:
+            self.store.close()
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.end is not None:
+            write_summary(terminalreporter, self.end)
+
+    def close(self) -> None:
+        self.store.close()

@@ -1,0 +1,106 @@
+"""Items get their scores here: from a call made ahead, or scored inline by the pipeline;
+every score is recorded in the session state and in the item's JUnit properties.
+
+Kept in `config.stash` so items and the fixture reach it without importing the plugin.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+
+import pytest
+
+from pytest_verdryx.baseline import BaselineView
+from pytest_verdryx.options import Settings, worded
+from pytest_verdryx.state import SessionState
+from verdryx_core.errors import VerdryxError
+from verdryx_core.evaluation import CaseScorer, Pipeline, stability
+from verdryx_core.graders import GradeContext
+from verdryx_core.model import EvalCase, Score
+
+__all__ = ["SCORING_KEY", "ItemScoring", "scoring_of"]
+
+
+class ItemScoring:
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        pipeline: Pipeline,
+        state: SessionState,
+        baseline: BaselineView,
+        run_id: str,
+    ) -> None:
+        self.settings = settings
+        self.pipeline = pipeline
+        self.state = state
+        self.baseline = baseline
+        self.run_id = run_id
+        #: node id -> a score being computed ahead (see `pytest_verdryx.ahead`).
+        self.futures: dict[str, Future[Score]] = {}
+        #: This session's items, once collected (the scorer is built for their cases).
+        self.items: list[pytest.Item] = []
+        self._scorer: CaseScorer | None = None
+
+    def scorer(self) -> CaseScorer:
+        """The scorer of this session's items; model and judge adapters exist only when some
+        item needs them."""
+        if self._scorer is None:
+            cases = [case for case in map(_case_of, self.items) if case is not None]
+            self._scorer = scorer_for(self.pipeline, cases, judge_wanted=self._custom_judge())
+        return self._scorer
+
+    def _custom_judge(self) -> bool:
+        for item in self.items:
+            marker = item.get_closest_marker("verdryx")
+            if marker is not None and marker.kwargs.get("grader") == "llm_judge":
+                return True
+        return False
+
+    def score_case(self, item: pytest.Item, case: EvalCase, context: GradeContext) -> Score:
+        """The item's score: its call made ahead, else scored now. Raises VerdryxError."""
+        future = self.futures.pop(item.nodeid, None)
+        score = future.result() if future is not None else self.scorer().score(case, context)
+        self.record(item, score)
+        return score
+
+    def record(self, item: pytest.Item, score: Score) -> None:
+        self.state.add_score(item.nodeid, score)
+        properties = [
+            ("verdryx.score", "" if score.value is None else f"{score.value:.6g}"),
+            ("verdryx.grader", score.grader),
+            ("verdryx.cost_usd", f"{score.cost_usd + score.judge_cost_usd:.6g}"),
+        ]
+        if score.samples and score.bar is not None:
+            properties.append(("verdryx.stability", stability(score.samples, score.bar) or ""))
+        if score.value is None:
+            properties.append(("verdryx.unmeasured", score.unmeasured or ""))
+        item.user_properties.extend(properties)
+        case = _case_of(item)
+        if case is not None and case.grader == "contract":
+            from verdryx_core.contracts.history import promise_of
+
+            self.state.contract_ids[score.key] = promise_of(case)
+
+
+def scorer_for(
+    pipeline: Pipeline, cases: list[EvalCase], *, judge_wanted: bool = False
+) -> CaseScorer:
+    """The pipeline's scorer; a model that cannot be set up (no SDK, a bad price file) is a
+    usage error, exit 4, before anything is paid for."""
+    try:
+        return pipeline.scorer(cases, judge_wanted=judge_wanted)
+    except VerdryxError as exc:
+        raise pytest.UsageError(f"verdryx: {worded(exc)}") from None
+
+
+SCORING_KEY = pytest.StashKey[ItemScoring]()
+
+
+def scoring_of(config: pytest.Config) -> ItemScoring:
+    return config.stash[SCORING_KEY]
+
+
+def _case_of(item: pytest.Item) -> EvalCase | None:
+    case = getattr(item, "case", None)
+    return case if isinstance(case, EvalCase) else None

@@ -1,0 +1,87 @@
+"""What a session learns while it runs, as ONE object merged across xdist workers.
+
+Each worker sends `to_payload()` (builtins only, through xdist's workeroutput); the
+controller `merge`s them. Without xdist the one process fills it directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from verdryx_core.evaluation import CallTally, stability
+from verdryx_core.model import Score
+
+__all__ = ["SessionState"]
+
+
+@dataclass(slots=True)
+class SessionState:
+    #: node id -> (collection index, score).
+    scores: dict[str, tuple[int, Score]] = field(default_factory=dict)
+    #: node id -> collection index (this process's items).
+    order: dict[str, int] = field(default_factory=dict)
+    #: Node ids of this process's selected eval items and verdryx-marked tests.
+    expected: set[str] = field(default_factory=set)
+    expected_count: int = 0
+    #: Selected verdryx items pytest skipped before they could score (a skip marker, a skip
+    #: in a fixture): not run is not an error, so they leave the run complete.
+    not_run: set[str] = field(default_factory=set)
+    #: Case keys collected before -k deselection: the gate tells "removed" from "not selected".
+    known_keys: set[str] = field(default_factory=set)
+    #: A worker stopped early (-x or --maxfail).
+    stopped_early: bool = False
+    #: Workers that went down (controller only).
+    worker_failures: list[str] = field(default_factory=list)
+    calls: CallTally = field(default_factory=CallTally)
+    #: Contract cases' own task and agent ids, by case key.
+    contract_ids: dict[str, dict[str, str | None]] = field(default_factory=dict)
+
+    @property
+    def active(self) -> bool:
+        """Inert unless this session has eval cases or verdryx-marked tests."""
+        return bool(self.expected or self.scores or self.expected_count)
+
+    def add_score(self, nodeid: str, score: Score) -> None:
+        self.scores[nodeid] = (self.order.get(nodeid, len(self.order)), score)
+
+    def ordered_scores(self) -> list[Score]:
+        return [score for _, score in sorted(self.scores.values(), key=lambda pair: pair[0])]
+
+    def stability(self) -> dict[str, str]:
+        """stable-pass / stable-fail / flaky by case key, for scores sampled more than once."""
+        labels = {}
+        for _, score in self.scores.values():
+            if score.samples and score.bar is not None:
+                labels[score.key] = stability(score.samples, score.bar) or ""
+        return labels
+
+    def missing(self) -> int:
+        """Selected cases with no score that pytest did not skip (errors)."""
+        return self.expected_count - len(self.scores) - len(self.not_run - self.scores.keys())
+
+    def to_payload(self) -> dict[str, Any]:
+        """Builtins only: what one worker graded, in collection order."""
+        return {
+            "scores": [
+                [seq, nodeid, score.to_dict(), score.bar]
+                for nodeid, (seq, score) in self.scores.items()
+            ],
+            "expected": self.expected_count,
+            "known_keys": sorted(self.known_keys),
+            "stopped_early": self.stopped_early,
+            "calls": self.calls.to_payload(),
+            "contract_ids": dict(self.contract_ids),
+            "not_run": sorted(self.not_run),
+        }
+
+    def merge(self, payload: Mapping[str, Any]) -> None:
+        for seq, nodeid, data, bar in payload["scores"]:
+            self.scores[nodeid] = (seq, replace(Score.from_dict(data), bar=bar))
+        self.expected_count = max(self.expected_count, int(payload["expected"]))
+        self.known_keys.update(payload["known_keys"])
+        self.stopped_early |= bool(payload["stopped_early"])
+        self.calls.merge(payload["calls"])
+        self.contract_ids.update(payload["contract_ids"])
+        self.not_run.update(payload["not_run"])

@@ -1,0 +1,158 @@
+"""No import cycles inside `pytest_verdryx` or `verdryx_core`, read statically from the source.
+
+Every import counts: module-level, inside a function, under `if TYPE_CHECKING:`. A cycle
+broken by a function-level import is still a cycle: the two modules cannot be read, tested
+or replaced one without the other. The picture the graph must keep is in
+docs/architecture.md.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("pytest_verdryx", "verdryx_core")
+
+
+def module_files(root: Path, packages: Iterable[str]) -> dict[str, Path]:
+    """Dotted module name -> source file, for every .py file of `packages` under `root`."""
+    found: dict[str, Path] = {}
+    for package in packages:
+        for path in sorted((root / package).rglob("*.py")):
+            parts = list(path.relative_to(root).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            found[".".join(parts)] = path
+    return found
+
+
+def imports_of(name: str, path: Path, modules: Mapping[str, Path]) -> set[str]:
+    """The modules of `modules` that the file imports, wherever the import statement is."""
+    is_package = path.name == "__init__.py"
+    package = name if is_package else name.rpartition(".")[0]
+    targets: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            targets.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                origin = ".".join([*base, node.module] if node.module else base)
+            else:
+                origin = node.module or ""
+            for alias in node.names:
+                submodule = f"{origin}.{alias.name}"
+                targets.add(submodule if submodule in modules else origin)
+    return {target for target in targets if target in modules and target != name}
+
+
+def import_graph(root: Path, packages: Iterable[str]) -> dict[str, set[str]]:
+    modules = module_files(root, packages)
+    return {name: imports_of(name, path, modules) for name, path in modules.items()}
+
+
+def cycles(graph: Mapping[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_import_cycles(package: str) -> None:
+    graph = import_graph(ROOT, [package])
+    assert len(graph) > 5  # the walk found the package's modules
+    found = cycles(graph)
+    assert found == [], "import cycles (each group imports itself round): " + "; ".join(
+        " <-> ".join(group) for group in found
+    )
+
+
+def test_core_never_imports_the_plugin() -> None:
+    graph = import_graph(ROOT, PACKAGES)
+    wrong = sorted(
+        f"{name} -> {target}"
+        for name, targets in graph.items()
+        if name.startswith("verdryx_core")
+        for target in targets
+        if target.startswith("pytest_verdryx")
+    )
+    assert wrong == []
+
+
+def _write(root: Path, files: Mapping[str, str]) -> None:
+    for relative, text in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def test_a_cycle_through_a_function_level_import_is_found(tmp_path: Path) -> None:
+    _write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/a.py": "from pkg.b import helper\n",
+            "pkg/b.py": "def helper():\n    from pkg import a\n    return a\n",
+            "pkg/c.py": "import pkg.a\n",
+        },
+    )
+    assert cycles(import_graph(tmp_path, ["pkg"])) == [["pkg.a", "pkg.b"]]
+
+
+def test_type_checking_and_relative_imports_count(tmp_path: Path) -> None:
+    _write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/sub/__init__.py": "from .x import X\n",
+            "pkg/sub/x.py": "from typing import TYPE_CHECKING\nX = 1\n"
+            "if TYPE_CHECKING:\n    from ..y import Y\n",
+            "pkg/y.py": "from pkg.sub import x\nY = 2\n",
+        },
+    )
+    graph = import_graph(tmp_path, ["pkg"])
+    assert graph["pkg.sub"] == {"pkg.sub.x"}
+    assert graph["pkg.sub.x"] == {"pkg.y"}
+    assert cycles(graph) == [["pkg.sub.x", "pkg.y"]]
+
+
+def test_an_acyclic_graph_has_no_cycles(tmp_path: Path) -> None:
+    _write(
+        tmp_path,
+        {"pkg/__init__.py": "", "pkg/a.py": "import pkg.b\n", "pkg/b.py": "import os\n"},
+    )
+    assert cycles(import_graph(tmp_path, ["pkg"])) == []

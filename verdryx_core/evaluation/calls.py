@@ -1,0 +1,113 @@
+"""The model adapters of one evaluation, behind the response cache, and the tally of what
+their calls did (cache hits, answers to store, models without a price).
+
+One rule for caching: the stub model is free and deterministic, so it is never cached; every
+other model goes through `CachedAdapter` in the evaluation's cache mode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from verdryx_core.evaluation.settings import EvalSettings
+from verdryx_core.llm.base import ModelAdapter
+from verdryx_core.llm.cache import CachedAdapter
+from verdryx_core.llm.prices import PriceBook
+from verdryx_core.store import Store
+from verdryx_core.timeouts import DEFAULT_TIMEOUT_S
+
+__all__ = ["CacheEntry", "CallTally", "ModelCalls"]
+
+#: (key, model, response, cost): one answer for `Store.cache_put_many`.
+CacheEntry = tuple[str, str, dict[str, Any], float]
+
+
+@dataclass(slots=True)
+class CallTally:
+    """What the model calls of a run did; merged across processes (builtins on the wire)."""
+
+    hits: int = 0
+    misses: int = 0
+    saved_usd: float = 0.0
+    #: Answers not yet in the store (only one process writes it).
+    entries: list[CacheEntry] = field(default_factory=list)
+    unpriced: set[str] = field(default_factory=set)
+
+    def to_payload(self) -> dict[str, Any]:
+        return {
+            "hits": self.hits,
+            "misses": self.misses,
+            "saved_usd": self.saved_usd,
+            "entries": [list(entry) for entry in self.entries],
+            "unpriced": sorted(self.unpriced),
+        }
+
+    def merge(self, payload: Mapping[str, Any]) -> None:
+        self.hits += int(payload.get("hits", 0))
+        self.misses += int(payload.get("misses", 0))
+        self.saved_usd += float(payload.get("saved_usd", 0.0))
+        self.entries.extend(
+            (str(key), str(model), dict(response), float(cost))
+            for key, model, response, cost in payload.get("entries", ())
+        )
+        self.unpriced.update(payload.get("unpriced", ()))
+
+    def take_entries(self) -> list[CacheEntry]:
+        entries, self.entries = self.entries, []
+        return entries
+
+
+class ModelCalls:
+    """Builds the adapters an evaluation needs and, when asked, moves what they did into a
+    `CallTally`. `open_store` is called only when a cached adapter is built."""
+
+    def __init__(self, settings: EvalSettings, open_store: Callable[[], Store]) -> None:
+        self.settings = settings
+        self._open_store = open_store
+        self._cached: list[CachedAdapter] = []
+        self._prices: PriceBook | None = None
+
+    @property
+    def paid(self) -> bool:
+        """Whether any adapter built so far calls a real model."""
+        return bool(self._cached)
+
+    def adapter(self, model: str) -> ModelAdapter:
+        from verdryx_core.llm import make_adapter
+
+        timeout = self.settings.call_timeout
+        adapter = make_adapter(
+            model,
+            prices=self._price_book(),
+            timeout=DEFAULT_TIMEOUT_S if timeout is None else timeout,
+        )
+        if adapter.model == "stub":  # free and deterministic: nothing to save by caching it
+            return adapter
+        cached = CachedAdapter(adapter, self._open_store(), self.settings.cache)
+        self._cached.append(cached)
+        return cached
+
+    def _price_book(self) -> PriceBook | None:
+        if self.settings.prices is None:
+            return None
+        if self._prices is None:
+            self._prices = PriceBook.from_file(self.settings.prices)
+        return self._prices
+
+    def harvest(self, tally: CallTally) -> None:
+        """Move every adapter's stats and unwritten answers into `tally`, and forget them."""
+        for adapter in self._cached:
+            stats = adapter.stats
+            tally.hits += stats.hits
+            tally.misses += stats.misses
+            tally.saved_usd += stats.saved_usd
+            tally.entries.extend(adapter.take_pending())
+            prices = getattr(adapter.inner, "prices", None)
+            tally.unpriced.update(_unpriced(prices))
+        self._cached.clear()
+
+
+def _unpriced(prices: Any) -> Iterable[str]:
+    return getattr(prices, "unpriced", ()) or ()

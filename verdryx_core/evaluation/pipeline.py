@@ -1,0 +1,96 @@
+"""The evaluation pipeline both faces drive: settings in; scorers (graders + output source)
+out; the tally of model calls kept until the run is saved.
+
+    settings -> Pipeline.scorer(cases) -> call_ahead / CaseScorer.score -> Score
+             -> assemble_run -> save_run (run + model answers + contract verdicts)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from verdryx_core.errors import UsageError
+from verdryx_core.evaluation.calls import CallTally, ModelCalls
+from verdryx_core.evaluation.scoring import CaseScorer
+from verdryx_core.evaluation.settings import EvalSettings
+from verdryx_core.evaluation.sources import ModelOutput, OutputSource
+from verdryx_core.graders import build_graders
+from verdryx_core.model import EvalCase
+from verdryx_core.store import Store
+from verdryx_core.typryx import TypryxClient
+
+__all__ = ["Pipeline"]
+
+
+class Pipeline:
+    def __init__(
+        self,
+        settings: EvalSettings,
+        open_store: Callable[[], Store],
+        *,
+        tally: CallTally | None = None,
+    ) -> None:
+        self.settings = settings
+        self.tally = CallTally() if tally is None else tally
+        self._open_store = open_store
+        self._calls: list[ModelCalls] = []
+        self._typed: TypryxClient | None = None
+
+    def typed_client(self) -> TypryxClient | None:
+        """The typed grading service client when a URL is set (built once; a missing key is a
+        UsageError now, not at the first typed case)."""
+        settings = self.settings
+        if not settings.typed_url:
+            return None
+        if self._typed is None:
+            from verdryx_core.typryx import read_key_file
+
+            if not settings.typed_key_file:
+                raise UsageError(
+                    "a typed grading service URL was given with no key",
+                    hint="pass {typed_key_file} PATH or set $VERDRYX_TYPRYX_KEY_FILE",
+                )
+            key = read_key_file(settings.typed_key_file)
+            self._typed = TypryxClient(settings.typed_url, key, template=settings.typed_template)
+        return self._typed
+
+    def scorer(self, cases: Sequence[EvalCase], *, judge_wanted: bool = False) -> CaseScorer:
+        """A scorer for `cases`; the model and judge adapters exist only when some case needs
+        them (`judge_wanted`: a case outside `cases` may ask for the judge)."""
+        settings = self.settings
+        needs_model = any(case.needs_model for case in cases)
+        judge_name = settings.judge_model
+        needs_judge = judge_name is not None and (
+            judge_wanted
+            or any(
+                case.grader == "llm_judge"
+                or any(check.grader == "llm_judge" for check in case.checks or ())
+                for case in cases
+            )
+        )
+        calls = ModelCalls(settings, self._open_store)
+        self._calls.append(calls)
+        live: OutputSource | None = None
+        if needs_model:
+            live = ModelOutput(calls.adapter(settings.model))
+        judge = calls.adapter(judge_name) if needs_judge and judge_name is not None else None
+        graders = build_graders(judge=judge, typed_client=self.typed_client(), flags=settings.flags)
+        return CaseScorer(
+            graders=graders,
+            live=live,
+            repeat=settings.repeat,
+            min_score=settings.min_score,
+            flags=settings.flags,
+        )
+
+    @property
+    def paid(self) -> bool:
+        """Whether some scorer built so far calls a real (not stub) model."""
+        return any(calls.paid for calls in self._calls)
+
+    def finish_calls(self) -> CallTally:
+        """Move what the model calls did into `tally` (call once the calls are done)."""
+        for calls in self._calls:
+            calls.harvest(self.tally)
+        self._calls.clear()
+        return self.tally

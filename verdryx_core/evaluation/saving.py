@@ -1,0 +1,38 @@
+"""Saving a run: its model answers, the run, and its contract verdict rows, through the
+store's public methods."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from verdryx_core.contracts.history import promise_of, verdict_rows
+from verdryx_core.evaluation.calls import CacheEntry
+from verdryx_core.model import EvalCase, EvalRun, case_key
+from verdryx_core.store import Store
+
+__all__ = ["Promises", "promises_of", "save_run"]
+
+#: Contract cases' own task and agent ids, by case key.
+Promises = Mapping[str, Mapping[str, str | None]]
+
+
+def promises_of(cases: Iterable[tuple[str, EvalCase]]) -> dict[str, dict[str, str | None]]:
+    """(eval set id, case) pairs -> the contract cases' promises by case key."""
+    return {
+        case_key(eval_set_id, case.id): promise_of(case)
+        for eval_set_id, case in cases
+        if case.grader == "contract"
+    }
+
+
+def save_run(
+    store: Store, run: EvalRun, *, cache_entries: Iterable[CacheEntry], promises: Promises
+) -> None:
+    """Raises StoreError; the answers go first, so a run that is stored never misses them."""
+    entries = list(cache_entries)
+    if entries:
+        store.cache_put_many(entries)
+    store.save_run(run)
+    rows = verdict_rows(run, promises)
+    if rows:
+        store.save_contract_verdicts(rows)

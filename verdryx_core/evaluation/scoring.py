@@ -1,0 +1,207 @@
+"""Grading one case into a Score: get its output (from its source), grade it (once per
+sample), and decide pass or fail against the case's pass bar.
+
+Both faces use this, the CLI's `eval` and the pytest items: whatever one face can do with a
+case, the other can.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Final
+
+from verdryx_core.evaluation.bar import pass_bar
+from verdryx_core.evaluation.sources import OutputSource, source_for
+from verdryx_core.graders.base import Grade, GradeContext, Grader
+from verdryx_core.graders.display import expected_text, output_text
+from verdryx_core.graders.missing import missing_grader_reason
+from verdryx_core.graders.registry import default_min_score
+from verdryx_core.model import CheckResult, EvalCase, Score
+
+__all__ = ["CaseScorer", "decided", "missing_grader_reason"]
+
+#: Stored outputs are for reading in reports; beyond this they are cut (and say so).
+_MAX_STORED_OUTPUT: Final = 8_000
+
+#: Graders that call a service when grading (the judge model, the typed grading service).
+_REMOTE_GRADERS: Final = ("llm_judge", "typed")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Sample:
+    grade: Grade
+    output: Any
+    tokens: int
+    model_cost_usd: float
+
+
+class CaseScorer:
+    """Scores cases with one set of graders and one live output source (None: recorded
+    outputs only). Thread-safe when its graders and source are: the pool calls it."""
+
+    def __init__(
+        self,
+        *,
+        graders: Mapping[str, Grader],
+        live: OutputSource | None = None,
+        repeat: int = 1,
+        min_score: float,
+        flags: Mapping[str, str],
+    ) -> None:
+        self.graders = graders
+        self.live = live
+        self.repeat = max(1, repeat)
+        self.min_score = min_score
+        self.flags = flags
+
+    def is_remote(self, case: EvalCase) -> bool:
+        """Whether scoring this case makes a network call (its source or its grader)."""
+        if case.grader not in self.graders:
+            return False  # skipped before any call
+        if case.grader in _REMOTE_GRADERS:
+            return True
+        return case.needs_model and self.live is not None and self.live.remote
+
+    def score(self, case: EvalCase, context: GradeContext) -> Score:
+        """Grade one case; raises ModelCallError on infrastructure failure."""
+        grader = self.graders.get(case.grader)
+        if grader is None:
+            reason = missing_grader_reason(case.grader, self.flags)
+            return self._score(case, context, value=None, unmeasured=reason)
+        source = source_for(case, self.live)
+        # Repeats sample a live source; a recorded output is one fixed measurement.
+        rounds = self.repeat if source.samples else 1
+        samples = [self._sample(case, grader, source, context, index) for index in range(rounds)]
+        measured = [s.grade.value for s in samples if s.grade.value is not None]
+        tokens = sum(s.tokens for s in samples)
+        model_cost = math.fsum(s.model_cost_usd for s in samples)
+        judge_cost = math.fsum(s.grade.cost_usd for s in samples)
+        last = samples[-1]
+        reasons = [s.grade.reason for s in samples if s.grade.reason]
+        if not measured:
+            return self._score(
+                case,
+                context,
+                value=None,
+                unmeasured=last.grade.unmeasured or "unmeasured",
+                tokens=tokens,
+                cost_usd=model_cost,
+                judge_cost_usd=judge_cost,
+                output=last.output,
+                reason=reasons[-1] if reasons else None,
+                checks=last.grade.checks,
+            )
+        value = math.fsum(measured) / len(measured)
+        return self._score(
+            case,
+            context,
+            value=min(1.0, max(0.0, value)),  # guards float sums only; each sample is in [0, 1]
+            tokens=tokens,
+            cost_usd=model_cost,
+            judge_cost_usd=judge_cost,
+            output=last.output,
+            reason=reasons[-1] if reasons else None,
+            samples=tuple(measured) if rounds > 1 else (),
+            checks=last.grade.checks,
+        )
+
+    def _sample(
+        self,
+        case: EvalCase,
+        grader: Grader,
+        source: OutputSource,
+        context: GradeContext,
+        index: int,
+    ) -> _Sample:
+        produced = source.produce(case, repeat=index)
+        grade = grader.grade(case, produced.output, replace(context, repeat=index))
+        return _Sample(
+            grade=grade,
+            output=produced.output,
+            tokens=produced.tokens + grade.tokens,
+            model_cost_usd=produced.cost_usd,
+        )
+
+    def _score(
+        self,
+        case: EvalCase,
+        context: GradeContext,
+        *,
+        value: float | None,
+        unmeasured: str | None = None,
+        tokens: int = 0,
+        cost_usd: float = 0.0,
+        judge_cost_usd: float = 0.0,
+        output: Any = None,
+        reason: str | None = None,
+        samples: tuple[float, ...] = (),
+        checks: tuple[CheckResult, ...] = (),
+    ) -> Score:
+        return decided(
+            case,
+            eval_set_id=context.eval_set_id,
+            min_score=self.min_score,
+            value=value,
+            unmeasured=unmeasured,
+            grader=case.grader,
+            tokens=tokens,
+            cost_usd=cost_usd,
+            judge_cost_usd=judge_cost_usd,
+            output=_text(output),
+            expected=expected_text(case),
+            reason=reason,
+            samples=samples,
+            checks=checks,
+        )
+
+
+def decided(
+    case: EvalCase,
+    *,
+    eval_set_id: str,
+    min_score: float,
+    value: float | None,
+    grader: str,
+    unmeasured: str | None = None,
+    tokens: int = 0,
+    cost_usd: float = 0.0,
+    judge_cost_usd: float = 0.0,
+    output: str | None = None,
+    expected: str | None = None,
+    reason: str | None = None,
+    samples: tuple[float, ...] = (),
+    checks: tuple[CheckResult, ...] = (),
+) -> Score:
+    """The Score of `case`, passed or not against its pass bar: the case's own `min_score`,
+    else its grader's default (docs/graders.md), else the run's. The one place that decides
+    it; the Score carries the bar."""
+    bar = pass_bar(case.min_score, min_score, grader_default=default_min_score(grader))
+    return Score(
+        case_id=case.id,
+        eval_set_id=eval_set_id,
+        value=value,
+        unmeasured=unmeasured,
+        grader=grader,
+        tokens=tokens,
+        cost_usd=cost_usd,
+        judge_cost_usd=judge_cost_usd,
+        fingerprint=case.fingerprint(),
+        passed=None if value is None else value >= bar,
+        bar=bar,
+        samples=samples,
+        output=output,
+        expected=expected,
+        reason=reason,
+        checks=checks,
+    )
+
+
+def _text(output: Any) -> str | None:
+    text = output_text(output)
+    if text is None:
+        return None
+    if len(text) > _MAX_STORED_OUTPUT:
+        return text[:_MAX_STORED_OUTPUT] + f"... [{len(text) - _MAX_STORED_OUTPUT} chars cut]"
+    return text

@@ -1,0 +1,58 @@
+"""What one evaluation is asked to do, whichever face asked: `EvalSettings`, and the one rule
+for the judge in effect.
+
+Both faces build an `EvalSettings` from their own flags (`verdryx eval --repeat 3`,
+`pytest --verdryx-repeat=3`) and hand it to the pipeline; nothing below this line knows
+which face it serves. Messages that point the user at a setting use the face's `flags`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+from verdryx_core.errors import CLI_FLAGS
+
+__all__ = ["DEFAULT_MIN_SCORE", "EvalSettings", "judge_in_effect"]
+
+DEFAULT_MIN_SCORE: Final = 0.5
+
+
+def judge_in_effect(model: str, judge: str | None) -> str | None:
+    """The judge model that grades llm_judge cases: the one named, else the stub judge when
+    the model is the stub (offline runs judge offline), else none (never paid by default)."""
+    if judge:
+        return judge
+    return "stub" if model == "stub" else None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EvalSettings:
+    """Everything that decides how cases are evaluated (not where the run goes afterwards)."""
+
+    model: str = "stub"
+    judge: str | None = None
+    #: Response cache mode: on, off or replay (`verdryx_core.llm.cache`).
+    cache: str = "on"
+    concurrency: int = 8
+    #: Samples per case whose output comes from a model; the score is their mean.
+    repeat: int = 1
+    #: A price file overriding the built-in price book, already resolved by the face.
+    prices: Path | None = None
+    typed_url: str | None = None
+    typed_key_file: str | None = None
+    typed_template: str = "eval.outcome_met"
+    #: Seconds one model call may take (None: the SDK's own timeout).
+    call_timeout: float | None = None
+    #: The pass bar of cases without their own `min_score`.
+    min_score: float = DEFAULT_MIN_SCORE
+    agent_id: str | None = None
+    #: How the face spells each setting, for messages that point at one
+    #: (`verdryx_core.errors.word_hint`).
+    flags: Mapping[str, str] = field(default_factory=lambda: CLI_FLAGS)
+
+    @property
+    def judge_model(self) -> str | None:
+        return judge_in_effect(self.model, self.judge)

@@ -1,0 +1,87 @@
+"""Where a case's output comes from: one seam, several sources.
+
+A case with a recorded output is graded on that output (one fixed measurement); any other
+case asks a live source, today the model under evaluation. A new live source (user agent
+code called per case) implements `OutputSource` and is handed to the scorer in place of
+`ModelOutput`; nothing else changes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from verdryx_core.llm.base import ModelAdapter
+from verdryx_core.model import EvalCase
+
+__all__ = ["ModelOutput", "OutputSource", "Produced", "RecordedOutput", "source_for"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Produced:
+    """One output and what producing it cost."""
+
+    output: Any
+    tokens: int = 0
+    cost_usd: float = 0.0
+
+
+class OutputSource(Protocol):
+    #: True when each call is a new sample (repeats are worth taking), False for a fixed output.
+    samples: bool
+    #: True when producing an output goes over the network (worth calling ahead in the pool).
+    remote: bool
+
+    def produce(self, case: EvalCase, *, repeat: int) -> Produced: ...
+
+
+class RecordedOutput:
+    """The output written in the eval set (an outcome_tag case's prompt is its outcome; a
+    contract case reads its workspace itself)."""
+
+    samples = False
+    remote = False
+
+    def produce(self, case: EvalCase, *, repeat: int) -> Produced:
+        if case.output is not None:
+            return Produced(output=case.output)
+        if case.grader == "outcome_tag":
+            return Produced(output=case.prompt)
+        return Produced(output=None)
+
+
+class ModelOutput:
+    """The model under evaluation's completion (its tool calls, for tool_trace cases)."""
+
+    samples = True
+    remote = True
+
+    def __init__(self, adapter: ModelAdapter) -> None:
+        self.adapter = adapter
+
+    def produce(self, case: EvalCase, *, repeat: int) -> Produced:
+        if case.grader == "tool_trace":
+            completion = self.adapter.complete_with_tools(
+                case.prompt, list(case.tools or ()), repeat=repeat
+            )
+            return Produced(
+                output=list(completion.tool_calls),
+                tokens=completion.tokens,
+                cost_usd=completion.cost_usd,
+            )
+        completion = self.adapter.complete(case.prompt, repeat=repeat)
+        return Produced(
+            output=completion.text, tokens=completion.tokens, cost_usd=completion.cost_usd
+        )
+
+
+_RECORDED = RecordedOutput()
+
+
+def source_for(case: EvalCase, live: OutputSource | None) -> OutputSource:
+    """The recorded output when the case has one (or needs none), else the live source."""
+    if not case.needs_model:
+        return _RECORDED
+    if live is None:
+        raise RuntimeError(f"case {case.id!r} needs a model and none is configured")
+    return live

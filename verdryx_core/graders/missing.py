@@ -1,0 +1,29 @@
+"""Why a case whose grader is not configured for this run is skipped, naming the flag that
+enables it in the words of the face that runs it (`flags`, see verdryx_core.errors)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from verdryx_core.errors import word_hint
+
+__all__ = ["missing_grader_reason"]
+
+
+def missing_grader_reason(kind: str, flags: Mapping[str, str]) -> str:
+    """Why a case whose grader is not configured is skipped, naming the face's flag."""
+    if kind == "llm_judge":
+        return word_hint(
+            "llm_judge cases need a judge model and are never paid for by default: "
+            "pass {judge} MODEL (with {model} stub the stub judge is used)",
+            flags,
+        )
+    if kind == "typed":
+        return word_hint(
+            "typed cases need the typed grading service: pass {typed_url} URL "
+            "(and a key file with {typed_key_file} or $VERDRYX_TYPRYX_KEY_FILE)",
+            flags,
+        )
+    if kind == "contract":
+        return "contract cases need the contracts extra of this build"
+    return f"no grader is configured for kind {kind!r}"
