@@ -7,7 +7,7 @@ a `SessionEnd` that the terminal summary only prints; pytest runs it in
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -94,6 +94,9 @@ def end_session(
         scores=state.ordered_scores(),
         complete=incomplete is None,
     )
+    if settings.shard is not None:
+        # One shard of a group: stored for `verdryx gate`, a subset on purpose.
+        run = replace(run, run_group=settings.run_group, shard=str(settings.shard), partial=True)
     end = SessionEnd(
         run=run,
         settings=settings,
@@ -116,7 +119,8 @@ def end_session(
         except StoreError as exc:
             end.messages.append(f"ERROR: the run was not stored: {worded(exc)}")
             _fail(end)
-    if baseline.baseline is not None:
+    if baseline.baseline is not None and settings.shard is None:
+        # A shard is gated with its group (`verdryx gate`), never on its own.
         _gate(end, baseline.baseline, store)
     if settings.save_baseline:
         _save_baseline(end, store, config.rootpath)

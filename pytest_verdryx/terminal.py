@@ -10,6 +10,7 @@ from typing import Any
 
 from pytest_verdryx.end import SessionEnd
 from pytest_verdryx.options import FLAGS
+from pytest_verdryx.shard import gate_hint
 from verdryx_core.model import EvalRun, Score
 from verdryx_core.summary import fmt_score, gate_lines, run_lines, unmeasured_lines
 
@@ -81,6 +82,8 @@ def next_step(end: SessionEnd, run: EvalRun) -> str:
     """The one thing to do now, as the summary's last line."""
     if not run.complete:
         return "next: fix what stopped the session, then re-run it whole to get a gated run"
+    if end.settings.shard is not None:
+        return f"next: {gate_hint(end.settings)}"
     result = end.result
     if result is not None and result.regressed:
         return (

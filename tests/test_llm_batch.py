@@ -172,18 +172,24 @@ def test_the_wait_is_bounded_and_the_batch_canceled(fake: FakeAnthropic) -> None
         now[0] += seconds
 
     cached = _session(fake, None)
-    with pytest.raises(ModelCallError) as info:
-        prefetch_batch(
-            cached,
-            _model_calls(cached),
-            poll_s=30,
-            max_wait_s=300,
-            sleep=sleep,
-            clock=lambda: now[0],
-            stream=io.StringIO(),
-        )
-    assert "batch msgbatch_fake0001 did not end within 300s (6 processing" in str(info.value)
+    result = prefetch_batch(
+        cached,
+        _model_calls(cached),
+        poll_s=30,
+        max_wait_s=300,
+        sleep=sleep,
+        clock=lambda: now[0],
+        stream=io.StringIO(),
+    )
     assert fake.canceled == ["msgbatch_fake0001"]
+    assert len(result.errors) == 6 and not result.answers
+    # Every case fails with the batch's error, naming its own call; nothing is sent again.
+    before = len(fake.requests)
+    with pytest.raises(ModelCallError) as info:
+        cached.complete(PROMPTS[1])
+    assert "batch msgbatch_fake0001 did not end within 300s (6 processing" in str(info.value)
+    assert str(info.value).endswith("(case s::c1, model call)")
+    assert len(fake.requests) == before
     assert fake.violations == []
 
 

@@ -28,6 +28,7 @@ from verdryx_core.evaluation import (
     score_all,
 )
 from verdryx_core.graders import GradeContext
+from verdryx_core.llm.batch import check_batchable
 from verdryx_core.model import EvalRun
 from verdryx_core.summary import run_lines, unmeasured_lines
 
@@ -92,6 +93,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="eval.outcome_met",
         help="typed verdict template (default eval.outcome_met)",
     )
+    parser.add_argument(
+        "--batch",
+        action="store_true",
+        help="send the model and judge calls as Anthropic Message Batches: half price, "
+        "answers within the hour rather than seconds (docs/sharding.md)",
+    )
     add_db_argument(parser)
     add_json_argument(parser)
 
@@ -109,11 +116,14 @@ def settings_from(args: argparse.Namespace) -> EvalSettings:
         typed_template=args.typed_template,
         min_score=args.min_score,
         agent_id=args.agent_id or None,
+        batch=args.batch,
     )
 
 
 def run(args: argparse.Namespace) -> int:
     settings = settings_from(args)
+    if settings.batch:
+        check_batchable(settings.model)
     sets = [load_evalset(Path(path)) for path in args.evalsets]
     ids = [evalset.id for evalset in sets]
     duplicated = sorted({set_id for set_id in ids if ids.count(set_id) > 1})
@@ -138,7 +148,13 @@ def run(args: argparse.Namespace) -> int:
         ]
         scorer = pipeline.scorer([entry.case for entry in work])
         try:
-            scores = score_all(scorer, work, concurrency=settings.concurrency, stream=sys.stderr)
+            scores = score_all(
+                scorer,
+                work,
+                concurrency=settings.concurrency,
+                stream=sys.stderr,
+                batch=settings.batch,
+            )
         finally:
             tally = pipeline.finish_calls()
         run = assemble_run(

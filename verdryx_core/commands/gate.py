@@ -132,7 +132,6 @@ def _judge(args: argparse.Namespace) -> tuple[AssembledGroup, GateOutcome]:
         threshold=args.threshold,
         min_effect=args.min_effect,
         allow_model_change=args.allow_model_change,
-        allow_flag="--allow-model-change",
     )
     return assembled, GateOutcome(baseline=baseline.label or baseline.id, result=result)
 

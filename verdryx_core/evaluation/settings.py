@@ -49,6 +49,8 @@ class EvalSettings:
     #: The pass bar of cases without their own `min_score`.
     min_score: float = DEFAULT_MIN_SCORE
     agent_id: str | None = None
+    #: Send the model and judge calls as Message Batches before scoring (docs/sharding.md).
+    batch: bool = False
     #: How the face spells each setting, for messages that point at one
     #: (`verdryx_core.errors.word_hint`).
     flags: Mapping[str, str] = field(default_factory=lambda: CLI_FLAGS)

@@ -20,13 +20,14 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, TextIO
+from typing import Any, Final
 
 from verdryx_core.errors import ModelCallError, UsageError
 from verdryx_core.llm.anthropic_adapter import AnthropicAdapter
 from verdryx_core.llm.base import Completion, Judgement
 from verdryx_core.llm.cache import CachedAdapter
-from verdryx_core.llm.progress import Progress
+from verdryx_core.llm.progress import Progress, TextStream
+from verdryx_core.redact import redact_url
 
 __all__ = [
     "BATCH_PRICE_FACTOR",
@@ -34,6 +35,7 @@ __all__ = [
     "DEFAULT_POLL_S",
     "BatchResult",
     "PlannedCall",
+    "check_batchable",
     "custom_id",
     "plan_call",
     "prefetch_batch",
@@ -44,7 +46,10 @@ __all__ = [
 BATCH_PRICE_FACTOR: Final = 0.5
 #: Most batches end within the hour; the provider's own limit is 24 hours.
 DEFAULT_MAX_WAIT_S: Final = 3600.0
-DEFAULT_POLL_S: Final = 10.0
+#: The first wait between polls; each next one doubles, up to `MAX_POLL_S`: a small batch
+#: that ends in seconds is seen in seconds, a long one costs a request every half minute.
+DEFAULT_POLL_S: Final = 0.25
+MAX_POLL_S: Final = 30.0
 _CALL_NAMES: Final = {
     "complete": "model call",
     "tools": "model call with tools",
@@ -110,8 +115,8 @@ def _anthropic(cached: CachedAdapter | AnthropicAdapter) -> AnthropicAdapter:
     inner = cached.inner if isinstance(cached, CachedAdapter) else cached
     if not isinstance(inner, AnthropicAdapter):
         raise UsageError(
-            f"batch model calls need an Anthropic model; {inner.model!r} is not one "
-            "(drop --verdryx-batch, or use a claude-* model)"
+            f"batch model calls need an Anthropic model; {inner.model!r} is not one",
+            hint="drop {batch}, or evaluate a claude-* model",
         )
     return inner
 
@@ -122,7 +127,7 @@ def run_batch(
     *,
     poll_s: float = DEFAULT_POLL_S,
     max_wait_s: float = DEFAULT_MAX_WAIT_S,
-    stream: TextIO | None = None,
+    stream: TextStream | None = None,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
 ) -> BatchResult:
@@ -149,11 +154,12 @@ def run_batch(
         raise adapter._error(exc, "batch submission") from None
     out.write(
         f"batch {batch.id}: {len(requests)} requests ({shown}) submitted to "
-        f"{adapter.base_url}; polling every {poll_s:g}s, for at most {max_wait_s:g}s\n"
+        f"{redact_url(adapter.base_url)}; waiting for it at most {max_wait_s:g}s\n"
     )
     out.flush()
     progress = Progress(len(requests), stream=out, label=f"batch {batch.id}", clock=clock)
     started = clock()
+    wait = poll_s
     try:
         while batch.processing_status != "ended":
             if clock() - started >= max_wait_s:
@@ -163,7 +169,8 @@ def run_batch(
                     f"{max_wait_s:g}s ({_counts(batch)}); it was asked to cancel. Run again "
                     "without batching, or allow a longer wait"
                 )
-            sleep(poll_s)
+            sleep(wait)
+            wait = min(MAX_POLL_S, wait * 2)
             try:
                 batch = client.messages.batches.retrieve(batch.id)
             except sdk.AnthropicError as exc:
@@ -245,6 +252,15 @@ def _map_results(
     return BatchResult(batch_id=batch_id, answers=answers, errors=errors)
 
 
+def check_batchable(model: str) -> None:
+    """A `UsageError` now, at configure time, when `model` cannot be batched."""
+    if model == "stub" or ":" in model:
+        raise UsageError(
+            f"batch model calls need an Anthropic model; {model!r} is not one",
+            hint="drop {batch}, or evaluate a claude-* model",
+        )
+
+
 def prefetch_batch(
     cached: CachedAdapter,
     calls: Iterable[PlannedCall],
@@ -256,15 +272,28 @@ def prefetch_batch(
     adapter = _anthropic(cached)
     if cached.mode != "on":
         raise UsageError(
-            f"batch model calls need the response cache on (--verdryx-cache=on), not "
-            f"{cached.mode!r}: the batch's answers reach the cases through it"
+            f"batch model calls need the response cache on, not {cached.mode!r}: the "
+            "batch's answers reach the cases through it",
+            hint="pass {cache} on, or drop {batch}",
         )
     unique: dict[str, PlannedCall] = {}
     for planned in calls:
         unique.setdefault(planned.key, planned)
     cached.preload(unique)
     wanted = [planned for key, planned in unique.items() if not cached.has(key)]
-    result = run_batch(adapter, wanted, **options)
+    try:
+        result = run_batch(adapter, wanted, **options)
+    except ModelCallError as exc:
+        # The batch as a whole failed (refused, unreachable, not ended in time): each of its
+        # calls fails with that error, so each case says why; nothing is paid twice by
+        # quietly sending the calls again one by one.
+        result = BatchResult(
+            batch_id=None,
+            errors={
+                planned.key: ModelCallError(f"{exc} ({planned.call})", status=exc.status)
+                for planned in wanted
+            },
+        )
     for key, answer in result.answers.items():
         cached.remember(key, answer)
     for key, error in result.errors.items():

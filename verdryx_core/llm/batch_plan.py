@@ -11,12 +11,13 @@ wait, never the measurement (docs/sharding.md, "Batch model calls").
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any, TextIO
+from typing import Any
 
 from verdryx_core.llm.anthropic_adapter import AnthropicAdapter
 from verdryx_core.llm.base import Completion
 from verdryx_core.llm.batch import BatchResult, PlannedCall, plan_call, prefetch_batch
 from verdryx_core.llm.cache import CachedAdapter
+from verdryx_core.llm.progress import TextStream
 from verdryx_core.model import EvalCase, case_key
 
 __all__ = ["batch_run_calls", "plan_judge_calls", "plan_model_calls"]
@@ -96,7 +97,7 @@ def batch_run_calls(
     cases: Sequence[tuple[str, EvalCase]],
     *,
     repeat: int = 1,
-    stream: TextIO | None = None,
+    stream: TextStream | None = None,
     **options: Any,
 ) -> list[BatchResult]:
     """The run's model calls as one batch, then its judge calls as a second, every answer in
