@@ -279,3 +279,28 @@ def test_a_runs_cases_planned_as_two_batches(fake: FakeAnthropic, store: Store) 
     assert judge.judge("p", "given", "r").score == 0.75
     assert len(fake.requests) == before
     assert fake.violations == []
+
+
+def test_verdryx_eval_batch(
+    anthropic_env: FakeAnthropic, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from verdryx_core.cli import main
+
+    cases = [{"id": f"q{i}", "prompt": f"q {i}", "expected": f"echo: q {i}"} for i in range(3)]
+    path = tmp_path / "live.evalset.json"
+    path.write_text(json.dumps({"id": "live", "cases": cases}), encoding="utf-8")
+    argv = ["eval", str(path), "--model", MODEL, "--batch", "--db", str(tmp_path / "v.db")]
+    assert main([*argv, "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["mean_score"] == 1.0
+    assert [r.path for r in anthropic_env.requests if r.method == "POST"] == [
+        "/v1/messages/batches"
+    ]
+    price = PriceBook.default().cost(MODEL, 10, 5)
+    assert all(s["cost_usd"] == pytest.approx(price / 2) for s in document["scores"])
+    assert main(["eval", str(path), "--batch", "--model", "stub"]) == 2
+    assert "batch model calls need an Anthropic model; 'stub' is not one; drop --batch" in (
+        capsys.readouterr().err
+    )
