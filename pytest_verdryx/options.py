@@ -114,8 +114,9 @@ OPTIONS: Final = (
     ),
     _Option(
         "verdryx_min_score",
-        f"pass bar for cases without their own min_score (default {DEFAULT_MIN_SCORE})",
-        DEFAULT_MIN_SCORE,
+        "pass bar for cases without their own min_score (default: the grader's own bar, "
+        f"1.0 for tool_trace, else {DEFAULT_MIN_SCORE})",
+        None,
         "float",
         minimum=0.0,
         maximum=1.0,
@@ -225,7 +226,7 @@ class Settings:
     gate: str
     threshold: float
     min_effect: float
-    min_score: float
+    min_score: float | None
     concurrency: int
     cache: str
     repeat: int

@@ -17,16 +17,21 @@ TOOLS = [
 
 
 def trace_case(case_id: str, called: Sequence[str], **extra: Any) -> dict[str, Any]:
-    """A tool_trace case expecting lookup, act, notify; `called` is the recorded output."""
-    return {
+    """A tool_trace case expecting lookup, act, notify; `called` is the recorded output.
+
+    Its pass bar is 0.5 (a partial trace passes), so the gate tests can move scores around a
+    passing case; `min_score=None` leaves the case on the tool trace's own bar (1.0)."""
+    case = {
         "id": case_id,
         "prompt": f"task {case_id}",
         "grader": "tool_trace",
         "tools": TOOLS,
         "expected_tools": ["lookup", "act", "notify"],
         "output": list(called),
+        "min_score": 0.5,
         **extra,
     }
+    return {name: value for name, value in case.items() if value is not None}
 
 
 def exact_case(case_id: str, output: str, expected: str = "yes", **extra: Any) -> dict[str, Any]:

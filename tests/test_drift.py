@@ -459,3 +459,20 @@ def test_drift_needs_no_scipy_at_runtime() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
     )
     assert result.stdout.strip() == "regressed"
+
+
+@pytest.mark.parametrize("bound", [7, 10_000, 3 * 2**30])  # 3 * 2**30 rejects 1 draw in 4
+def test_index_draws_are_uniform_and_chunk_free(bound: int) -> None:
+    """Lemire's multiply-shift with rejection, checked by a chi-square test (scipy), and
+    the rejected draws' redraws do not depend on how the resamples are chunked."""
+    rows, width = 40, 1_000
+    whole = drift._IndexDraws(np.random.Generator(np.random.SFC64(5)), bound, rows, width=width)
+    by_row = drift._IndexDraws(np.random.Generator(np.random.SFC64(5)), bound, 1, width=width)
+    picks = whole(rows).copy()
+    np.testing.assert_array_equal(picks, np.vstack([by_row(1).copy() for _ in range(rows)]))
+    assert picks.min() >= 0 and picks.max() < bound
+    cells = min(bound, 12)
+    observed = np.bincount((picks.ravel() * cells // bound).astype(np.int64), minlength=cells)
+    # Equal-width cells of [0, bound) hold equal shares of the indices when bound % cells == 0.
+    shares = np.diff(np.ceil(np.arange(cells + 1) * bound / cells)) / bound
+    assert stats.chisquare(observed, shares * picks.size).pvalue > 1e-4

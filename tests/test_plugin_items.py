@@ -76,11 +76,17 @@ def test_a_case_below_the_bar_in_the_baseline_too_is_xfailed(pytester: pytest.Py
 
 
 def test_min_score_option_and_per_case_bar(pytester: pytest.Pytester) -> None:
-    cases = [trace_case("partial", ["lookup", "act"]), trace_case("strict", FULL, min_score=1.0)]
+    # The first bar that is set: the case's, the run's, the grader's own (1.0 for a tool trace).
+    cases = [
+        trace_case("partial", ["lookup", "act"], min_score=None),
+        trace_case("strict", FULL, min_score=1.0),
+        trace_case("lenient", ["lookup"], min_score=0.3),
+    ]
     write_evalset(pytester.path, "t", "t", cases)
-    pytester.runpytest("--no-verdryx-store").assert_outcomes(passed=2)
+    pytester.runpytest("--no-verdryx-store").assert_outcomes(passed=2, failed=1)
+    pytester.runpytest("--no-verdryx-store", "--verdryx-min-score=0.5").assert_outcomes(passed=3)
     pytester.runpytest("--no-verdryx-store", "--verdryx-min-score=0.9").assert_outcomes(
-        passed=1, failed=1
+        passed=2, failed=1
     )
 
 

@@ -146,7 +146,8 @@ def test_a_live_tool_trace_grades_the_tool_use_blocks(
     }
     db = pytester.path / "s.db"
     write_evalset(pytester.path, "tools", "tools", [case])
-    pytester.runpytest(f"--verdryx-db={db}", f"--verdryx-model={MODEL}").assert_outcomes(passed=1)
+    # Two of three expected calls: 2/3, below the tool trace's own bar (1.0).
+    pytester.runpytest(f"--verdryx-db={db}", f"--verdryx-model={MODEL}").assert_outcomes(failed=1)
     assert stored_runs(db)[0].scores[0].value == pytest.approx(2 / 3)
     assert server.requests[0].body["tools"][0]["name"] == "lookup"
 

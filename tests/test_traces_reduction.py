@@ -170,9 +170,18 @@ def segmented(draw: st.DrawFn) -> list[list[list[dict[str, Any]]]]:
     return files
 
 
-def as_batch(rows: list[dict[str, Any]], drop: frozenset[str] = frozenset()) -> pa.RecordBatch:
+def as_batch(
+    rows: list[dict[str, Any]], drop: frozenset[str] = frozenset(), *, dictionary: bool = False
+) -> pa.RecordBatch:
+    """A batch as given (plain strings: rows folded one by one), or with run ids
+    dictionary-encoded as the Parquet reader hands them (grouped per run first)."""
     schema = pa.schema([field for field in SCHEMA if field.name not in drop])
-    return pa.RecordBatch.from_pylist(rows, schema=schema)
+    batch = pa.RecordBatch.from_pylist(rows, schema=schema)
+    index = batch.schema.get_field_index("run_id")
+    if not dictionary or index < 0:
+        return batch
+    encoded = batch.column(index).dictionary_encode()
+    return batch.set_column(index, "run_id", encoded)
 
 
 def expected_records(files: list[list[list[dict[str, Any]]]]) -> list[dict[str, Any]]:
@@ -186,14 +195,14 @@ def check(records: list[dict[str, Any]], expected: list[dict[str, Any]], *, deta
 
 
 @settings(max_examples=100, deadline=None)
-@given(segmented(), st.booleans())
+@given(segmented(), st.booleans(), st.booleans())
 def test_batches_agree_with_the_row_loop(
-    files: list[list[list[dict[str, Any]]]], detail: bool
+    files: list[list[list[dict[str, Any]]]], detail: bool, dictionary: bool
 ) -> None:
     reducer = RunReducer(detail=detail)
     for groups in files:
         for group in groups:
-            reducer.feed(as_batch(group))
+            reducer.feed(as_batch(group, dictionary=dictionary))
     reduced = reducer.finish()
     expected = expected_records(files)
     check(reduced_records(reduced, detail=detail), expected, detail=detail)
@@ -247,14 +256,15 @@ def test_parquet_segments_agree_with_the_row_loop(
 
 
 @settings(max_examples=60, deadline=None)
-@given(segmented())
-def test_many_flushes_agree_with_one(files: list[list[list[dict[str, Any]]]]) -> None:
+@given(segmented(), st.lists(st.booleans(), min_size=1))
+def test_many_flushes_agree_with_one(
+    files: list[list[list[dict[str, Any]]]], dictionary: list[bool]
+) -> None:
     """Folding partials after every batch (the worst case for bounded memory) or once at
-    the end gives the same records."""
+    the end gives the same records, whichever batches come grouped or row by row."""
     reducer = RunReducer(detail=True, flush_rows=1)
-    for groups in files:
-        for group in groups:
-            reducer.feed(as_batch(group))
+    for number, group in enumerate(group for groups in files for group in groups):
+        reducer.feed(as_batch(group, dictionary=dictionary[number % len(dictionary)]))
     records = reduced_records(reducer.finish(), detail=True)
     check(records, expected_records(files), detail=True)
 

@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import copy
 import difflib
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any, cast
 
@@ -31,18 +29,12 @@ from verdryx_core.evalset_files import (
     read_document,
 )
 from verdryx_core.evalset_rules import check_case, check_defaults, effective_case
+from verdryx_core.evalset_schema import evalset_schema
 from verdryx_core.jsonwords import item_label, json_kind
 from verdryx_core.model import EvalCase
 from verdryx_core.text import first_invalid_text
 
 __all__ = ["EVALSET_SUFFIXES", "EvalSet", "evalset_schema", "load_evalset"]
-
-
-@cache
-def evalset_schema() -> dict[str, Any]:
-    """The published eval set JSON Schema (also what the docs are checked against)."""
-    text = resources.files("verdryx_core.schemas").joinpath("evalset.schema.json").read_text()
-    return json.loads(text)
 
 
 @cache

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from verdryx_core.errors import EvalSetError
+from verdryx_core.evalset_schema import evalset_schema
 from verdryx_core.jsonload import MAX_DEPTH
 from verdryx_core.jsonload import loads as load_json
 from verdryx_core.jsonwords import json_kind
@@ -191,8 +192,6 @@ def _sidecar(path: Path) -> tuple[Path, dict[str, Any]]:
 @cache
 def _case_types() -> Mapping[str, str]:
     """How a CSV cell reads, per case field: text, number, boolean, words or json."""
-    from verdryx_core.evalset import evalset_schema
-
     schema = evalset_schema()
     properties = schema["$defs"]["case"]["properties"]
     kinds: dict[str, str] = {}

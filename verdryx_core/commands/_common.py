@@ -33,7 +33,7 @@ def open_store(args: argparse.Namespace, *, read_only: bool = False) -> Store:
     """The store `--db` names. `read_only` for commands that only read: a missing store is an
     error (not a new empty one) and a store in a read-only folder can still be read."""
     target = resolve_store_path(getattr(args, "db", None))
-    if not read_only and isinstance(target, Path) and not target.parent.is_dir():
+    if isinstance(target, Path) and not target.parent.is_dir():
         # Checked here too, so the hint names this face's flag (--db).
         raise StoreError(
             f"{target}: cannot open the verdryx store: the directory {str(target.parent)!r} "

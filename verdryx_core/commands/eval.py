@@ -64,8 +64,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--min-score",
         type=float,
-        default=DEFAULT_MIN_SCORE,
-        help=f"pass bar for cases without one ({DEFAULT_MIN_SCORE})",
+        default=None,
+        help="pass bar for cases without one (default: the grader's own bar, 1.0 for "
+        f"tool_trace, else {DEFAULT_MIN_SCORE})",
     )
     parser.add_argument(
         "--repeat",

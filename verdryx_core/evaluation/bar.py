@@ -8,17 +8,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from verdryx_core.evaluation.settings import DEFAULT_MIN_SCORE
+
 __all__ = ["pass_bar", "stability"]
 
 
 def pass_bar(
-    case_min_score: float | None, default: float, *, grader_default: float | None = None
+    case_min_score: float | None,
+    run_min_score: float | None,
+    *,
+    grader_default: float | None = None,
 ) -> float:
-    """A case's own `min_score` (set defaults included), else its grader's own bar (a tool
-    trace passes only when right), else the run's default."""
-    if case_min_score is not None:
-        return float(case_min_score)
-    return float(default if grader_default is None else grader_default)
+    """The first that is set: the case's own `min_score` (its set's `defaults` included), the
+    run's (`--verdryx-min-score`, `verdryx eval --min-score`), the grader's own bar (a tool
+    trace passes only when right), else 0.5 (docs/graders.md)."""
+    for bar in (case_min_score, run_min_score, grader_default):
+        if bar is not None:
+            return float(bar)
+    return DEFAULT_MIN_SCORE
 
 
 def stability(samples: Sequence[float], bar: float) -> str | None:

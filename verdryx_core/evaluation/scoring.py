@@ -47,7 +47,7 @@ class CaseScorer:
         graders: Mapping[str, Grader],
         live: OutputSource | None = None,
         repeat: int = 1,
-        min_score: float,
+        min_score: float | None,
         flags: Mapping[str, str],
     ) -> None:
         self.graders = graders
@@ -161,7 +161,7 @@ def decided(
     case: EvalCase,
     *,
     eval_set_id: str,
-    min_score: float,
+    min_score: float | None,
     value: float | None,
     grader: str,
     unmeasured: str | None = None,

@@ -46,8 +46,8 @@ class EvalSettings:
     typed_template: str = "eval.outcome_met"
     #: Seconds one model call may take (None: the SDK's own timeout).
     call_timeout: float | None = None
-    #: The pass bar of cases without their own `min_score`.
-    min_score: float = DEFAULT_MIN_SCORE
+    #: The pass bar of cases without their own `min_score` (None: each grader's own bar).
+    min_score: float | None = None
     agent_id: str | None = None
     #: Send the model and judge calls as Message Batches before scoring (docs/sharding.md).
     batch: bool = False

@@ -7,6 +7,8 @@ picks the backend from what `resolve_store_path` returned. See docs/store.md.
 
 from __future__ import annotations
 
+from verdryx_core.store import postgres as _postgres  # noqa: F401  (registers the backend)
+from verdryx_core.store import sqlite as _sqlite  # noqa: F401  (registers the backend)
 from verdryx_core.store.base import SCHEMA_VERSION, CacheEntry, RunSummary, Store, describe
 from verdryx_core.store.target import (
     StoreTarget,

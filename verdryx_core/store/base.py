@@ -14,7 +14,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from types import TracebackType
-from typing import Any, Final, Self
+from typing import Any, ClassVar, Final, Self
 
 from verdryx_core.model import Baseline, EvalRun, Score, iso_utc
 from verdryx_core.store.target import StoreTarget, StoreUrl, is_store_url
@@ -74,6 +74,10 @@ class RunSummary:
         }
 
 
+#: The backends by the kind of target they open, filled as their modules are imported.
+_BACKENDS: dict[str, type[Store]] = {}
+
+
 class Store(abc.ABC):
     """Runs, scores, baselines, the model response cache and contract verdicts.
 
@@ -84,6 +88,14 @@ class Store(abc.ABC):
     """
 
     path: str
+    #: The kind of target this backend opens ("sqlite", "postgresql"); None for the interface.
+    backend: ClassVar[str | None] = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        kind = cls.__dict__.get("backend")
+        if kind is not None:
+            _BACKENDS[kind] = cls
 
     @classmethod
     def open(
@@ -97,13 +109,10 @@ class Store(abc.ABC):
             if getattr(cls._open, "__isabstractmethod__", False):
                 raise TypeError(f"{cls.__name__} is not a backend: subclass SqliteStore")
             return cls._open(target, read_only=read_only)
-        if is_store_url(target):
-            from verdryx_core.store.postgres import PostgresStore
-
-            return PostgresStore._open(target, read_only=read_only)
-        from verdryx_core.store.sqlite import SqliteStore
-
-        return SqliteStore._open(target, read_only=read_only)
+        kind = "postgresql" if is_store_url(target) else "sqlite"
+        # Backends register themselves (`backend = "..."`); the package imports both, so the
+        # interface never imports an implementation (no import cycle).
+        return _BACKENDS[kind]._open(target, read_only=read_only)
 
     @classmethod
     @abc.abstractmethod

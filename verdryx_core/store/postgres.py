@@ -149,6 +149,8 @@ def _driver() -> Any:
 class PostgresStore(SqlStore):
     """One PostgreSQL database (the tables go to the first schema of its search_path)."""
 
+    backend = "postgresql"
+
     _driver_error: ClassVar[type[Exception]] = Exception  # replaced by psycopg.Error on open
 
     def __init__(self, connection: psycopg.Connection[Any], url: StoreUrl) -> None:
@@ -256,7 +258,7 @@ class PostgresStore(SqlStore):
             return
         with (
             self._conn.cursor() as cursor,
-            cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy,  # type: ignore[arg-type]
+            cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy,
         ):
             for row in rows:
                 copy.write_row(row)

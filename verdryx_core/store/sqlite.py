@@ -175,6 +175,8 @@ def _statements(script: str) -> list[str]:
 class SqliteStore(SqlStore):
     """One SQLite file (or `:memory:`)."""
 
+    backend = "sqlite"
+
     _driver_error = sqlite3.Error
 
     def __init__(self, connection: sqlite3.Connection, path: str) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import Final, TypeVar
 
 __all__ = ["prefetch"]
@@ -16,7 +16,7 @@ T = TypeVar("T")
 _DONE: Final = object()
 
 
-def prefetch(source: Iterator[T], *, depth: int = 2) -> Iterator[T]:
+def prefetch(source: Iterator[T], *, depth: int = 2) -> Generator[T, None, None]:
     """Yield what `source` yields, produced on a worker thread at most `depth` items ahead.
     An exception in the worker is raised here, at the item where it happened; closing the
     generator early stops the worker."""

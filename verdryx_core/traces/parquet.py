@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -50,10 +50,16 @@ def trace_files(path: str | Path) -> list[Path]:
 
 
 def iter_trace_batches(
-    files: Sequence[Path], columns: Sequence[str], *, batch_rows: int = BATCH_ROWS
+    files: Sequence[Path],
+    columns: Sequence[str],
+    *,
+    batch_rows: int = BATCH_ROWS,
+    run_dictionary: Callable[[], bool] | None = None,
 ) -> Iterator[tuple[str, Any]]:
     """`(where, batch)` over files in order and row groups in order: only one row group's
-    columns are in memory at a time. A file that lacks a column yields batches without it."""
+    columns are in memory at a time. A file that lacks a column yields batches without it.
+    String columns arrive dictionary-encoded; `run_id` too unless `run_dictionary()`, asked
+    before each row group, says no (see `RunReducer.wants_run_dictionary`)."""
     _, _, pq = require_pyarrow("reading Parquet traces")
     import pyarrow
 
@@ -61,19 +67,43 @@ def iter_trace_batches(
         try:
             metadata = pq.read_metadata(file)
             names = metadata.schema.to_arrow_schema().names
-            strings = [name for name in _STRING_COLUMNS if name in names]
-            handle = pq.ParquetFile(file, metadata=metadata, read_dictionary=strings)
+            segment = _Segment(pq, file, metadata, names)
+            segment.handle(run_dictionary is None or run_dictionary())
         except (pyarrow.ArrowException, OSError) as exc:
             raise TraceError(
                 f"{file}: not a readable Parquet file ({exc}); expected a TokenFuse "
                 "calls-*.parquet segment (remove or repair the file)"
             ) from exc
         wanted = [name for name in columns if name in names]
-        with handle:
-            for group in range(handle.num_row_groups):
+        try:
+            for group in range(metadata.num_row_groups):
+                handle = segment.handle(run_dictionary is None or run_dictionary())
                 yield from _row_group(
                     handle, group, wanted, f"{file} (row group {group})", batch_rows
                 )
+        finally:
+            segment.close()
+
+
+class _Segment:
+    """One segment file, with a handle per way of reading run_id (opened when needed)."""
+
+    def __init__(self, pq: Any, file: Path, metadata: Any, names: list[str]) -> None:
+        self._pq, self._file, self._metadata = pq, file, metadata
+        self._strings = [name for name in _STRING_COLUMNS if name in names]
+        self._handles: dict[bool, Any] = {}
+
+    def handle(self, run_dictionary: bool) -> Any:
+        if run_dictionary not in self._handles:
+            wanted = [n for n in self._strings if run_dictionary or n != "run_id"]
+            self._handles[run_dictionary] = self._pq.ParquetFile(
+                self._file, metadata=self._metadata, read_dictionary=wanted
+            )
+        return self._handles[run_dictionary]
+
+    def close(self) -> None:
+        for handle in self._handles.values():
+            handle.close()
 
 
 def _row_group(
@@ -108,8 +138,19 @@ def reduce_traces(
     files = trace_files(path)
     reducer = RunReducer(detail=detail, keep_loose=keep_loose, ordered=ordered)
     columns = DETAIL_COLUMNS if detail else COST_COLUMNS
-    for where, batch in prefetch(iter_trace_batches(files, columns)):
-        reducer.feed(batch, source=where)
+    batches = iter_trace_batches(
+        files, columns, run_dictionary=lambda: reducer.wants_run_dictionary
+    )
+    # Three stages, each on its own thread, in read order: decode a row group, reduce it
+    # on its own (`prepare`), fold it into the state (`absorb`, here).
+    decoded = prefetch(batches)
+    prepared = prefetch(reducer.prepare(batch, source=where) for where, batch in decoded)
+    try:
+        for item in prepared:
+            reducer.absorb(item)
+    finally:
+        prepared.close()  # first: its thread stops pulling from `decoded`
+        decoded.close()
     return reducer.finish()
 
 

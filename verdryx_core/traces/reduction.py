@@ -33,6 +33,7 @@ import numpy as np
 from verdryx_core.traces._arrow import require_pyarrow
 from verdryx_core.traces.decisions import BLOCKED_DECISIONS, REFUSED_DECISIONS
 from verdryx_core.traces.errors import TraceError
+from verdryx_core.traces.run_codes import Keys, RunCoder, concat_keys
 
 __all__ = [
     "COST_COLUMNS",
@@ -55,6 +56,11 @@ _COMPOSITE_LIMIT: Final = 2**62
 #: Queued per-batch partials are folded into the state once they outnumber the runs known
 #: so far (amortising the bulk coding of their ids), and never below this many.
 _FLUSH_FLOOR: Final = 1 << 20
+
+#: A batch whose distinct run ids exceed this share of its rows barely shrinks when grouped
+#: (its runs are scattered over the trace): from then on run ids are read as plain strings
+#: and rows go to the fold one by one, skipping the per-row-group dictionary.
+_SCATTERED_SHARE: Final = 0.5
 
 _INT64_MIN: Final = np.iinfo(np.int64).min
 _INT64_MAX: Final = np.iinfo(np.int64).max
@@ -184,13 +190,26 @@ def _group_pick(
 
 
 class _Partial:
-    """One batch reduced per run: its run ids (pyarrow strings) and int64 columns."""
+    """One batch reduced per run (or per row, see `RunReducer.feed`): its run ids (pyarrow
+    strings), their coding keys (None once ids are coded as strings) and int64 columns."""
 
-    __slots__ = ("cols", "ids")
+    __slots__ = ("cols", "ids", "keys")
 
-    def __init__(self, ids: Any, cols: dict[str, np.ndarray]) -> None:
+    def __init__(self, ids: Any, keys: Keys | None, cols: dict[str, np.ndarray]) -> None:
         self.ids = ids
+        self.keys = keys
         self.cols = cols
+
+
+class _Prepared:
+    """A batch reduced on its own (`RunReducer.prepare`), waiting to be absorbed."""
+
+    __slots__ = ("loose", "partial", "row")
+
+    def __init__(self, partial: _Partial | None, loose: np.ndarray, row: dict[str, np.ndarray]):
+        self.partial = partial
+        self.loose = loose  # rows without a run id that carry a tag
+        self.row = row
 
 
 class _State:
@@ -239,7 +258,8 @@ class RunReducer:
         self._detail = detail
         self._keep_loose = keep_loose
         self._rows = 0
-        self._known = self._pa.array([], type=self._pa.string())
+        self._known = RunCoder(self._pa, self._pc)
+        self._run_dictionary = True
         self._buffer: list[_Partial] = []
         self._buffered = 0
         self._outcomes = _Vocabulary()
@@ -262,6 +282,12 @@ class RunReducer:
     @property
     def columns(self) -> tuple[str, ...]:
         return DETAIL_COLUMNS if self._detail else COST_COLUMNS
+
+    @property
+    def wants_run_dictionary(self) -> bool:
+        """Should a reader hand run ids dictionary-encoded? True until a batch shows runs
+        scattered over the trace (then decoding the dictionary is work thrown away)."""
+        return self._run_dictionary
 
     # -- columns of one batch -------------------------------------------------------------
 
@@ -331,14 +357,25 @@ class RunReducer:
 
     def feed(self, batch: Any, *, source: str = "<batch>") -> None:
         """Reduce one record batch (rows in read order) into the running state."""
+        self.absorb(self.prepare(batch, source=source))
+
+    def prepare(self, batch: Any, *, source: str = "<batch>") -> _Prepared | None:
+        """The first half of `feed`: reduce a batch on its own (columns, partial per run,
+        run id keys). It may run on a reader thread while `absorb` folds earlier batches on
+        another, so the two halves of the work share the cores; batches must be prepared
+        in read order and absorbed in the same order."""
         n = batch.num_rows
         if n == 0:
-            return
+            return None
         base = self._rows
         self._rows += n
 
-        run_col = self._strings(batch, "run_id", source)
-        if run_col is None:
+        plain = self._plain_runs(batch, source)
+        run_col = None if plain is not None else self._strings(batch, "run_id", source)
+        if plain is not None:
+            lengths = self._pc.fill_null(self._pc.binary_length(plain), 0)
+            run_ok = lengths.to_numpy(zero_copy_only=False) > 0
+        elif run_col is None:
             run_ok = np.zeros(n, dtype=bool)
         else:
             lengths = self._pc.fill_null(self._pc.binary_length(run_col[1]), 0)
@@ -383,17 +420,79 @@ class RunReducer:
             values |= {"agent": row["agent"], "key": row["key"], "ts_first": row["ts"]}
             values["ts_last"] = row["ts"]
 
-        if run_col is not None and run_ok.any():
-            partial = self._partial(
-                run_col[0], run_col[1], run_ok, row, present, values, step_at, base
-            )
+        partial = None
+        if run_ok.any():
+            if plain is not None:
+                partial = self._rows_partial(plain, run_ok, row, present, values, step_at, base)
+            else:
+                assert run_col is not None
+                partial = self._partial(
+                    run_col[0], run_col[1], run_ok, row, present, values, step_at, base
+                )
+                if len(partial.ids) > _SCATTERED_SHARE * n:
+                    self._run_dictionary = False
+        return _Prepared(partial, np.flatnonzero(~run_ok & (tag >= 0)), row)
+
+    def absorb(self, prepared: _Prepared | None) -> None:
+        """The second half of `feed`: fold a prepared batch into the running state."""
+        if prepared is None:
+            return
+        partial = prepared.partial
+        if partial is not None:
             self._buffer.append(partial)
             self._buffered += len(partial.ids)
             if self._buffered >= (self._flush_rows or max(len(self._known), _FLUSH_FLOOR)):
                 self._flush()
-        loose = np.flatnonzero(~run_ok & (tag >= 0))
-        if loose.size:
-            self._add_loose(loose, row)
+        if prepared.loose.size:
+            self._add_loose(prepared.loose, prepared.row)
+
+    def _plain_runs(self, batch: Any, source: str) -> Any | None:
+        """The run_id column when it holds plain strings (not dictionary-encoded)."""
+        pa = self._pa
+        index = batch.schema.get_field_index("run_id")
+        if index < 0:
+            return None
+        column = batch.column(index)
+        if pa.types.is_null(column.type) or pa.types.is_dictionary(column.type):
+            return None
+        if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+            raise TraceError(
+                f"{source}: column 'run_id' has type {column.type}, expected a string "
+                "(TokenFuse writes Utf8); fix the writer or drop the column"
+            )
+        return column
+
+    def _rows_partial(
+        self,
+        ids: Any,
+        run_ok: np.ndarray,
+        row: dict[str, np.ndarray],
+        present: dict[str, np.ndarray],
+        values: dict[str, np.ndarray],
+        step_at: Any,
+        base: int,
+    ) -> _Partial:
+        """One partial row per call: for batches whose runs do not repeat, grouping first
+        would cost more than it saves. The fold groups them with everything else."""
+        rows = np.arange(len(run_ok), dtype=np.int64)
+        if not run_ok.all():
+            rows = np.flatnonzero(run_ok)
+            ids = ids.filter(self._pa.array(run_ok))
+        cols: dict[str, np.ndarray] = {
+            "calls": np.ones(rows.size, dtype=np.int64),
+            "cost": row["cost"][rows],
+        }
+        if self._ordered:
+            cols["first"] = rows + base
+        if self._detail:
+            cols["refused"] = row["refused"][rows]
+        for name in self._winners:
+            here = present[name][rows]
+            cols[f"{name}_step"] = np.where(here, step_at(rows), 0)
+            cols[f"{name}_idx"] = np.where(here, rows + base, -1)
+            cols[f"{name}_val"] = np.where(here, values[name][rows], -1)
+        ids = ids if self._pa.types.is_string(ids.type) else ids.cast(self._pa.string())
+        return _Partial(ids, self._known.keys(ids), cols)
 
     def _partial(
         self,
@@ -443,29 +542,21 @@ class RunReducer:
         ids = run_values.take(self._pa.array(used, type=self._pa.int64()))
         if not self._pa.types.is_string(ids.type):
             ids = ids.cast(self._pa.string())
-        return _Partial(ids, cols)
+        return _Partial(ids, self._known.keys(ids), cols)
 
     def _flush(self) -> None:
         """Fold the queued partials into the state: their run ids are coded in bulk (one
         hash table, built in pyarrow), then every column is folded with numpy scatters."""
         if not self._buffer:
             return
-        pa, pc = self._pa, self._pc
+        pa = self._pa
         buffered, self._buffer, self._buffered = self._buffer, [], 0
         ids = pa.concat_arrays([part.ids for part in buffered])
-        if len(self._known):
-            found = pc.index_in(ids, value_set=self._known)
-            unseen = found.is_null()
-            codes = pc.fill_null(found, -1).to_numpy(zero_copy_only=False).astype(np.int64)
-            fresh = ids.filter(unseen)
-        else:
-            codes = np.full(len(ids), -1, dtype=np.int64)
-            fresh = ids
-        if len(fresh):
-            encoded = pc.dictionary_encode(fresh)
-            new_codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-            codes[codes < 0] = new_codes + len(self._known)
-            self._known = pa.concat_arrays([self._known, encoded.dictionary])
+        keys = [part.keys for part in buffered]
+        codes = self._known.code(
+            ids,
+            None if any(key is None for key in keys) else concat_keys(keys),  # type: ignore[arg-type]
+        )
         stacked = {
             name: np.concatenate([part.cols[name] for part in buffered])
             for name in buffered[0].cols
@@ -543,7 +634,8 @@ class RunReducer:
         detail: dict[str, Any] = {}
         run_ids = None
         if self._detail:
-            run_ids = self._known.take(self._pa.array(order, type=self._pa.int64())).to_pylist()
+            run_ids = self._known.strings.take(self._pa.array(order, type=self._pa.int64()))
+            run_ids = run_ids.to_pylist()
             has_ts = get("ts_first_idx") >= 0
             detail = {
                 "refused_calls": get("refused"),
