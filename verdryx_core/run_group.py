@@ -63,8 +63,8 @@ def assemble_group(store: Store, group: str, *, shards: int | None = None) -> As
         expected = f" (expected {shards} shards)" if shards else ""
         raise GroupError(
             f"run group {group!r} has no shard runs in {store.path}{expected}; did the shard "
-            "jobs run with --verdryx-shard and this --verdryx-run-group, and were their stores "
-            "merged (verdryx merge) into this one?"
+            "sessions store their runs under this run group, and were their stores merged "
+            "(verdryx merge) into this one?"
         )
     specs = {summary.id: _spec(summary, group) for summary in summaries}
     totals = sorted({spec.total for spec in specs.values()})
