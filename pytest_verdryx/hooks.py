@@ -92,7 +92,7 @@ class VerdryxPlugin:
         check_shard_settings(self.settings)
         try:
             if self.settings.batch:
-                check_batchable(self.settings.model)
+                check_batchable(self.settings.model, cache=self.settings.cache)
             self.exporter = check_exports(
                 self.settings, on_controller=not self.is_worker, otlp_endpoint=self.otlp_endpoint
             )

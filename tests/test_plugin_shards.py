@@ -144,6 +144,10 @@ _NOT_STUB = "batch model calls need an Anthropic model; 'stub' is not one; drop 
         (["--verdryx-shard=1/2", _GROUP, "--verdryx-save-baseline=v2"], "a shard holds only"),
         (["--verdryx-shard=1/2", _GROUP, "--no-verdryx-store"], "must be stored"),
         (["--verdryx-batch"], _NOT_STUB),
+        (
+            ["--verdryx-batch", "--verdryx-model=claude-x", "--verdryx-cache=replay"],
+            "need the response cache on, not 'replay'*pass --verdryx-cache on",
+        ),
     ],
 )
 def test_bad_shard_and_batch_settings_are_one_line_usage_errors(

@@ -124,7 +124,7 @@ def settings_from(args: argparse.Namespace) -> EvalSettings:
 def run(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     if settings.batch:
-        check_batchable(settings.model)
+        check_batchable(settings.model, cache=settings.cache)
     sets = [load_evalset(Path(path)) for path in args.evalsets]
     ids = [evalset.id for evalset in sets]
     duplicated = sorted({set_id for set_id in ids if ids.count(set_id) > 1})

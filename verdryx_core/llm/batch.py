@@ -252,12 +252,19 @@ def _map_results(
     return BatchResult(batch_id=batch_id, answers=answers, errors=errors)
 
 
-def check_batchable(model: str) -> None:
-    """A `UsageError` now, at configure time, when `model` cannot be batched."""
+def check_batchable(model: str, *, cache: str = "on") -> None:
+    """A `UsageError` now, at configure time, when `model` cannot be batched (or the cache,
+    through which the answers reach the cases, is not on)."""
     if model == "stub" or ":" in model:
         raise UsageError(
             f"batch model calls need an Anthropic model; {model!r} is not one",
             hint="drop {batch}, or evaluate a claude-* model",
+        )
+    if cache != "on":
+        raise UsageError(
+            f"batch model calls need the response cache on, not {cache!r}: the batch's "
+            "answers reach the cases through it",
+            hint="pass {cache} on, or drop {batch}",
         )
 
 
