@@ -96,10 +96,20 @@ class AheadCalls:
             return
         pipeline = self.scoring.pipeline
         scorer = scorer_for(pipeline, [entry.case for entry in work])
-        if not pipeline.paid:
+        targets_ahead = pipeline.targets_cached and any(
+            pipeline.uses_target(entry.case) for entry in work
+        )
+        if not pipeline.paid and not targets_ahead:
             return  # the stub model and judge: free, nothing to call ahead
         # A typed grade posts labels back to the service: it is asked once, by its worker.
-        remote = [entry for entry in work if entry.case.grader != "typed"]
+        # A target's results reach the workers only through the cache (a declared version):
+        # without one, each worker calls the target for its own items.
+        remote = [
+            entry
+            for entry in work
+            if entry.case.grader != "typed"
+            and (pipeline.targets_cached or not pipeline.uses_target(entry.case))
+        ]
         ahead = call_ahead(
             scorer,
             remote,

@@ -6,8 +6,9 @@ a `SessionEnd` that the terminal summary only prints; pytest runs it in
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -49,6 +50,8 @@ class SessionEnd:
     #: Wall time spent waiting for calls made ahead.
     call_seconds: float = 0.0
     store_path: StoreTarget | None = None
+    #: Whether the run really is in the store (a failed write leaves it False).
+    stored: bool = False
 
 
 def incomplete_reason(
@@ -63,6 +66,14 @@ def incomplete_reason(
         return "the session was interrupted (Ctrl-C, or errors during collection)"
     if state.worker_failures:
         return f"an xdist worker went down ({state.worker_failures[0]})"
+    if state.collection_errors:
+        # --continue-on-collection-errors (or xdist) ran the other files: the run lacks
+        # every case of the broken ones, so it is not a whole measurement.
+        first = sorted(state.collection_errors)[0]
+        return (
+            f"{len(state.collection_errors)} file(s) could not be collected ({first}); "
+            "their cases are missing"
+        )
     missing = state.missing()
     if missing > 0:
         return f"{missing} of {state.expected_count} selected cases have no score (errors)"
@@ -94,9 +105,12 @@ def end_session(
         scores=state.ordered_scores(),
         complete=incomplete is None,
     )
+    run = _with_provenance(run, config, settings, state, stopped=stopped)
+    if settings.run_group:
+        run = dataclasses.replace(run, run_group=settings.run_group)
     if settings.shard is not None:
         # One shard of a group: stored for `verdryx gate`, a subset on purpose.
-        run = replace(run, run_group=settings.run_group, shard=str(settings.shard), partial=True)
+        run = dataclasses.replace(run, shard=str(settings.shard), partial=True)
     end = SessionEnd(
         run=run,
         settings=settings,
@@ -116,8 +130,12 @@ def end_session(
                 cache_entries=state.calls.take_entries(),
                 promises=state.contract_ids,
             )
+            end.stored = True
         except StoreError as exc:
             end.messages.append(f"ERROR: the run was not stored: {worded(exc)}")
+            _fail(end)
+        except ValueError as exc:  # a value the store cannot encode: a line, not INTERNALERROR
+            end.messages.append(f"ERROR: the run was not stored: {type(exc).__name__}: {exc}")
             _fail(end)
     if baseline.baseline is not None and settings.shard is None:
         # A shard is gated with its group (`verdryx gate`), never on its own.
@@ -125,8 +143,61 @@ def end_session(
     if settings.save_baseline:
         _save_baseline(end, store, config.rootpath)
     exports.add_junit_properties(config, run, end.result, baseline.name)
+    _ci_outputs(config, end)
     _send_exports(end, store, exporter, otlp_endpoint)
     return end
+
+
+def _ci_outputs(config: pytest.Config, end: SessionEnd) -> None:
+    """The gate as a test, and the job summary (docs/ci.md): before junitxml writes its file."""
+    from pytest_verdryx.ci import CiOutputs
+    from verdryx_core.ci import GateOutcome
+
+    ci = config.pluginmanager.get_plugin("verdryx-ci")
+    if not isinstance(ci, CiOutputs):
+        return
+    gate = None
+    if end.baseline.baseline is not None:
+        refused = end.gate_error.removeprefix("gate refused: ") if end.gate_error else None
+        gate = GateOutcome(baseline=end.baseline.name, result=end.result, refused=refused)
+    ci.finish(end.run, gate, gated=end.run.complete)
+
+
+def _with_provenance(
+    run: EvalRun,
+    config: pytest.Config,
+    settings: Settings,
+    state: SessionState,
+    *,
+    stopped: str | None,
+) -> EvalRun:
+    """Where the run came from (docs/ci.md), and whether it measured only part of the cases
+    collected: a subset is stored as partial, kept out of windows, history and baselines."""
+    from verdryx_core.ci import ci_provenance, default_run_group
+
+    found = ci_provenance(cwd=config.rootpath)
+    return dataclasses.replace(
+        run,
+        label=settings.label,
+        commit=found.commit,
+        branch=found.branch,
+        ci_url=found.ci_url,
+        run_group=default_run_group(),
+        partial=is_subset(config, state, stopped=stopped),
+    )
+
+
+def is_subset(config: pytest.Config, state: SessionState, *, stopped: str | None) -> bool:
+    """A run of fewer cases than were collected (-k, -m, --deselect, node ids select; a
+    stop after -x), or of only the cases that failed last time (--lf)."""
+    if stopped or state.stopped_early:
+        return True
+    if state.expected_count < len(state.known_keys):
+        return True
+    # --lf may skip whole files that had no failure: they are never collected, so compare
+    # with what the cache says failed instead.
+    lastfailed = getattr(config.pluginmanager.get_plugin("lfplugin"), "lastfailed", None)
+    return bool(config.getoption("lf", False) and lastfailed)
 
 
 def _fail(end: SessionEnd) -> None:
@@ -167,10 +238,22 @@ def _gate(end: SessionEnd, baseline: Baseline, store: StoreHandle) -> None:
 def _save_baseline(end: SessionEnd, store: StoreHandle, root: Path) -> None:
     run, settings = end.run, end.settings
     label = settings.save_baseline or ""
+    if run.partial and run.complete and not settings.allow_partial_baseline:
+        end.messages.append(
+            f"ERROR: baseline {label!r} NOT saved: this run measured a subset of the cases "
+            "(-k, -m, --lf, --deselect or node ids), and a baseline of a subset would gate "
+            "every later full run on it; run all the cases, or pass "
+            "--verdryx-allow-partial-baseline to save it anyway"
+        )
+        _fail(end)
+        return
     if not run.complete:
         end.messages.append(
-            f"baseline {label!r} NOT saved: the session was interrupted and the run is incomplete"
+            f"baseline {label!r} NOT saved: the run is incomplete ({end.incomplete})"
         )
+        return
+    if settings.store and not end.stored:
+        end.messages.append(f"baseline {label!r} NOT saved: the run was not stored")
         return
     try:
         baseline = Baseline.from_run(run, id=str(uuid.uuid4()), label=check_label(label))

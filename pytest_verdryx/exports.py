@@ -10,11 +10,13 @@ from typing import Any
 import pytest
 
 from pytest_verdryx.options import Settings
+from verdryx_core.ci import verdict_interval
 from verdryx_core.drift import DriftReport
 from verdryx_core.errors import UsageError
 from verdryx_core.gate import GateResult
 from verdryx_core.model import Baseline, EvalRun
 from verdryx_core.otel import SpanExporter
+from verdryx_core.redact import redact_text, redact_url
 from verdryx_core.store import Store
 
 __all__ = [
@@ -61,14 +63,16 @@ def add_junit_properties(
     if xml is None:
         return
     drift = result.report if result else None
+    # The interval the verdict used: paired when cases paired (docs/ci.md).
+    interval = verdict_interval(drift) if drift else None
     properties: dict[str, object] = {
         "verdryx.run_id": run.id,
         "verdryx.model": run.model,
         "verdryx.mean_score": _num(run.mean_score),
         "verdryx.baseline": baseline_name,
         "verdryx.delta": _num(drift.delta if drift else None),
-        "verdryx.ci_low": _num(drift.ci_low if drift else None),
-        "verdryx.ci_high": _num(drift.ci_high if drift else None),
+        "verdryx.ci_low": _num(interval.low if interval else None),
+        "verdryx.ci_high": _num(interval.high if interval else None),
         "verdryx.verdict": "" if drift is None else drift.verdict,
         "verdryx.unmeasured": len(run.unmeasured),
         "verdryx.cost_usd": f"{run.total_cost_usd:.6g}",
@@ -121,9 +125,10 @@ def export_spans(
             exporter.export("quality_drift", run.id, drift.to_dict(), agent_id=run.agent_id)
         delivered = exporter.wait()
     except Exception as exc:  # the OTLP export never fails the eval
-        return f"otlp: not exported ({exc})"
+        return redact_text(f"otlp: not exported ({exc})")
     state = "delivered" if delivered else "NOT delivered (collector did not answer)"
-    return f"otlp: spans {state} to {endpoint}"
+    # The endpoint may carry user:password (sent as basic auth): never printed.
+    return f"otlp: spans {state} to {redact_url(endpoint)}"
 
 
 def write_html_report(

@@ -27,9 +27,10 @@ from pytest_verdryx.options import Settings, eval_settings, worded
 from pytest_verdryx.scoring import SCORING_KEY, ItemScoring
 from pytest_verdryx.shard import check_shard_settings, split_items
 from pytest_verdryx.state import SessionState
-from pytest_verdryx.storehandle import StoreHandle
+from pytest_verdryx.storehandle import StoreHandle, session_store_path
 from pytest_verdryx.terminal import write_summary
 from pytest_verdryx.xdist import PAYLOAD_KEY, XdistHooks
+from verdryx_core.baselines import check_label
 from verdryx_core.errors import VerdryxError
 from verdryx_core.evaluation import Pipeline
 from verdryx_core.llm.batch import check_batchable
@@ -37,6 +38,18 @@ from verdryx_core.model import Baseline
 from verdryx_core.otel import SpanExporter
 
 __all__ = ["VerdryxPlugin"]
+
+
+def _report_latency(item: EvalCaseItem, when: str, report: pytest.TestReport) -> None:
+    """A target's answer time is the item's duration (`--durations`, JUnit `time`): on the
+    call phase, and out of the setup phase, where the item waited for it."""
+    latency = item.score.latency_s if item.score is not None else None
+    if latency is None:
+        return
+    if when == "setup":
+        report.duration = max(0.0, report.duration - latency)
+    elif when == "call":
+        report.duration = latency
 
 
 def _usage_error(exc: VerdryxError) -> pytest.UsageError:
@@ -56,8 +69,15 @@ class VerdryxPlugin:
             self._adopt_controller_state(self.workerinput.get(PAYLOAD_KEY) or {})
         self.rootdir = Path(config.rootpath)
         base = config.inipath.parent if config.inipath else self.rootdir
-        self.eval_settings = eval_settings(settings, base)
-        self.store = StoreHandle(settings.db)
+        self.eval_settings = eval_settings(settings, base, self.rootdir)
+        self.store = StoreHandle(
+            session_store_path(
+                config.getoption("verdryx_db"),
+                config.getini("verdryx_db"),
+                rootdir=self.rootdir,
+                inidir=config.inipath.parent if config.inipath else None,
+            )
+        )
         self.state = SessionState()
         self.pipeline = Pipeline(self.eval_settings, self.store.open, tally=self.state.calls)
         self.scoring = ItemScoring(
@@ -82,6 +102,13 @@ class VerdryxPlugin:
         config = self.config
         config.stash[SCORING_KEY] = self.scoring
         config.pluginmanager.register(self, "verdryx-session")
+        from pytest_verdryx import status
+
+        config.pluginmanager.register(status, "verdryx-status")
+        if not self.is_worker:  # what CI sees is decided where the verdict is
+            from pytest_verdryx.ci import CiOutputs
+
+            config.pluginmanager.register(CiOutputs(config), "verdryx-ci")
         if config.pluginmanager.hasplugin("xdist"):
             hooks = XdistHooks(self.state, self.ahead, self.controller_state)
             config.pluginmanager.register(hooks, "verdryx-xdist")
@@ -97,6 +124,11 @@ class VerdryxPlugin:
                 self.settings, on_controller=not self.is_worker, otlp_endpoint=self.otlp_endpoint
             )
             self.pipeline.typed_client()
+            if self.settings.save_baseline:
+                # A label that cannot name a file is refused now, before any call is paid
+                # for, not after the whole run (docs/troubleshooting.md).
+                check_label(self.settings.save_baseline)
+            self.pipeline.check_target()
             self._load_baseline()
         except VerdryxError as exc:
             raise _usage_error(exc) from None
@@ -168,6 +200,12 @@ class VerdryxPlugin:
         }
         state.expected_count = len(state.expected)
 
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        # Under xdist the controller sees the workers' failed reports too (deduplicated by
+        # node id); the run then lacks those files' cases and is stored as incomplete.
+        if report.failed:
+            self.state.collection_errors.add(report.nodeid or "<session>")
+
     def pytest_itemcollected(self, item: pytest.Item) -> None:
         # Custom cases are known cases too (before -k), or the gate would call a custom case
         # of the baseline "removed" whenever an eval set file is collected beside it.
@@ -192,6 +230,8 @@ class VerdryxPlugin:
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
         state = self.state
+        if isinstance(item, EvalCaseItem):
+            _report_latency(item, call.when, report)
         if (
             call.when == "call"
             and report.passed

@@ -7,6 +7,7 @@ infrastructure failure is a pytest *error*; `runtest` then turns the score into 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -48,8 +49,15 @@ class EvalSetFile(pytest.File):
         scoring_of(self.config).state.known_keys.update(
             f"{evalset.id}::{case.id}" for case in evalset.cases
         )
-        for case in evalset.cases:
-            yield EvalCaseItem.from_parent(self, name=case.id, case=case, evalset=evalset)
+        for index, case in enumerate(evalset.cases):
+            yield EvalCaseItem.from_parent(
+                self, name=case.id, case=case, evalset=evalset, index=index
+            )
+
+    @functools.cached_property
+    def case_lines(self) -> tuple[int, ...] | None:
+        """Each case's 1-based line in this file, found once per file (for locations)."""
+        return self.evalset.case_lines()
 
     # The signature of pytest's Collector.repr_failure (which narrows Node's, hence the
     # ignore): no `style`. Passing one on was an INTERNALERROR for an eval set file whose
@@ -65,10 +73,14 @@ class EvalSetFile(pytest.File):
 
 
 class EvalCaseItem(pytest.Item):
-    def __init__(self, *, case: EvalCase, evalset: EvalSet, **kwargs: Any) -> None:
+    def __init__(
+        self, *, case: EvalCase, evalset: EvalSet, index: int | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.case = case
         self.evalset = evalset
+        #: The case's position in its file (its line is looked up from it).
+        self.index = index
         self.score: Score | None = None
         # Tags become keywords, so `-k refund` selects the refund cases.
         self.extra_keyword_matches.update(case.tags)
@@ -93,6 +105,9 @@ class EvalCaseItem(pytest.Item):
         except VerdryxError as exc:
             problem = f"{self.nodeid}: {worded(exc)}"
         if problem is not None:  # outside `except`: no "during handling" chain in the report
+            scoring.state.errors.append(
+                problem if problem.startswith(self.nodeid) else f"{self.nodeid}: {problem}"
+            )
             pytest.fail(problem, pytrace=False)
 
     def runtest(self) -> None:
@@ -115,4 +130,10 @@ class EvalCaseItem(pytest.Item):
         return super().repr_failure(excinfo, style)
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
-        return self.path, None, f"{self.evalset.id}::{self.case.id} [{self.case.grader}]"
+        # The case's line (0-based, as pytest counts), so every tool that shows a location
+        # (pytest-sugar, IDEs, annotations) points at the case itself.
+        line: int | None = None
+        lines = self.parent.case_lines if isinstance(self.parent, EvalSetFile) else None
+        if lines is not None and self.index is not None and self.index < len(lines):
+            line = lines[self.index] - 1
+        return self.path, line, f"{self.evalset.id}::{self.case.id} [{self.case.grader}]"

@@ -62,8 +62,8 @@ OPTIONS: Final = (
     ),
     _Option(
         "verdryx_judge",
-        "model for llm_judge cases; unset: those cases are skipped, never paid for "
-        "(with the stub model, the stub judge)",
+        "model for llm_judge cases ('stub': the offline stub judge); unset: those cases are "
+        "unmeasured (skipped), whatever the model, never paid for",
         metavar="MODEL",
     ),
     _Option(
@@ -169,6 +169,25 @@ OPTIONS: Final = (
         "eval.outcome_met",
         metavar="ID",
     ),
+    _Option(
+        "verdryx_target",
+        "the agent under test, module:callable, called once per case and repeat (an eval "
+        "set's own target wins; unset: the model answers)",
+        metavar="MODULE:CALLABLE",
+    ),
+    _Option(
+        "verdryx_target_version",
+        "the target's version: its results are cached under it (unset: never cached)",
+        metavar="VERSION",
+    ),
+    _Option(
+        "verdryx_timeout",
+        "seconds any one call may take: target, model, judge, typed (default 120)",
+        120.0,
+        "float",
+        minimum=0.001,
+        metavar="SECONDS",
+    ),
     _Option("verdryx_report", "write a self-contained HTML report to PATH", metavar="PATH"),
     _Option(
         "verdryx_allow_model_change",
@@ -193,6 +212,17 @@ OPTIONS: Final = (
         "verdryx_batch",
         "send the model and judge calls as Anthropic Message Batches (half price, slower) "
         "before the items run",
+        False,
+        "bool",
+    ),
+    _Option(
+        "verdryx_label",
+        "a free label stored with this run (shown by verdryx runs/show and the report)",
+        metavar="TEXT",
+    ),
+    _Option(
+        "verdryx_allow_partial_baseline",
+        "let --verdryx-save-baseline save a subset run (-k, -m, --lf, --deselect, node ids)",
         False,
         "bool",
     ),
@@ -238,18 +268,25 @@ class Settings:
     report: str | None
     allow_model_change: bool
     store: bool
+    label: str | None = None
+    allow_partial_baseline: bool = False
     patterns: tuple[str, ...]
     prices: str | None
     shard: ShardSpec | None = None
     run_group: str | None = None
     batch: bool = False
+    target: str | None = None
+    target_version: str | None = None
+    timeout: float = 120.0
 
     @property
     def judge_model(self) -> str | None:
-        return judge_in_effect(self.model, self.judge)
+        return judge_in_effect(self.judge)
 
 
-def eval_settings(settings: Settings, prices_base: Path) -> EvalSettings:
+def eval_settings(
+    settings: Settings, prices_base: Path, target_root: Path | None = None
+) -> EvalSettings:
     """What the pipeline needs; a relative price file is read from `prices_base` (the ini
     file's folder, as pytest reads an ini key's relative path)."""
     prices = None
@@ -269,6 +306,10 @@ def eval_settings(settings: Settings, prices_base: Path) -> EvalSettings:
         min_score=settings.min_score,
         agent_id=settings.agent_id,
         batch=settings.batch,
+        call_timeout=settings.timeout,
+        target=settings.target,
+        target_version=settings.target_version,
+        target_root=target_root,
         flags=FLAGS,
     )
 
@@ -362,11 +403,16 @@ def read_settings(config: pytest.Config, env: Mapping[str, str] | None = None) -
         report=get("verdryx_report"),
         allow_model_change=get("verdryx_allow_model_change"),
         store=not get("no_verdryx_store"),
+        label=get("verdryx_label"),
+        allow_partial_baseline=get("verdryx_allow_partial_baseline"),
         patterns=patterns,
         prices=config.getini("verdryx_prices") or None,
         shard=shard,
         run_group=get("verdryx_run_group") or (default_run_group(env) if shard else None),
         batch=get("verdryx_batch"),
+        target=get("verdryx_target"),
+        target_version=get("verdryx_target_version"),
+        timeout=get("verdryx_timeout"),
     )
 
 

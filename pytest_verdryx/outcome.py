@@ -11,6 +11,7 @@ import pytest
 from pytest_verdryx.baseline import BaselineView
 from verdryx_core.evaluation import DEFAULT_MIN_SCORE, stability
 from verdryx_core.model import EvalCase, Score
+from verdryx_core.text import printable
 
 __all__ = ["CaseBelowBar", "failure_text", "outcome_for"]
 
@@ -34,7 +35,7 @@ def outcome_for(
     their own `repr_failure`; a custom test (`raise_below=False`) fails with the text alone,
     since its traceback would only show the plugin's internals."""
     if score.value is None:
-        pytest.skip(f"unmeasured: {score.unmeasured}")
+        pytest.skip(printable(f"unmeasured: {score.unmeasured}", keep_newlines=False))
     bar = DEFAULT_MIN_SCORE if score.bar is None else score.bar
     if score.passed or score.value >= bar:
         return
@@ -89,4 +90,6 @@ def failure_text(score: Score, bar: float, case: EvalCase | None) -> str:
             lines.append(f"output: {output}")
     if score.reason:
         lines.append(f"reason: {score.reason}")
-    return "\n".join(lines)
+    # An agent's output may hold NUL or terminal escapes: shown escaped, never raw
+    # (verdryx_core.text).
+    return printable("\n".join(lines))

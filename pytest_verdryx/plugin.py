@@ -6,7 +6,7 @@ Module-level hooks only wire things up; the per-session object in `hooks.py` doe
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -57,6 +57,42 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> EvalSetFil
     if any(fnmatch.fnmatch(file_path.name, pattern) for pattern in patterns):
         return EvalSetFile.from_parent(parent, path=file_path)
     return None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    """pytest walks a folder with `is_file()`, which is False for a dangling symbolic link or
+    a loop of them: such an eval set would vanish from the run without a word. It becomes a
+    collector here, whose read fails as a one-line collection error naming the link."""
+    report = yield
+    if isinstance(collector, pytest.Dir | pytest.Package) and report.passed:
+        patterns = scoring_of(collector.config).settings.patterns
+        for path in broken_links(collector.path, patterns):
+            if collector.ihook.pytest_ignore_collect(collection_path=path, config=collector.config):
+                continue
+            report.result.append(EvalSetFile.from_parent(collector, path=path))
+    return report
+
+
+def broken_links(folder: Path, patterns: Sequence[str]) -> list[Path]:
+    """Entries of `folder` named like an eval set that are symbolic links to nothing."""
+    found = []
+    try:
+        entries = sorted(folder.iterdir())
+    except OSError:
+        return []
+    for path in entries:
+        if not any(fnmatch.fnmatch(path.name, pattern) for pattern in patterns):
+            continue
+        try:
+            broken = path.is_symlink() and not path.exists()  # dangling, or a loop (ELOOP)
+        except OSError:
+            continue
+        if broken:
+            found.append(path)
+    return found
 
 
 @pytest.fixture

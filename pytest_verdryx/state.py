@@ -35,8 +35,13 @@ class SessionState:
     #: Workers that went down (controller only).
     worker_failures: list[str] = field(default_factory=list)
     calls: CallTally = field(default_factory=CallTally)
+    #: Items that errored instead of scoring (a target that raised or timed out, a model
+    #: call that failed): "node id: one-line reason", for the summary's count.
+    errors: list[str] = field(default_factory=list)
     #: Contract cases' own task and agent ids, by case key.
     contract_ids: dict[str, dict[str, str | None]] = field(default_factory=dict)
+    #: Node ids of files that failed to collect (--continue-on-collection-errors, xdist).
+    collection_errors: set[str] = field(default_factory=set)
 
     @property
     def active(self) -> bool:
@@ -74,6 +79,8 @@ class SessionState:
             "calls": self.calls.to_payload(),
             "contract_ids": dict(self.contract_ids),
             "not_run": sorted(self.not_run),
+            "collection_errors": sorted(self.collection_errors),
+            "errors": list(self.errors),
         }
 
     def merge(self, payload: Mapping[str, Any]) -> None:
@@ -85,3 +92,5 @@ class SessionState:
         self.calls.merge(payload["calls"])
         self.contract_ids.update(payload["contract_ids"])
         self.not_run.update(payload["not_run"])
+        self.collection_errors.update(payload.get("collection_errors", ()))
+        self.errors.extend(payload.get("errors", ()))

@@ -13,6 +13,7 @@ from pytest_verdryx.options import FLAGS
 from pytest_verdryx.shard import gate_hint
 from verdryx_core.model import EvalRun, Score
 from verdryx_core.summary import fmt_score, gate_lines, run_lines, unmeasured_lines
+from verdryx_core.text import printable
 
 __all__ = ["next_step", "write_summary"]
 
@@ -26,8 +27,13 @@ def write_summary(tr: Any, end: SessionEnd) -> None:
     for line in run_lines(run, passed=passed, failed=len(below) - xfailed, xfailed=xfailed):
         tr.write_line(line)
     if end.incomplete:
-        kept = "stored as incomplete and" if settings.store else "not stored, and"
+        kept = "stored as incomplete and" if end.stored else "not stored, and"
         tr.write_line(f"INCOMPLETE run: {end.incomplete}; {kept} not gated", red=True)
+    errors = end.state.errors
+    if errors:
+        tr.write_line(
+            f"{len(errors)} case(s) errored instead of scoring; first: {errors[0]}", red=True
+        )
     calls = end.state.calls
     if calls.hits or calls.misses:
         tr.write_line(
@@ -57,8 +63,9 @@ def write_summary(tr: Any, end: SessionEnd) -> None:
     if run.unmeasured:
         tr.write_line("unmeasured (skipped, counted apart):")
         for line in unmeasured_lines(run.unmeasured):
-            tr.write_line(line)
-    if end.store_path is not None:
+            # Reasons quote providers and outputs: escaped, one line each (verdryx_core.text).
+            tr.write_line(printable(line, keep_newlines=False))
+    if end.stored and end.store_path is not None:
         tr.write_line(f"stored: {run.id} in {end.store_path}")
     if end.result is not None:
         for line in gate_lines(end.result, flags=FLAGS):
@@ -69,7 +76,9 @@ def write_summary(tr: Any, end: SessionEnd) -> None:
     if end.saved_baseline:
         tr.write_line(f"baseline saved: {end.saved_baseline}")
     for message in end.messages:
-        tr.write_line(message, red=message.startswith(("ERROR", "WARNING")))
+        tr.write_line(
+            printable(message, keep_newlines=False), red=message.startswith(("ERROR", "WARNING"))
+        )
     tr.write_line(next_step(end, run))
 
 
@@ -82,6 +91,8 @@ def next_step(end: SessionEnd, run: EvalRun) -> str:
     """The one thing to do now, as the summary's last line."""
     if not run.complete:
         return "next: fix what stopped the session, then re-run it whole to get a gated run"
+    if end.settings.store and not end.stored:
+        return "next: fix the store error above, then re-run to store and gate the run"
     if end.settings.shard is not None:
         return f"next: {gate_hint(end.settings)}"
     result = end.result

@@ -25,7 +25,7 @@ __all__ = [
 
 settings.register_profile(
     "verdryx-fuzz",
-    max_examples=int(os.environ.get("VERDRYX_FUZZ_EXAMPLES", "30")),
+    max_examples=int(os.environ.get("VERDRYX_FUZZ_EXAMPLES", "15")),
     deadline=None,
     # Fixtures here (tmp_path, a fake server) are safe to share between examples: each example
     # writes its own file name, and the server is stateless between scripted replies.

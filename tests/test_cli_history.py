@@ -102,6 +102,7 @@ def test_runs_text_is_a_table(capsys: pytest.CaptureFixture[str], db: Path) -> N
         "CASES",
         "MEAN",
         "VERDICT",
+        "SOURCE",  # label, branch@commit, partial: empty for these runs
     ]
     assert lines[1].split() == [
         "c5555555",

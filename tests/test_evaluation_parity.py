@@ -203,9 +203,12 @@ def test_neither_face_caches_the_stub(
     ]
     sets = write_evalset(pytester.path, "stubbed", "stubbed", cases)
     cli_db, plugin_db = pytester.path / "cli.db", pytester.path / "plugin.db"
-    assert main(["eval", str(sets), "--db", str(cli_db), "--json"]) == 0
+    # The stub judge only when named (no judge: llm_judge cases are unmeasured).
+    assert main(["eval", str(sets), "--judge", "stub", "--db", str(cli_db), "--json"]) == 0
     capsys.readouterr()
-    pytester.runpytest(f"--verdryx-db={plugin_db}").assert_outcomes(passed=2)
+    pytester.runpytest(f"--verdryx-db={plugin_db}", "--verdryx-judge=stub").assert_outcomes(
+        passed=2
+    )
     assert _cache_rows(cli_db) == _cache_rows(plugin_db) == 0
     (cli_run,) = stored_runs(cli_db)
     (plugin_run,) = stored_runs(plugin_db)

@@ -4,10 +4,10 @@ Anthropic SDK agent runs its tool loop end to end against the fake Messages API.
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -15,14 +15,13 @@ from fakes.anthropic_server import FakeAnthropic, message_reply
 
 from verdryx_core.evalset import evalset_from_data
 from verdryx_core.graders import GradeContext, build_graders
+from verdryx_core.model import ToolCall
 from verdryx_core.targets import Target, TargetCase, TargetRunner
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGETS = ROOT / "examples" / "targets"
 AGENT = ROOT / "examples" / "agent"
 PENDING = TARGETS / "orders.evalset.json.pending"
-#: Case fields the eval set format gains for targets; the rest is today's format.
-_TARGET_FIELDS = ("system", "messages", "metadata")
 
 
 @pytest.fixture
@@ -33,14 +32,9 @@ def example_path(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         sys.modules.pop(name, None)
 
 
-def _pending_set() -> tuple[dict[str, Any], Any]:
-    data = json.loads(PENDING.read_text(encoding="utf-8"))
-    plain = {key: value for key, value in data.items() if key != "target"}
-    plain["cases"] = [
-        {key: value for key, value in case.items() if key not in _TARGET_FIELDS}
-        for case in data["cases"]
-    ]
-    return data, evalset_from_data(plain, PENDING)
+def _pending_set() -> Any:
+    """The pending set, read and validated like any eval set file."""
+    return evalset_from_data(json.loads(PENDING.read_text(encoding="utf-8")), PENDING)
 
 
 def test_the_pending_set_is_not_collected_by_the_examples_run() -> None:
@@ -52,16 +46,11 @@ def test_the_pending_set_is_not_collected_by_the_examples_run() -> None:
 
 @pytest.mark.parametrize("function", ["answer", "answer_async"])
 def test_the_order_support_target_passes_its_eval_set(example_path: None, function: str) -> None:
-    data, evalset = _pending_set()
-    assert data["target"] == "order_support:answer"
+    evalset = _pending_set()
+    assert {case.target for case in evalset.cases} == {"order_support:answer"}
     target = Target.load(f"order_support:{function}", rootdir=TARGETS)
     assert target.is_async == (function == "answer_async")
-    # Built from the file's own case objects: the fields the format gains (metadata,
-    # system) reach the target even before EvalCase carries them.
-    cases = [
-        TargetCase.from_eval_case(SimpleNamespace(**case), eval_set_id=evalset.id)
-        for case in data["cases"]
-    ]
+    cases = [TargetCase.from_eval_case(case, eval_set_id=evalset.id) for case in evalset.cases]
     with TargetRunner(concurrency=4) as runner:
         outcomes = runner.run(target, cases)
     graders = build_graders()
@@ -71,16 +60,15 @@ def test_the_order_support_target_passes_its_eval_set(example_path: None, functi
         assert outcome.result is not None, outcome.error
         output: Any = outcome.result.output
         if case.grader == "tool_trace":
-            output = list(outcome.result.tool_names)
+            output = list(outcome.result.tool_calls)
         scores[case.id] = graders[case.grader].grade(case, output, context).value
     assert scores == dict.fromkeys(scores, 1.0)
     assert len(scores) == 10
     # The gold tier (case metadata) widens the refund window: same order, other trace.
     by_id = {o.case_id: o for o in outcomes}
-    assert by_id["refund-gold-customer"].result.tool_calls[-1] == {  # type: ignore[union-attr]
-        "name": "refund_order",
-        "arguments": {"order_id": "A-1003", "amount": 99.0},
-    }
+    assert by_id["refund-gold-customer"].result.tool_calls[-1] == ToolCall(  # type: ignore[union-attr]
+        name="refund_order", arguments={"order_id": "A-1003", "amount": 99.0}
+    )
 
 
 # -- the Anthropic SDK agent --------------------------------------------------------------
@@ -111,8 +99,8 @@ def test_the_agent_runs_its_tool_loop_end_to_end(
     result = outcome.result
     assert result.output == "Your order A-1001 was refunded: $42.00."
     assert result.tool_calls == (
-        {"name": "lookup_order", "arguments": {"order_id": "A-1001"}},
-        {"name": "refund_order", "arguments": {"order_id": "A-1001"}},
+        ToolCall(name="lookup_order", arguments={"order_id": "A-1001"}),
+        ToolCall(name="refund_order", arguments={"order_id": "A-1001"}),
     )
     assert (result.usage.input_tokens, result.usage.output_tokens) == (110, 25)
     assert result.usage.cost_usd == pytest.approx((110 * 1.0 + 25 * 5.0) / 1e6)
@@ -164,3 +152,16 @@ def test_the_fake_refuses_a_tool_result_that_answers_nothing(server: FakeAnthrop
         )
     assert any("did not call" in v for v in server.violations)
     server.reset()  # the violation was the point
+
+
+def test_the_order_support_set_runs_in_a_pytest_session_once_renamed(
+    pytester: pytest.Pytester,
+) -> None:
+    # As docs/targets.md says: the set's own "target" names the agent, its conftest makes
+    # the folder importable, and every case passes.
+    folder = pytester.path / "targets"
+    shutil.copytree(TARGETS, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    (folder / PENDING.name).rename(folder / "orders.evalset.json")
+    result = pytester.runpytest("targets", "--no-verdryx-store")
+    result.assert_outcomes(passed=10)
+    result.stdout.fnmatch_lines(["*cases: 10 passed, 0 failed, 0 unmeasured*"])

@@ -29,4 +29,5 @@ def test_the_examples_are_on_track_against_the_committed_baseline(
     assert {"support-agent", "tool-agent", "stub-model", "contracts-example"} <= set(
         run.eval_set_ids
     )
-    assert not run.unmeasured
+    # No judge is named: the llm_judge case is unmeasured (never the stub judge's 1.0).
+    assert [score.case_id for score in run.unmeasured] == ["judged-helpfulness"]

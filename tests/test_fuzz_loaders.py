@@ -22,6 +22,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from verdryx_core.baselines import read_baseline_file
+from verdryx_core.contracts.evidence import load_bundle
+from verdryx_core.contracts.validate import load_contract
 from verdryx_core.errors import VerdryxError
 from verdryx_core.evalset import load_evalset
 from verdryx_core.events import EventLog, verify_chain
@@ -53,11 +55,15 @@ def _events(path: Path) -> object:
 
 LOADERS: dict[str, tuple[str, Callable[[Path], object]]] = {
     "evalset": (".evalset.json", load_evalset),
+    "evalset-jsonl": (".evalset.jsonl", load_evalset),
+    "evalset-csv": (".evalset.csv", load_evalset),
     "baseline": (".json", read_baseline_file),
     "prices": (".json", PriceBook.from_file),
     "ndjson": (".ndjson", read_ndjson),
     "csv": (".csv", read_csv),
     "events": (".ndjson", _events),
+    "contract": (".contract.json", load_contract),
+    "bundle": (".bundle.json", load_bundle),
 }
 
 
@@ -69,7 +75,7 @@ def _load(kind: str, path: Path) -> Any:
     except VerdryxError as exc:
         message = str(exc)
         assert_one_printable_line(message)
-        assert str(path) in message or kind == "events", message
+        assert path.name in message or kind == "events", message
         return None
 
 
@@ -109,7 +115,7 @@ def test_raw_fragments(tmp_path: Path, kind: str, fragment: str) -> None:
     _load(kind, _write(tmp_path, LOADERS[kind][0], fragment))
 
 
-@pytest.mark.parametrize("kind", ["ndjson", "events"])
+@pytest.mark.parametrize("kind", ["ndjson", "events", "evalset-jsonl"])
 @FUZZ
 @given(lines=st.lists(arbitrary_json, max_size=5))
 def test_arbitrary_json_lines(tmp_path: Path, kind: str, lines: list[object]) -> None:
@@ -181,3 +187,61 @@ _price = st.one_of(
 def test_schema_shaped_price_files(tmp_path: Path, models: dict[str, Any], replace: Any) -> None:
     document = {"models": models, "replace_defaults": replace}
     _load("prices", _write(tmp_path, ".json", document_text(document)))
+
+
+@FUZZ
+@given(document=evalset_documents)
+def test_schema_shaped_evalsets_as_jsonl(tmp_path: Path, document: dict[str, Any]) -> None:
+    cases = document.get("cases")
+    header = {key: value for key, value in document.items() if key != "cases"}
+    lines = [document_text(header)]
+    lines += [document_text(case) for case in (cases if isinstance(cases, list) else [cases])]
+    loaded = _load("evalset-jsonl", _write(tmp_path, ".evalset.jsonl", "\n".join(lines) + "\n"))
+    if loaded is not None:
+        assert all(is_valid_text(case.id) and is_valid_text(case.prompt) for case in loaded.cases)
+
+
+@FUZZ
+@given(
+    header=st.lists(
+        st.sampled_from(["id", "prompt", "expected", "output", "tags", "min_score", "grader", "x"])
+        | hostile_text,
+        max_size=4,
+    ),
+    rows=st.lists(st.lists(hostile_text, max_size=5), max_size=3),
+    sidecar=st.none()
+    | arbitrary_json
+    | st.fixed_dictionaries(
+        {},
+        optional={
+            "id": hostile_text,
+            "description": hostile_text,
+            "columns": st.dictionaries(
+                st.sampled_from(["id", "prompt", "expected", "output", "grader"]),
+                st.sampled_from(["id", "prompt", "expected", "x"]) | hostile_text,
+                max_size=3,
+            ),
+            "defaults": st.fixed_dictionaries(
+                {}, optional={"grader": hostile_text, "min_score": arbitrary_json}
+            )
+            | arbitrary_json,
+            "target": arbitrary_json,
+        },
+    ),
+)
+def test_schema_shaped_evalsets_as_csv(
+    tmp_path: Path, header: list[str], rows: list[list[str]], sidecar: object
+) -> None:
+    import csv
+    import io
+
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(header)
+    writer.writerows(rows)
+    path = _write(tmp_path, ".evalset.csv", buffer.getvalue())
+    if sidecar is not None:
+        Path(str(path) + ".json").write_text(document_text(sidecar), encoding="utf-8")
+    loaded = _load("evalset-csv", path)
+    if loaded is not None:
+        assert all(is_valid_text(case.id) and is_valid_text(case.prompt) for case in loaded.cases)

@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 from fakes.anthropic_server import FakeAnthropic, Reply, garbage_reply, message_body
+from fakes.openai_server import FakeOpenAI, completion_body
+from fakes.openai_server import Reply as OpenAIReply
 from fakes.typryx_server import FakeTypryx
 from fakes.typryx_server import Reply as TypryxReply
 from fuzz_support import FUZZ, arbitrary_json, assert_one_printable_line, document_text
@@ -139,3 +141,80 @@ def test_generated_garbage_from_the_typed_service(
         assert typed.key not in str(exc)
         return
     assert isinstance(answer, dict) and status == 200
+
+
+@pytest.fixture(scope="module")
+def openai_fake() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as fake:
+        yield fake
+
+
+@pytest.fixture(scope="module")
+def openai_adapter(openai_fake: FakeOpenAI) -> Any:
+    from verdryx_core.llm import make_adapter
+
+    return make_adapter("openai:gpt-4o-mini", env=openai_fake.env(), max_retries=0)
+
+
+_call_shapes = st.fixed_dictionaries(
+    {"id": st.just("call_1"), "type": st.just("function")},
+    optional={
+        "function": st.fixed_dictionaries(
+            {"name": arbitrary_json}, optional={"arguments": arbitrary_json}
+        )
+        | arbitrary_json
+    },
+)
+
+_openai_bodies = st.one_of(
+    st.builds(
+        lambda content, calls, usage: json.dumps(
+            {
+                **completion_body(text="x"),
+                "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": content}}
+                    | ({"tool_calls": calls} if calls is not None else {})
+                ],
+                "usage": usage,
+            }
+        ).encode(),
+        arbitrary_json,
+        st.none() | st.lists(_call_shapes, max_size=2) | arbitrary_json,
+        arbitrary_json
+        | st.fixed_dictionaries(
+            {}, optional={"prompt_tokens": arbitrary_json, "completion_tokens": st.integers()}
+        ),
+    ),
+    arbitrary_json.map(lambda value: document_text(value).encode("utf-8", "surrogatepass")),
+    st.binary(max_size=200),
+)
+
+
+@pytest.mark.parametrize("path", ["model", "tools", "judge"])
+@FUZZ
+@given(
+    body=_openai_bodies,
+    status=st.sampled_from([200, 200, 200, 400, 500]),
+    content_type=st.sampled_from(["application/json", "application/json", "text/html"]),
+)
+def test_generated_garbage_from_an_openai_compatible_provider(
+    openai_fake: FakeOpenAI,
+    openai_adapter: Any,
+    path: str,
+    body: bytes,
+    status: int,
+    content_type: str,
+) -> None:
+    openai_fake.script(OpenAIReply(status=status, raw=body, content_type=content_type))
+    try:
+        answer = _call(openai_adapter, path)
+    except ModelCallError as exc:
+        assert_one_printable_line(str(exc))
+        assert "gpt-4o-mini" in str(exc)
+        return
+    assert 200 <= status < 300
+    if path == "judge":
+        assert (answer.score is None) != (answer.unmeasured is None)
+    else:
+        assert content_type == "application/json"
+        assert answer.input_tokens >= 0 and isinstance(answer.text, str)

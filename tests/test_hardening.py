@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 from fakes.anthropic_server import GARBAGE, FakeAnthropic, error_reply
+from fakes.openai_server import FakeOpenAI, completion_body
+from fakes.openai_server import Reply as OpenAIReply
 from fakes.typryx_server import FakeTypryx
 from fakes.typryx_server import Reply as TypryxReply
 
@@ -440,9 +442,13 @@ def test_drift_with_allow_model_change_judges_the_newest_run(
 
 
 def test_redact_text_masks_user_info_in_every_url() -> None:
-    text = "POST http://alice:pa55@host:1/v1 then postgresql://u:p@db/x and https://ok.example/a@b"
+    text = (
+        "POST http://alice:pa55@host:1/v1 then postgresql://u:p@db/x?password=p2 and "
+        "https://ok.example/a@b and https://ghp_token@git.example/r"
+    )
     assert redact_text(text) == (
-        "POST http://***@host:1/v1 then postgresql://***@db/x and https://ok.example/a@b"
+        "POST http://alice:***@host:1/v1 then postgresql://u:***@db/x?password=*** and "
+        "https://ok.example/a@b and https://***@git.example/r"
     )
 
 
@@ -458,8 +464,8 @@ def test_sdk_and_httpx_log_records_are_redacted(
     with pytest.raises(ModelCallError) as caught:
         adapter.complete("hi")
     logged = "\n".join(record.getMessage() for record in caplog.records)
-    assert "http://***@127.0.0.1" in logged  # the URL was logged, masked
-    assert secret not in logged and "proxyuser" not in logged
+    assert "http://proxyuser:***@127.0.0.1" in logged  # the URL was logged, masked
+    assert secret not in logged
     assert secret not in str(caught.value) and "***@" in str(caught.value)
     assert secret not in repr(adapter)
 
@@ -471,7 +477,7 @@ def test_the_log_filter_covers_child_loggers_created_before_install() -> None:
         child.name, logging.INFO, __file__, 1, "GET %s", ("https://u:secret@h/x",), None
     )
     assert child.filter(record)
-    assert record.getMessage() == "GET https://***@h/x"
+    assert record.getMessage() == "GET https://u:***@h/x"
 
 
 def test_an_otlp_endpoint_with_credentials_is_redacted_and_sent_as_basic_auth() -> None:
@@ -534,5 +540,90 @@ def test_a_pytest_session_with_log_cli_info_never_prints_a_url_credential(
     )
     result.assert_outcomes(passed=1)
     text = result.stdout.str() + result.stderr.str()
-    assert "HTTP Request: POST http://***@127.0.0.1" in text  # logged, and masked
-    assert secret not in text and "me:" not in text
+    assert "HTTP Request: POST http://me:***@127.0.0.1" in text  # logged, and masked
+    assert secret not in text
+
+
+# -- 3b. the same class through the OpenAI-compatible adapter -------------------------------
+
+OPENAI_GARBAGE = {
+    name: OpenAIReply(status=reply.status, raw=reply.raw, content_type=reply.content_type)
+    for name, reply in GARBAGE.items()
+    if reply.raw is not None
+} | {
+    "empty object": OpenAIReply(body={}),
+    "message not an object": OpenAIReply(body={"choices": [{"message": "hi"}]}),
+    "content a number": OpenAIReply(
+        body={"choices": [{"message": {"role": "assistant", "content": 5}}]}
+    ),
+    "usage is a string": OpenAIReply(body={**completion_body(text="x"), "usage": "lots"}),
+    "negative tokens": OpenAIReply(
+        body={**completion_body(text="x"), "usage": {"prompt_tokens": -3, "completion_tokens": 1}}
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OPENAI_GARBAGE))
+def test_a_malformed_openai_answer_is_one_model_call_error_or_an_unmeasured_verdict(
+    name: str,
+) -> None:
+    from verdryx_core.llm import make_adapter
+
+    reply = OPENAI_GARBAGE[name]
+    with FakeOpenAI() as fake:
+        adapter = make_adapter("openai:gpt-4o-mini", env=fake.env(), max_retries=0)
+        for call in ("complete", "tools"):
+            fake.script(reply)
+            with pytest.raises(ModelCallError) as caught:
+                if call == "complete":
+                    adapter.complete("hi")
+                else:
+                    adapter.complete_with_tools("hi", TOOLS)
+            message = one_line(str(caught.value))
+            assert f"HTTP {reply.status}" in message and "gpt-4o-mini" in message
+        fake.script(reply)
+        if reply.status >= 400:
+            with pytest.raises(ModelCallError):
+                adapter.judge("p", "o", "r")
+        else:
+            judgement = adapter.judge("p", "o", "r")
+            assert judgement.score is None and "HTTP 200" in (judgement.unmeasured or "")
+
+
+def test_an_agent_output_nested_100000_deep_scores_0_for_the_json_grader_not_a_crash() -> None:
+    from verdryx_core.graders.json_output import json_score
+
+    assert json_score("[" * 100_000) == (0.0, ["the output is not JSON"])
+    assert json_score("[[1]]", expected="[[1]]") == (1.0, [])
+
+
+def test_a_json_expectation_nested_100000_deep_is_refused_at_load(tmp_path: Path) -> None:
+    path = tmp_path / "j.evalset.json"
+    case = {"id": "a", "prompt": "p", "grader": "json", "expected": "[" * 100_000}
+    path.write_text(json.dumps({"id": "s", "cases": [case]}), encoding="utf-8")
+    with pytest.raises(EvalSetError, match="nested deeper than 100 levels") as caught:
+        load_evalset(path)
+    assert caught.value.field == "expected"
+
+
+def test_a_judged_output_with_a_lone_surrogate_reaches_the_judge_as_u_fffd(
+    server: FakeAnthropic,
+) -> None:
+    judgement = _adapter(server).judge("p", "half an emoji \ud83d", "r")
+    assert judgement.score == 0.75
+    assert "half an emoji \ufffd" in server.requests[-1].user_text
+
+
+def test_a_malformed_judge_answer_is_not_cached_the_next_run_asks_again(
+    server: FakeAnthropic, tmp_path: Path
+) -> None:
+    from verdryx_core.llm.cache import CachedAdapter
+
+    with Store.open(tmp_path / "s.db") as store:
+        judge = CachedAdapter(_adapter(server), store, "on")
+        server.script(GARBAGE["html page"])
+        assert judge.judge("p", "o", "r").score is None  # unmeasured this run
+        judge.flush()
+        again = CachedAdapter(_adapter(server), store, "on")
+        assert again.judge("p", "o", "r").score == 0.75  # asked again, not replayed
+    assert len(server.requests) == 2

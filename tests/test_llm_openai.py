@@ -28,7 +28,7 @@ from verdryx_core.llm import (
     make_adapter,
 )
 from verdryx_core.llm.judge_prompt import JUDGE_SYSTEM, RECORD_VERDICT_TOOL
-from verdryx_core.model import EvalCase
+from verdryx_core.model import EvalCase, ToolCall
 from verdryx_core.store import Store
 
 MODEL = "openai:gpt-4o-mini"
@@ -124,10 +124,10 @@ def test_tools_become_function_tools_and_calls_keep_their_arguments(server: Fake
     )
     completion = adapter_for(server).complete_with_tools("Refund order A-7", TOOLS)
     assert completion.tool_names == ("lookup_order", "refund_order", "lookup_order")
-    assert tuple(call.to_dict() for call in completion.tool_calls) == (
-        {"name": "lookup_order", "arguments": {"order_id": "A-7"}},
-        {"name": "refund_order", "arguments": {"order_id": "A-7", "amount": 12.5}},
-        {"name": "lookup_order", "arguments": {}},  # unreadable arguments record none
+    assert completion.tool_calls == (
+        ToolCall(name="lookup_order", arguments={"order_id": "A-7"}),
+        ToolCall(name="refund_order", arguments={"order_id": "A-7", "amount": 12.5}),
+        ToolCall(name="lookup_order", arguments=None),  # unreadable: not recorded
     )
     assert completion.text == ""
     (request,) = server.requests

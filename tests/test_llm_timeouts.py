@@ -16,7 +16,9 @@ from verdryx_core.llm import AnthropicAdapter, OpenAIAdapter, make_adapter
 
 #: The SDKs' backoff before retry n is at most 0.5 x 2**n seconds (both SDKs, before jitter).
 _BACKOFF = [0.5, 1.0, 2.0]
-_SLACK = 1.5
+#: Generous: the point is that the call fails instead of hanging (the SDK default is 600 s
+#: per attempt), on a machine that may be busy; the request count pins the attempts.
+_SLACK = 10.0
 
 Fake = anthropic_server.FakeAnthropic | openai_server.FakeOpenAI
 

@@ -158,11 +158,25 @@ def test_the_price_file_named_in_ini_prices_the_calls(
     assert stored_runs(db)[0].scores[0].cost_usd == pytest.approx((10 * 100 + 5 * 1000) / 1e6)
 
 
-def test_the_stub_model_implies_the_stub_judge(pytester: pytest.Pytester) -> None:
+def test_no_judge_no_judged_score_whatever_the_model(pytester: pytest.Pytester) -> None:
+    # The stub judge scores everything 1.0: a score nobody measured must never look measured,
+    # so with no judge named an llm_judge case is unmeasured, with the stub model too.
     cases = [{"id": "j", "prompt": "p", "grader": "llm_judge", "rubric": "r", "output": "o"}]
     write_evalset(pytester.path, "judged", "judged", cases)
     db = pytester.path / "s.db"
-    pytester.runpytest(f"--verdryx-db={db}").assert_outcomes(passed=1)
+    result = pytester.runpytest(f"--verdryx-db={db}", "-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*pass --verdryx-judge MODEL*"])
+    run = stored_runs(db)[0]
+    assert run.scores[0].value is None and run.judge_model is None
+    assert run.mean_score is None  # nothing measured enters the mean
+
+
+def test_the_stub_judge_only_when_named(pytester: pytest.Pytester) -> None:
+    cases = [{"id": "j", "prompt": "p", "grader": "llm_judge", "rubric": "r", "output": "o"}]
+    write_evalset(pytester.path, "judged", "judged", cases)
+    db = pytester.path / "s.db"
+    pytester.runpytest(f"--verdryx-db={db}", "--verdryx-judge=stub").assert_outcomes(passed=1)
     run = stored_runs(db)[0]
     assert run.scores[0].value == 1.0 and run.judge_model == "stub"
 

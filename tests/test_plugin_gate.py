@@ -35,7 +35,7 @@ def test_a_drop_of_a_tenth_fails_the_session_although_every_item_passed(
 ) -> None:
     # 6 of 20 cases fall from 1.0 to 0.667: the mean drops by 0.1, each item still passes.
     result, db = _baseline_then_current(pytester, drop=6, extra=mode)
-    result.assert_outcomes(passed=20)
+    result.assert_outcomes(passed=20, failed=1)  # the cases, and the verdryx::gate test
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["*delta: -0.100*", "*verdict: REGRESSED*", "*worst regressed*"])
     runs = stored_runs(db)
@@ -48,7 +48,7 @@ def test_a_drop_of_a_tenth_fails_the_session_although_every_item_passed(
 
 def test_an_unchanged_run_is_on_track(pytester: pytest.Pytester) -> None:
     result, _ = _baseline_then_current(pytester, drop=0)
-    result.assert_outcomes(passed=20)
+    result.assert_outcomes(passed=21)  # the cases, and the verdryx::gate test
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(["*delta: +0.000*", "*verdict: ON-TRACK*"])
 
@@ -62,7 +62,7 @@ def test_a_fresh_runner_with_an_empty_store_gates_on_the_committed_file(
     write_evalset(pytester.path, "agent", "agent", cases)
     fresh = pytester.path / "fresh.db"
     result = pytester.runpytest(f"--verdryx-db={fresh}", "--verdryx-baseline=v1")
-    result.assert_outcomes(passed=20)
+    result.assert_outcomes(passed=20, failed=1)  # the cases, and the verdryx::gate test
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["*verdict: REGRESSED*"])
 
@@ -93,7 +93,8 @@ def test_a_k_subset_is_judged_against_the_same_subset(pytester: pytest.Pytester)
     ]
     write_evalset(pytester.path, "agent", "agent", cases)
     result = pytester.runpytest(f"--verdryx-db={db}", "--verdryx-baseline=v1", "-k", "first")
-    result.assert_outcomes(passed=10, deselected=10)
+    # The cases, and the verdryx::gate test.
+    result.assert_outcomes(passed=10, failed=1, deselected=10)
     result.stdout.fnmatch_lines(["*over 10 matched cases*", "*delta: -0.200*"])
     assert "removed since the baseline" not in result.stdout.str()
 
@@ -155,7 +156,7 @@ def test_junit_xml_carries_scores_and_the_verdict(
     assert float(props["verdryx.delta"]) == pytest.approx(-0.1, abs=1e-6)
     assert float(props["verdryx.ci_high"]) < 0 or float(props["verdryx.paired_ci_high"]) < 0
     assert props["verdryx.run_id"]
-    cases = {case.name: case for case in suite}
+    cases = {case.name: case for case in suite if case.classname != "verdryx"}  # not the gate
     assert len(cases) == 20
     c0 = {prop.name: prop.value for group in cases["c0"].iterchildren(Properties) for prop in group}
     assert float(c0["verdryx.score"]) == pytest.approx(2 / 3, abs=1e-5)
@@ -170,7 +171,7 @@ def test_interrupted_with_x_is_stored_incomplete_and_not_gated(pytester: pytest.
     cases = [exact_case(f"c{i}", "no" if i == 1 else "yes") for i in range(4)]
     write_evalset(pytester.path, "agent", "agent", cases)
     result = pytester.runpytest(f"--verdryx-db={db}", "--verdryx-baseline=v1", "-x")
-    result.assert_outcomes(passed=1, failed=1)
+    result.assert_outcomes(passed=1, failed=1, skipped=1)  # the verdryx::gate test: not gated
     result.stdout.fnmatch_lines(
         ["*INCOMPLETE run: the session stopped early (stopping after 1 failures)*not gated*"]
     )

@@ -70,7 +70,7 @@ def test_a_case_below_the_bar_in_the_baseline_too_is_xfailed(pytester: pytest.Py
     first = pytester.runpytest(f"--verdryx-db={db}", "--verdryx-save-baseline=v1")
     first.assert_outcomes(passed=1, failed=1)
     second = pytester.runpytest(f"--verdryx-db={db}", "--verdryx-baseline=v1", "-rx")
-    second.assert_outcomes(passed=1, xfailed=1)
+    second.assert_outcomes(passed=2, xfailed=1)  # the cases, and the verdryx::gate test
     second.stdout.fnmatch_lines(["*XFAIL*known-bad*as in baseline v1 (0.000)*"])
     assert second.ret == pytest.ExitCode.OK
 
@@ -210,3 +210,30 @@ def test_a_report_without_the_store_is_a_usage_error(pytester: pytest.Pytester) 
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--verdryx-report draws the run history from the store*"])
     assert not list(pytester.path.glob("*.db"))
+
+
+def test_each_item_reports_its_cases_line_in_the_file(pytester: pytest.Pytester) -> None:
+    # A location tools can jump to (pytest-sugar, IDEs): the line the case's object opens on.
+    path = write_evalset(
+        pytester.path, "lines", "lines", [exact_case("a", "yes"), exact_case("b", "no")]
+    )
+    text = path.read_text().splitlines()
+    expected = {
+        case_id: next(n for n, line in enumerate(text) if f'"id": "{case_id}"' in line)
+        for case_id in ("a", "b")
+    }
+    pytester.makeconftest(
+        """
+        def pytest_collection_modifyitems(items):
+            for item in items:
+                print("LOCATION", item.name, item.location[1])
+        """
+    )
+    result = pytester.runpytest("--collect-only", "-q", "-s", "--no-verdryx-store")
+    found = {
+        line.split()[1]: int(line.split()[2])
+        for line in result.stdout.lines
+        if line.startswith("LOCATION")
+    }
+    # `location` is 0-based; the object opens on the line before its "id" key.
+    assert found == {case_id: line - 1 for case_id, line in expected.items()}

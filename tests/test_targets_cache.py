@@ -101,8 +101,8 @@ def test_replay_with_a_version_calls_nothing(tmp_path: Path) -> None:
     assert outcomes[0].cached and outcomes[0].ok
     assert outcomes[1].error_kind == "not_recorded"
     assert outcomes[1].error == (
-        "target agent:run: no result recorded under version 1.0 for case c1 (repeat 0) "
-        "(--verdryx-cache=replay); record it first with --verdryx-cache=on"
+        "target agent:run: no result recorded under version 1.0 for case c1 (repeat 0), "
+        "and a replay never calls"
     )
     # Replay never writes: the miss stays a miss.
     outcomes, _ = run(db, agent, cases("a", "b"), mode="replay", version="1.0")
@@ -117,7 +117,7 @@ def test_cache_off_calls_every_time_whatever_the_version(tmp_path: Path) -> None
 
 
 def test_replay_without_a_version_is_a_usage_error() -> None:
-    with pytest.raises(UsageError, match="pass --verdryx-target-version=V"):
+    with pytest.raises(UsageError, match=r"cannot replay target calls.*pass --target-version V"):
         TargetCache(None, mode="replay", version=None)
-    with pytest.raises(UsageError, match="--verdryx-target-version is empty"):
+    with pytest.raises(UsageError, match="the target version is empty"):
         TargetCache(None, mode="on", version=" ")

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from verdryx_core.model import ToolCall
 from verdryx_core.targets import TargetResult, TargetResultError, TargetUsage, normalise_result
 
 
@@ -39,10 +40,8 @@ def test_tool_calls_accept_bare_names_and_missing_arguments() -> None:
     result = normalise_result(
         {"output": "", "tool_calls": ["lookup_order", {"name": "escalate", "arguments": None}]}
     )
-    assert result.tool_calls == (
-        {"name": "lookup_order", "arguments": {}},
-        {"name": "escalate", "arguments": {}},
-    )
+    assert result.tool_calls == (ToolCall(name="lookup_order"), ToolCall(name="escalate"))
+    assert result.to_dict()["tool_calls"] == [{"name": "lookup_order"}, {"name": "escalate"}]
 
 
 @pytest.mark.parametrize(

@@ -152,7 +152,7 @@ def test_sync_and_async_targets_share_one_bound() -> None:
 def test_the_bound_must_be_a_positive_integer() -> None:
     with pytest.raises(UsageError, match="concurrency 0 is not a positive integer"):
         TargetRunner(concurrency=0)
-    with pytest.raises(UsageError, match="--verdryx-timeout -1 is not a positive"):
+    with pytest.raises(UsageError, match=r"timeout -1 is not a positive.*pass --timeout SECONDS"):
         TargetRunner(timeout=-1)
 
 
@@ -208,12 +208,10 @@ def test_a_hung_sync_call_times_out_and_frees_its_slot(release: threading.Event)
         hung, after = runner.run(Target.of(target, spec="agent:run"), cases(2))
     elapsed = time.monotonic() - started
     assert hung.error_kind == "timeout" and hung.latency_s == 0.3
-    assert hung.error == (
-        "target agent:run did not return within 0.3s; raise --verdryx-timeout if it needs longer"
-    )
+    assert hung.error == "target agent:run did not return within 0.3s"
     # With one slot, the second case ran only because the timeout freed it.
     assert after.ok
-    assert elapsed < 3.0
+    assert elapsed < 10.0  # bounded: the hung call alone would take until teardown
 
 
 def test_a_hung_coroutine_is_cancelled_at_the_timeout() -> None:
@@ -232,12 +230,12 @@ def test_a_hung_coroutine_is_cancelled_at_the_timeout() -> None:
         (outcome,) = runner.run(Target.of(target), cases(1))
     assert outcome.error_kind == "timeout"
     assert cancelled.is_set()
-    assert time.monotonic() - started < 3.0
+    assert time.monotonic() - started < 10.0  # bounded: the call alone sleeps an hour
 
 
 def test_a_coroutine_that_blocks_the_loop_still_times_out() -> None:
     async def target(case: TargetCase) -> str:
-        time.sleep(1.5)  # a synchronous call inside async def: the loop cannot interrupt it
+        time.sleep(5)  # a synchronous call inside async def: the loop cannot interrupt it
         return "late"
 
     started = time.monotonic()
@@ -246,7 +244,7 @@ def test_a_coroutine_that_blocks_the_loop_still_times_out() -> None:
     elapsed = time.monotonic() - started
     runner.abort()
     assert outcome.error_kind == "timeout"
-    assert elapsed < 1.4  # settled by the watchdog, not by the call's return
+    assert elapsed < 4.0  # settled by the watchdog, not by the call's return (5 s)
 
 
 def test_latency_is_measured_per_call_from_its_start() -> None:

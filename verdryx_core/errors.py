@@ -34,6 +34,9 @@ CLI_FLAGS: Final[Mapping[str, str]] = {
     "model": "--model",
     "repeat": "--repeat",
     "save_baseline": "`verdryx baseline RUN_ID --label LABEL`",
+    "target": "--target",
+    "target_version": "--target-version",
+    "timeout": "--timeout",
     "typed_key_file": "--typed-key-file",
     "typed_template": "--typed-template",
     "typed_url": "--typed-url",
@@ -57,9 +60,9 @@ class VerdryxError(Exception):
 
     def worded(self, flags: Mapping[str, str]) -> str:
         """The whole message, the hint in the words of the face whose `flags` these are."""
-        if self.hint is None:
-            return self.fact
-        return f"{self.fact}; {word_hint(self.hint, flags)}"
+        text = self.fact if self.hint is None else f"{self.fact}; {word_hint(self.hint, flags)}"
+        # Printable and one line in every face's words too (see `__str__`).
+        return printable(text, keep_newlines=False)
 
     def __str__(self) -> str:
         # A message quotes what it refuses (a file name, an id, a provider's words): printed

@@ -16,17 +16,18 @@ Every case keeps the line it starts on, so errors can point at it.
 
 from __future__ import annotations
 
-import bisect
 import csv
+import errno
 import io
 import json
-import re
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any, Final
 
+from verdryx_core.casescan import scan_cases
 from verdryx_core.errors import EvalSetError
 from verdryx_core.evalset_schema import evalset_schema
 from verdryx_core.jsonload import MAX_DEPTH
@@ -46,7 +47,6 @@ __all__ = [
 EVALSET_SUFFIXES: Final = (".evalset.json", ".evalset.jsonl", ".evalset.csv")
 CSV_SIDECAR_SUFFIX: Final = ".json"
 _SIDECAR_FIELDS: Final = ("id", "description", "defaults", "target", "columns")
-_TOKENS: Final = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 _TRUE: Final = frozenset({"true", "yes", "1"})
 _FALSE: Final = frozenset({"false", "no", "0"})
 
@@ -77,7 +77,31 @@ def _read_text(path: Path) -> str:
         # utf-8-sig: editors on Windows save a byte order mark, which is not an error.
         return path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
+        if _is_broken_link(path):
+            raise EvalSetError(path, _broken_link(path)) from None
         raise EvalSetError(path, f"cannot read: {exc}") from None
+
+
+def _is_broken_link(path: Path) -> bool:
+    try:
+        return path.is_symlink() and not path.exists()
+    except (OSError, ValueError):  # a name too long to look at is no link to explain
+        return False
+
+
+def _broken_link(path: Path) -> str:
+    try:
+        target = os.readlink(path)
+    except OSError:
+        target = "?"
+    try:
+        path.resolve(strict=True)
+    except RuntimeError:  # Python 3.11 raises this for a loop
+        return f"a symbolic link loop (it points to {target!r}); fix or remove the link"
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return f"a symbolic link loop (it points to {target!r}); fix or remove the link"
+    return f"a symbolic link to {target!r}, which does not exist; fix or remove the link"
 
 
 def read_document(path: Path) -> Document:
@@ -282,8 +306,10 @@ def _read_csv(path: Path) -> Document:
                     line=start,
                 )
             label = f"#{len(cases) + 1}"
-            case_id = row[position[columns["id"]]] if "id" in columns else ""
-            if case_id and position[columns["id"]] < len(row):
+            id_index = position[columns["id"]] if "id" in columns else len(row)
+            # A short row (fewer cells than the header) has no id cell: label it by number.
+            case_id = row[id_index] if id_index < len(row) else ""
+            if case_id:
                 label = f"{case_id!r} (#{len(cases) + 1})"
             case: dict[str, Any] = {}
             for field, column in columns.items():
@@ -307,26 +333,9 @@ def _read_csv(path: Path) -> Document:
 
 def json_case_lines(text: str) -> tuple[int, ...]:
     """The 1-based line each element of the top-level `cases` array starts on, in a JSON
-    eval set's text (read only when asked: a JSON load does not pay for it)."""
-    newlines = [index for index, char in enumerate(text) if char == "\n"]
-    lines: list[int] = []
-    depth = 0
-    in_cases = False
-    last_key: str | None = None
-    for token in _TOKENS.finditer(text):
-        value = token.group()
-        if value[0] == '"':
-            if depth == 1:
-                last_key = value
-            continue
-        if value in "[{":
-            if in_cases and depth == 2:
-                lines.append(bisect.bisect_left(newlines, token.start()) + 1)
-            if value == "[" and depth == 1 and last_key == '"cases"':
-                in_cases = True
-            depth += 1
-        else:
-            depth -= 1
-            if depth == 1:
-                in_cases = False
-    return tuple(lines)
+    eval set's text (read only when asked: a JSON load does not pay for it); () when the
+    text is not an eval set's JSON object."""
+    try:
+        return tuple(line for line, _ in scan_cases(text))
+    except ValueError:
+        return ()

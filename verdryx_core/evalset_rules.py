@@ -16,6 +16,7 @@ from typing import Any, Final
 
 import jsonschema
 
+from verdryx_core import jsonload
 from verdryx_core.errors import EvalSetError
 from verdryx_core.graders.regex import compile_pattern
 from verdryx_core.graders.registry import custom_grader_names, is_grader
@@ -161,7 +162,7 @@ def _expected_text(grader: str, expected: Any, fail: Any, field: str) -> str | N
     if grader == "json":
         if isinstance(expected, str):
             try:
-                json.loads(expected)
+                jsonload.loads(expected)
             except ValueError as exc:
                 raise fail(
                     field,

@@ -122,7 +122,12 @@ def compare_to_baseline(
             per_case[score.key].append(score.value)
 
     current_keys = {score.key for score in current.scores}
-    added = sorted(key for key in current_keys if key not in base_cases)
+    # An unmeasured case is in neither side's numbers: it is not news that it has no baseline.
+    added = sorted(
+        score.key
+        for score in current.scores
+        if score.value is not None and score.key not in base_cases
+    )
     present = set(known_keys) if known_keys is not None else current_keys
     removed = sorted(
         key
@@ -181,18 +186,22 @@ def compare_to_baseline(
 
 def select_window(store: Store, current: EvalRun, size: int) -> list[EvalRun]:
     """The current run and the `size - 1` complete runs before it of the same eval sets and
-    model, newest first (docs/options.md, `--verdryx-window`)."""
+    model, newest first (docs/options.md, `--verdryx-window`). Partial runs (a `-k` subset,
+    an `--lf` rerun) are left out: they measured other cases than a whole run does."""
     if size < 1:
         raise UsageError(f"window {size} is not a positive number of runs")
     if size == 1:
         return [current]
-    earlier = store.list_runs(
-        model=current.model,
-        eval_set_ids=current.eval_set_ids,
-        complete_only=True,
-        before=iso_utc(current.started_at),
-        limit=size - 1,
-    )
+    earlier = [
+        summary
+        for summary in store.list_runs(
+            model=current.model,
+            eval_set_ids=current.eval_set_ids,
+            complete_only=True,
+            before=iso_utc(current.started_at),
+        )
+        if not summary.partial
+    ][: size - 1]
     runs = [current]
     for summary in earlier:
         run = store.load_run(summary.id)

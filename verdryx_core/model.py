@@ -429,6 +429,9 @@ class Score:
     reason: str | None = None
     #: A multi-check case's per-check results, in the case's order.
     checks: tuple[CheckResult, ...] = ()
+    #: Seconds the agent under test took to answer (all samples), when a target answered.
+    #: Not stored: it is the item's duration (`--durations`, JUnit `time`).
+    latency_s: float | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         # The text rule (verdryx_core.text): an agent's or a provider's answer may hold a lone

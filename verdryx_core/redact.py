@@ -2,9 +2,12 @@
 
 A URL may carry a credential in its user-info part (`https://user:secret@proxy.example`): in
 ANTHROPIC_BASE_URL, VERDRYX_OTLP_ENDPOINT, a typed service URL or a database URL. verdryx shows
-such a URL as `https://***@proxy.example`, and a `logging.Filter` does the same to the records
-of the HTTP libraries it drives (the SDK and httpx log each request's URL at INFO), so
-`--log-cli-level=INFO` does not print the secret either (docs/troubleshooting.md).
+such a URL as `https://user:***@proxy.example` (a user-info without a password, often a token
+on its own, as `https://***@host`), a `password=` query value as `password=***` (the store's
+rule for database URLs, `verdryx_core.store.redact`, reused here), and a `logging.Filter` does
+the same to the records of the HTTP libraries it drives (the SDK and httpx log each request's
+URL at INFO), so `--log-cli-level=INFO` does not print the secret either
+(docs/troubleshooting.md).
 """
 
 from __future__ import annotations
@@ -27,15 +30,26 @@ LOGGERS: Final = ("anthropic", "httpx", "httpx2", "httpcore", "httpcore2", "urll
 
 
 def redact_url(url: str) -> str:
-    """`url` with any user-info part replaced by `***`; other URLs unchanged."""
+    """`url` with its password masked; a URL without credentials is unchanged."""
     return redact_text(url)
 
 
 def redact_text(text: str) -> str:
-    """Every URL in `text` with its user-info part replaced by `***`."""
-    if "@" not in text:
-        return text
-    return _USERINFO.sub(lambda match: f"{match.group('scheme')}{MASK}@", text)
+    """Every URL in `text` with its password (or a lone user-info token) replaced by `***`."""
+    if "@" in text:
+        text = _USERINFO.sub(_mask, text)
+    if "password=" in text.lower():
+        from verdryx_core.store.target import redact as redact_store_url
+
+        text = redact_store_url(text)
+    return text
+
+
+def _mask(match: re.Match[str]) -> str:
+    userinfo = match.group("userinfo")[:-1]  # without the '@'
+    user, colon, _ = userinfo.partition(":")
+    shown = f"{user}:{MASK}" if colon and user else MASK
+    return f"{match.group('scheme')}{shown}@"
 
 
 class URLCredentialFilter(logging.Filter):

@@ -23,6 +23,7 @@ __all__ = [
     "REPLACEMENT",
     "PrintableStream",
     "clean_text",
+    "clean_value",
     "first_invalid_text",
     "is_valid_text",
     "printable",
@@ -48,6 +49,20 @@ def clean_text(text: str) -> str:
     if is_valid_text(text):
         return text
     return _SURROGATE.sub(REPLACEMENT, text)
+
+
+def clean_value(value: Any) -> Any:
+    """A JSON-like value with `clean_text` applied to every string in it (keys included);
+    returned as is when it holds no invalid text, so the common case copies nothing."""
+    if first_invalid_text(value) is None:
+        return value
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, dict):
+        return {clean_value(key): clean_value(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(clean_value(item) for item in value)
+    return value
 
 
 def printable(text: str, *, keep_newlines: bool = True) -> str:

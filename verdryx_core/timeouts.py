@@ -14,16 +14,11 @@ __all__ = ["DEFAULT_TIMEOUT_S", "check_timeout"]
 DEFAULT_TIMEOUT_S: Final = 120.0
 
 
-def check_timeout(value: object, *, what: str = "--verdryx-timeout") -> float:
+def check_timeout(value: object, *, what: str = "timeout") -> float:
     """`value` as a positive, finite number of seconds, or a UsageError naming it."""
+    hint = f"pass {{timeout}} SECONDS, a positive number (default {DEFAULT_TIMEOUT_S:g})"
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise UsageError(
-            f"{what} {value!r} is not a number of seconds; expected a positive number "
-            f"(default {DEFAULT_TIMEOUT_S:g})"
-        )
+        raise UsageError(f"{what} {value!r} is not a number of seconds", hint=hint)
     if not (math.isfinite(value) and value > 0):
-        raise UsageError(
-            f"{what} {value!r} is not a positive, finite number of seconds "
-            f"(default {DEFAULT_TIMEOUT_S:g})"
-        )
+        raise UsageError(f"{what} {value!r} is not a positive, finite number of seconds", hint=hint)
     return float(value)

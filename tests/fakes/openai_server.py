@@ -61,6 +61,9 @@ class Reply:
     delay: float = 0.0
     #: Accept the request and never answer (until the server stops).
     hang: bool = False
+    #: Garbage mode: these bytes are the body as is, sent with `content_type`.
+    raw: bytes | None = None
+    content_type: str = "application/json"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -234,13 +237,16 @@ class _Handler(LoopbackHandler):
             fake._leave()
 
     def _send(self, reply: Reply) -> None:
-        payload = json.dumps(reply.body if reply.body is not None else {}).encode()
+        if reply.raw is not None:
+            payload = reply.raw
+        else:
+            payload = json.dumps(reply.body if reply.body is not None else {}).encode()
         try:
             phrase = http.HTTPStatus(reply.status).phrase
         except ValueError:
             phrase = "Unknown"
         headers = {
-            "Content-Type": "application/json",
+            "Content-Type": reply.content_type,
             "Content-Length": str(len(payload)),
             "x-request-id": "req_fake_openai_0001",
             **reply.headers,

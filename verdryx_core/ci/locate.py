@@ -1,84 +1,37 @@
 """Where each case of an eval set file starts: the 1-based line of its object, so an annotation
 or a failure points at the case itself. Best effort: a file that cannot be read or scanned
-gives no lines (it was validated when collected; a location is a convenience, never a gate)."""
+gives no lines (it was validated when collected; a location is a convenience, never a gate).
+`EvalSet.case_lines()` gives the same lines by position for a loaded set of any format; this
+finds them by case id from the file alone (the xdist controller has no items)."""
 
 from __future__ import annotations
 
-import json
-import re
-from collections.abc import Callable
 from pathlib import Path
+
+from verdryx_core.casescan import scan_cases
 
 __all__ = ["case_lines", "json_case_lines"]
 
-_DECODER = json.JSONDecoder()
-_SPACE = re.compile(r"[ \t\n\r]*")
-
 
 def case_lines(path: str | Path) -> dict[str, int]:
-    """Case id -> 1-based line of the case in `path`, for the formats with a locator."""
+    """Case id -> 1-based line of the case in a JSON eval set file; {} for other formats."""
     path = Path(path)
-    locate = _LOCATORS.get(path.suffix.lower())
-    if locate is None:
+    if path.suffix.lower() != ".json":
         return {}
     try:
         text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError):
         return {}
-    return locate(text)
+    return json_case_lines(text)
 
 
 def json_case_lines(text: str) -> dict[str, int]:
-    """Scan `{"id": ..., "cases": [{...}, ...]}` with the C decoder, one value at a time,
-    counting newlines only up to each case's `{`: linear in the file, no second tree."""
     try:
-        return _scan(text)
-    except (ValueError, IndexError):
-        return {}
-
-
-def _skip(text: str, pos: int) -> int:
-    match = _SPACE.match(text, pos)
-    assert match is not None  # `*` always matches
-    return match.end()
-
-
-def _scan(text: str) -> dict[str, int]:
-    pos = _skip(text, 0)
-    if text[pos] != "{":
+        found = scan_cases(text)
+    except ValueError:
         return {}
     lines: dict[str, int] = {}
-    pos = _skip(text, pos + 1)
-    while text[pos] != "}":
-        key, pos = _DECODER.raw_decode(text, pos)
-        pos = _skip(text, pos)
-        if text[pos] != ":":
-            return {}
-        pos = _skip(text, pos + 1)
-        if key == "cases" and text[pos] == "[":
-            lines, pos = _cases(text, pos)  # a repeated key: the last wins, as in json.loads
-        else:
-            _, pos = _DECODER.raw_decode(text, pos)
-        pos = _skip(text, pos)
-        if text[pos] == ",":
-            pos = _skip(text, pos + 1)
+    for line, case in found:
+        if isinstance(case, dict) and isinstance(case.get("id"), str):
+            lines.setdefault(case["id"], line)  # a duplicate id is an error elsewhere
     return lines
-
-
-def _cases(text: str, pos: int) -> tuple[dict[str, int], int]:
-    lines: dict[str, int] = {}
-    line, counted = 1, 0
-    pos = _skip(text, pos + 1)
-    while text[pos] != "]":
-        value, end = _DECODER.raw_decode(text, pos)
-        if isinstance(value, dict) and isinstance(value.get("id"), str):
-            line += text.count("\n", counted, pos)
-            counted = pos
-            lines.setdefault(value["id"], line)  # a duplicate id is an error elsewhere
-        pos = _skip(text, end)
-        if text[pos] == ",":
-            pos = _skip(text, pos + 1)
-    return lines, pos + 1
-
-
-_LOCATORS: dict[str, Callable[[str], dict[str, int]]] = {".json": json_case_lines}

@@ -15,22 +15,24 @@ from pathlib import Path
 from typing import Any
 
 from verdryx_core.commands._common import add_db_argument, add_json_argument, open_store, print_json
-from verdryx_core.errors import UsageError
-from verdryx_core.evalset import load_evalset
+from verdryx_core.errors import UsageError, VerdryxError
+from verdryx_core.evalset import EvalSet, load_evalset
 from verdryx_core.evaluation import (
     DEFAULT_MIN_SCORE,
+    CaseScorer,
     EvalSettings,
     Pipeline,
     Work,
     assemble_run,
+    call_ahead,
     promises_of,
     save_run,
-    score_all,
 )
 from verdryx_core.graders import GradeContext
 from verdryx_core.llm.batch import check_batchable
-from verdryx_core.model import EvalRun
+from verdryx_core.model import EvalRun, Score
 from verdryx_core.summary import run_lines, unmeasured_lines
+from verdryx_core.timeouts import DEFAULT_TIMEOUT_S, check_timeout
 
 NAME = "eval"
 HELP = "grade eval sets against a model, store the run, print the scores"
@@ -46,6 +48,13 @@ def _positive(text: str) -> int:
     return value
 
 
+def _seconds(text: str) -> float:
+    try:
+        return check_timeout(float(text), what="--timeout")
+    except (ValueError, VerdryxError) as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds") from exc
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("evalsets", nargs="+", metavar="SET", help="*.evalset.json files")
     parser.add_argument(
@@ -53,7 +62,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="stub",
         help="'stub' (default: offline, deterministic) or a real model id",
     )
-    parser.add_argument("--judge", metavar="MODEL", help="judge model for llm_judge cases")
+    parser.add_argument(
+        "--judge",
+        metavar="MODEL",
+        help="judge model for llm_judge cases ('stub': the offline stub judge); without it "
+        "those cases are unmeasured",
+    )
     parser.add_argument("--agent-id", help="the agent this run measures (for SLO joins)")
     parser.add_argument(
         "--concurrency", type=_positive, default=8, help="model calls in flight (default 8)"
@@ -100,6 +114,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="send the model and judge calls as Anthropic Message Batches: half price, "
         "answers within the hour rather than seconds (docs/sharding.md)",
     )
+    parser.add_argument(
+        "--target",
+        metavar="MODULE:CALLABLE",
+        help="the agent under test, called once per case and repeat (an eval set's own "
+        "target wins; imported from the current folder first)",
+    )
+    parser.add_argument(
+        "--target-version",
+        metavar="VERSION",
+        help="cache the target's results under this version (unset: never cached)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"seconds any one call may take: target, model, judge (default {DEFAULT_TIMEOUT_S:g})",
+    )
     add_db_argument(parser)
     add_json_argument(parser)
 
@@ -118,6 +150,10 @@ def settings_from(args: argparse.Namespace) -> EvalSettings:
         min_score=args.min_score,
         agent_id=args.agent_id or None,
         batch=args.batch,
+        call_timeout=args.timeout,
+        target=args.target or None,
+        target_version=args.target_version or None,
+        target_root=Path.cwd(),
     )
 
 
@@ -125,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     if settings.batch:
         check_batchable(settings.model, cache=settings.cache)
-    sets = [load_evalset(Path(path)) for path in args.evalsets]
+    sets, problems = _load_sets(args.evalsets)
     ids = [evalset.id for evalset in sets]
     duplicated = sorted({set_id for set_id in ids if ids.count(set_id) > 1})
     if duplicated:
@@ -135,6 +171,7 @@ def run(args: argparse.Namespace) -> int:
         )
     with open_store(args) as store:
         pipeline = Pipeline(settings, lambda: store)
+        pipeline.check_target()
         run_id = str(uuid.uuid4())
         started = datetime.now(UTC)
         work = [
@@ -149,21 +186,18 @@ def run(args: argparse.Namespace) -> int:
         ]
         scorer = pipeline.scorer([entry.case for entry in work])
         try:
-            scores = score_all(
-                scorer,
-                work,
-                concurrency=settings.concurrency,
-                stream=sys.stderr,
-                batch=settings.batch,
-            )
+            scores, failures = _score_each(scorer, work, settings.concurrency, batch=settings.batch)
         finally:
             tally = pipeline.finish_calls()
+        # A case whose call failed, or a file that did not load, leaves the run incomplete:
+        # stored (with every answer already paid for, so a re-run pays only for the rest),
+        # never gated on or saved as a baseline.
         run = assemble_run(
             run_id=run_id,
             settings=settings,
             started_at=started,
             scores=scores,
-            complete=True,
+            complete=not failures and not problems,
             eval_set_ids=ids,
         )
         save_run(
@@ -172,11 +206,55 @@ def run(args: argparse.Namespace) -> int:
             cache_entries=tally.take_entries(),
             promises=promises_of((evalset.id, case) for evalset in sets for case in evalset.cases),
         )
+    errors = [*problems, *failures]
+    for line in errors:
+        print(f"error: {line}", file=sys.stderr)
     if args.json:
-        print_json(eval_document(run))
+        print_json(eval_document(run) | {"complete": run.complete, "errors": errors})
     else:
-        _print_text(run, store.path)
-    return 0
+        _print_text(run, store.path, problems=problems, failures=failures)
+    return EXIT_UNREADABLE if problems else (EXIT_INCOMPLETE if failures else 0)
+
+
+#: docs/cli.md, exit codes: an unreadable eval set is exit 2 (the others are still graded),
+#: a case whose call failed exit 1 (the run is stored as incomplete).
+EXIT_UNREADABLE = 2
+EXIT_INCOMPLETE = 1
+
+
+def _load_sets(paths: list[str]) -> tuple[list[EvalSet], list[str]]:
+    """The eval sets that load, and one line for each that does not; none loading at all is
+    the first file's error."""
+    sets: list[EvalSet] = []
+    problems: list[VerdryxError] = []
+    for path in paths:
+        try:
+            sets.append(load_evalset(Path(path)))
+        except VerdryxError as exc:
+            problems.append(exc)
+    if not sets:
+        raise problems[0]
+    return sets, [f"{exc} (not graded)" for exc in problems]
+
+
+def _score_each(
+    scorer: CaseScorer, work: list[Work], concurrency: int, *, batch: bool = False
+) -> tuple[list[Score], list[str]]:
+    """Every case scored in order, remote ones ahead (as Message Batches first with `batch`);
+    a case whose call fails is one line naming it, and the others are still scored."""
+    ahead = call_ahead(scorer, work, concurrency=concurrency, stream=sys.stderr, batch=batch)
+    scores: list[Score] = []
+    failures: list[str] = []
+    for entry in work:
+        try:
+            if entry.key in ahead.futures:
+                scores.append(ahead.futures[entry.key].result())
+            else:
+                scores.append(scorer.score(entry.case, entry.context))
+        except VerdryxError as exc:
+            key = f"{entry.context.eval_set_id}::{entry.case.id}"
+            failures.append(f"case {key}: {exc}")
+    return scores, failures
 
 
 def eval_document(run: EvalRun) -> dict[str, Any]:
@@ -211,11 +289,18 @@ def eval_document(run: EvalRun) -> dict[str, Any]:
     }
 
 
-def _print_text(run: EvalRun, db: str) -> None:
+def _print_text(run: EvalRun, db: str, *, problems: list[str], failures: list[str]) -> None:
     print()
     for line in run_lines(run):
         print(f"  {line}")
-    print(f"  stored in {db}")
+    if not run.complete:
+        why = []
+        if problems:
+            why.append(f"{len(problems)} eval set file(s) not graded")
+        if failures:
+            why.append(f"{len(failures)} case(s) failed to score")
+        print(f"  INCOMPLETE run: {', '.join(why)} (see the errors above); not a baseline")
+    print(f"  stored in {db}{' as incomplete' if not run.complete else ''}")
     print()
     for score in run.scores:
         value = "  -- " if score.value is None else f"{score.value:.2f}"

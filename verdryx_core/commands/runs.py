@@ -27,6 +27,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--model", metavar="M", help="only runs of this model")
     parser.add_argument(
+        "--all",
+        action="store_true",
+        help="also list partial runs (a -k subset, an --lf rerun), hidden by default",
+    )
+    parser.add_argument(
         "--agent",
         metavar="AGENT",
         help="only runs of this agent id, followed by the agent's contract verdicts",
@@ -48,7 +53,11 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--limit {args.limit} is not a positive number of runs; try --limit 20")
     with open_store(args, read_only=True) as store:
         baseline = _baseline(store, args)
-        summaries = store.list_runs(model=args.model, agent_id=args.agent, limit=args.limit)
+        summaries = store.list_runs(
+            model=args.model, agent_id=args.agent, limit=None if not args.all else args.limit
+        )
+        if not args.all:  # a partial run measured a subset: not a point of the history
+            summaries = [summary for summary in summaries if not summary.partial][: args.limit]
         rows = [run_row(store, summary, baseline) for summary in summaries]
         verdicts = store.contract_verdicts(args.agent) if args.agent else None
     if args.json:
@@ -84,11 +93,29 @@ def run_row(store: Store, summary: RunSummary, baseline: Baseline | None) -> dic
         # The cost of quality apart: what the agent's model spent and what grading it cost.
         "model_cost_usd": summary.model_cost_usd,
         "judge_cost_usd": summary.judge_cost_usd,
+        # Provenance (docs/ci.md): where the run came from, and whether it was a subset.
+        "label": summary.label,
+        "commit": summary.commit,
+        "branch": summary.branch,
+        "ci_url": summary.ci_url,
+        "partial": summary.partial,
         "verdict": verdict,
         "verdict_note": note,
         # On-track only because the drop cannot yet be told from chance (null: no verdict).
         "inconclusive": inconclusive,
     }
+
+
+def source_text(row: dict[str, Any]) -> str:
+    """Label, branch@commit and "partial", as far as known: "nightly main@1a2b3c4d"."""
+    parts = [row["label"]] if row.get("label") else []
+    commit = (row.get("commit") or "")[:8]
+    branch = row.get("branch") or ""
+    if branch or commit:
+        parts.append(f"{branch}@{commit}" if branch and commit else branch or commit)
+    if row.get("partial"):
+        parts.append("partial")
+    return " ".join(parts)
 
 
 def _baseline(store: Store, args: argparse.Namespace) -> Baseline | None:
@@ -139,10 +166,11 @@ def _print_text(
                 + (f" +{row['unmeasured']} unmeasured" if row["unmeasured"] else ""),
                 fmt_score(row["mean_score"]),
                 _verdict_text(row),
+                source_text(row),
             ]
             for row in rows
         ]
-        headers = ["ID", "WHEN (UTC)", "EVAL SETS", "MODEL", "CASES", "MEAN", "VERDICT"]
+        headers = ["ID", "WHEN (UTC)", "EVAL SETS", "MODEL", "CASES", "MEAN", "VERDICT", "SOURCE"]
         for line in render_table(headers, table, numeric={4, 5}):
             print(line)
         if baseline is not None:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
+from verdryx_core import jsonload
 from verdryx_core.commands._common import add_db_argument, add_json_argument, open_store, print_json
 from verdryx_core.commands._table import render_table, when
 from verdryx_core.errors import UsageError
@@ -82,6 +82,12 @@ def show_document(run: EvalRun, scores: list[Score]) -> dict[str, Any]:
         "total_cost_usd": run.total_cost_usd,
         "model_cost_usd": run.model_cost_usd,
         "judge_cost_usd": run.judge_cost_usd,
+        "label": run.label,
+        "commit": run.commit,
+        "branch": run.branch,
+        "ci_url": run.ci_url,
+        "run_group": run.run_group,
+        "partial": run.partial,
     }
 
 
@@ -114,11 +120,26 @@ def structured_output(score: Score) -> Any:
         return []
     if text.lstrip().startswith("{"):
         try:
-            calls = json.loads(f"[{text}]")
+            calls = jsonload.loads(f"[{text}]")
         except ValueError:
             return text  # cut for length: shown as stored
         return calls if isinstance(calls, list) else text
     return text.split(", ")
+
+
+def provenance_line(run: EvalRun) -> str:
+    """ "label: nightly   commit: 1a2b3c4 (main)   ci: URL   partial run", as far as known."""
+    parts = []
+    if run.label:
+        parts.append(f"label: {run.label}")
+    if run.commit or run.branch:
+        commit = run.commit or "?"
+        parts.append(f"commit: {commit}" + (f" ({run.branch})" if run.branch else ""))
+    if run.ci_url:
+        parts.append(f"ci: {run.ci_url}")
+    if run.partial:
+        parts.append("partial run (a subset of the cases)")
+    return "   ".join(parts)
 
 
 def _print_text(run: EvalRun, scores: list[Score]) -> None:
@@ -128,6 +149,9 @@ def _print_text(run: EvalRun, scores: list[Score]) -> None:
     sets = ", ".join(run.eval_set_ids) or "-"
     agent = f"   agent: {run.agent_id}" if run.agent_id else ""
     print(f"  started {when(run.started_at)} UTC   eval sets: {sets}{agent}")
+    source = provenance_line(run)
+    if source:
+        print(f"  {source}")
     print()
     rows = [
         [

@@ -25,6 +25,7 @@ from verdryx_core.evaluation.sources import (
     RecordedOutput,
     source_for,
 )
+from verdryx_core.evaluation.target_output import TargetCallError, TargetOutput, target_of
 
 __all__ = [
     "DEFAULT_MIN_SCORE",
@@ -40,6 +41,8 @@ __all__ = [
     "Produced",
     "Promises",
     "RecordedOutput",
+    "TargetCallError",
+    "TargetOutput",
     "Work",
     "assemble_run",
     "call_ahead",
@@ -52,4 +55,5 @@ __all__ = [
     "score_all",
     "source_for",
     "stability",
+    "target_of",
 ]

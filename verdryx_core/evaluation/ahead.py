@@ -66,6 +66,9 @@ def call_ahead(
     except KeyboardInterrupt:
         for future in futures.values():
             future.cancel()
+        # Pool threads may be waiting on target calls that never return: free them now,
+        # so closing the pool below does not wait on a hung call.
+        scorer.abort()
         raise
     finally:
         pool.close()

@@ -14,6 +14,7 @@ from verdryx_core.evaluation.calls import CallTally, ModelCalls
 from verdryx_core.evaluation.scoring import CaseScorer
 from verdryx_core.evaluation.settings import EvalSettings
 from verdryx_core.evaluation.sources import ModelOutput, OutputSource
+from verdryx_core.evaluation.target_output import TargetOutput, target_of
 from verdryx_core.graders import build_graders
 from verdryx_core.model import EvalCase
 from verdryx_core.store import Store
@@ -34,6 +35,7 @@ class Pipeline:
         self.tally = CallTally() if tally is None else tally
         self._open_store = open_store
         self._calls: list[ModelCalls] = []
+        self._targets: list[TargetOutput] = []
         self._typed: TypryxClient | None = None
 
     def typed_client(self) -> TypryxClient | None:
@@ -51,14 +53,21 @@ class Pipeline:
                     hint="pass {typed_key_file} PATH or set $VERDRYX_TYPRYX_KEY_FILE",
                 )
             key = read_key_file(settings.typed_key_file)
-            self._typed = TypryxClient(settings.typed_url, key, template=settings.typed_template)
+            self._typed = TypryxClient(
+                settings.typed_url,
+                key,
+                template=settings.typed_template,
+                timeout=settings.call_timeout,
+            )
         return self._typed
 
     def scorer(self, cases: Sequence[EvalCase], *, judge_wanted: bool = False) -> CaseScorer:
         """A scorer for `cases`; the model and judge adapters exist only when some case needs
         them (`judge_wanted`: a case outside `cases` may ask for the judge)."""
         settings = self.settings
-        needs_model = any(case.needs_model for case in cases)
+        # A case with a target in effect asks the agent, not the model.
+        targeted = any(self.uses_target(case) for case in cases)
+        needs_model = any(case.needs_model and not self.uses_target(case) for case in cases)
         judge_name = settings.judge_model
         needs_judge = judge_name is not None and (
             judge_wanted
@@ -73,6 +82,8 @@ class Pipeline:
         live: OutputSource | None = None
         if needs_model:
             live = ModelOutput(calls.adapter(settings.model))
+        if targeted:
+            live = self._target_output(fallback=live)
         judge = calls.adapter(judge_name) if needs_judge and judge_name is not None else None
         graders = build_graders(judge=judge, typed_client=self.typed_client(), flags=settings.flags)
         return CaseScorer(
@@ -82,6 +93,43 @@ class Pipeline:
             min_score=settings.min_score,
             flags=settings.flags,
         )
+
+    def check_target(self) -> None:
+        """At start: the run's target loads, and a replay can replay it (a UsageError or a
+        TargetLoadError of one line, before anything is collected or called)."""
+        settings = self.settings
+        if settings.target is None:
+            return
+        from verdryx_core.targets import Target, TargetCache
+
+        Target.load(settings.target, rootdir=settings.target_root)
+        TargetCache(None, mode=settings.cache, version=settings.target_version)
+
+    def uses_target(self, case: EvalCase) -> bool:
+        """Whether `case`'s output comes from the agent under test."""
+        return case.needs_model and target_of(case, self.settings.target) is not None
+
+    @property
+    def targets_cached(self) -> bool:
+        """Whether target results go through the store's cache (a declared version, cache
+        not off): only then can one process's calls serve another's items."""
+        settings = self.settings
+        return settings.target_version is not None and settings.cache != "off"
+
+    def _target_output(self, *, fallback: OutputSource | None) -> TargetOutput:
+        settings = self.settings
+        source = TargetOutput(
+            default=settings.target,
+            fallback=fallback,
+            concurrency=settings.concurrency,
+            timeout=settings.call_timeout,
+            root=settings.target_root,
+            cache_mode=settings.cache,
+            version=settings.target_version,
+            open_store=self._open_store if self.targets_cached else None,
+        )
+        self._targets.append(source)
+        return source
 
     @property
     def paid(self) -> bool:
@@ -93,4 +141,12 @@ class Pipeline:
         for calls in self._calls:
             calls.harvest(self.tally)
         self._calls.clear()
+        for source in self._targets:
+            source.close()
+            cache = source.cache
+            self.tally.hits += cache.hits
+            self.tally.misses += cache.misses
+            self.tally.saved_usd += cache.saved_usd
+            self.tally.entries.extend(cache.take_pending())
+        self._targets.clear()
         return self.tally

@@ -35,6 +35,7 @@ class _Sample:
     output: Any
     tokens: int
     model_cost_usd: float
+    latency_s: float | None = None
 
 
 class CaseScorer:
@@ -80,6 +81,8 @@ class CaseScorer:
         judge_cost = math.fsum(s.grade.cost_usd for s in samples)
         last = samples[-1]
         reasons = [s.grade.reason for s in samples if s.grade.reason]
+        latencies = [s.latency_s for s in samples if s.latency_s is not None]
+        latency = math.fsum(latencies) if latencies else None
         if not measured:
             return self._score(
                 case,
@@ -92,6 +95,7 @@ class CaseScorer:
                 output=last.output,
                 reason=reasons[-1] if reasons else None,
                 checks=last.grade.checks,
+                latency_s=latency,
             )
         value = math.fsum(measured) / len(measured)
         return self._score(
@@ -105,7 +109,14 @@ class CaseScorer:
             reason=reasons[-1] if reasons else None,
             samples=tuple(measured) if rounds > 1 else (),
             checks=last.grade.checks,
+            latency_s=latency,
         )
+
+    def abort(self) -> None:
+        """Ctrl-C: the live source gives up on what it has in flight (targets do)."""
+        abort = getattr(self.live, "abort", None)
+        if abort is not None:
+            abort()
 
     def _sample(
         self,
@@ -115,13 +126,14 @@ class CaseScorer:
         context: GradeContext,
         index: int,
     ) -> _Sample:
-        produced = source.produce(case, repeat=index)
+        produced = source.produce(case, repeat=index, context=context)
         grade = grader.grade(case, produced.output, replace(context, repeat=index))
         return _Sample(
             grade=grade,
             output=produced.output,
             tokens=produced.tokens + grade.tokens,
             model_cost_usd=produced.cost_usd,
+            latency_s=produced.latency_s,
         )
 
     def _score(
@@ -138,8 +150,9 @@ class CaseScorer:
         reason: str | None = None,
         samples: tuple[float, ...] = (),
         checks: tuple[CheckResult, ...] = (),
+        latency_s: float | None = None,
     ) -> Score:
-        return decided(
+        score = decided(
             case,
             eval_set_id=context.eval_set_id,
             min_score=self.min_score,
@@ -155,6 +168,7 @@ class CaseScorer:
             samples=samples,
             checks=checks,
         )
+        return score if latency_s is None else replace(score, latency_s=latency_s)
 
 
 def decided(

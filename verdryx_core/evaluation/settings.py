@@ -14,18 +14,18 @@ from pathlib import Path
 from typing import Final
 
 from verdryx_core.errors import CLI_FLAGS
+from verdryx_core.timeouts import DEFAULT_TIMEOUT_S
 
 __all__ = ["DEFAULT_MIN_SCORE", "EvalSettings", "judge_in_effect"]
 
 DEFAULT_MIN_SCORE: Final = 0.5
 
 
-def judge_in_effect(model: str, judge: str | None) -> str | None:
-    """The judge model that grades llm_judge cases: the one named, else the stub judge when
-    the model is the stub (offline runs judge offline), else none (never paid by default)."""
-    if judge:
-        return judge
-    return "stub" if model == "stub" else None
+def judge_in_effect(judge: str | None) -> str | None:
+    """The judge model that grades llm_judge cases: the one named (`stub` names the stub
+    judge), else none, whatever the model. Without a judge those cases are unmeasured: a
+    score nobody measured (the stub judge's constant) must never look measured."""
+    return judge or None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -44,8 +44,14 @@ class EvalSettings:
     typed_url: str | None = None
     typed_key_file: str | None = None
     typed_template: str = "eval.outcome_met"
-    #: Seconds one model call may take (None: the SDK's own timeout).
-    call_timeout: float | None = None
+    #: Seconds one call may take: target, model, judge (docs/targets.md, "Timeouts").
+    call_timeout: float = DEFAULT_TIMEOUT_S
+    #: The agent under test, `module:callable` (an eval set's own `target` wins).
+    target: str | None = None
+    #: Target results are cached only under a declared version.
+    target_version: str | None = None
+    #: Where `module:callable` targets are imported from first (the rootdir).
+    target_root: Path | None = None
     #: The pass bar of cases without their own `min_score` (None: each grader's own bar).
     min_score: float | None = None
     agent_id: str | None = None
@@ -57,4 +63,4 @@ class EvalSettings:
 
     @property
     def judge_model(self) -> str | None:
-        return judge_in_effect(self.model, self.judge)
+        return judge_in_effect(self.judge)

@@ -1,9 +1,9 @@
 """Where a case's output comes from: one seam, several sources.
 
 A case with a recorded output is graded on that output (one fixed measurement); any other
-case asks a live source, today the model under evaluation. A new live source (user agent
-code called per case) implements `OutputSource` and is handed to the scorer in place of
-`ModelOutput`; nothing else changes.
+case asks a live source: the model under evaluation (`ModelOutput`), or the agent under test
+(`verdryx_core.evaluation.target_output.TargetOutput`, which hands cases without a target to
+the model).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from verdryx_core.graders.base import GradeContext
 from verdryx_core.llm.base import ModelAdapter
 from verdryx_core.model import EvalCase
 
@@ -24,6 +25,8 @@ class Produced:
     output: Any
     tokens: int = 0
     cost_usd: float = 0.0
+    #: Seconds the live call took, when the source measures it (targets do).
+    latency_s: float | None = None
 
 
 class OutputSource(Protocol):
@@ -32,7 +35,9 @@ class OutputSource(Protocol):
     #: True when producing an output goes over the network (worth calling ahead in the pool).
     remote: bool
 
-    def produce(self, case: EvalCase, *, repeat: int) -> Produced: ...
+    def produce(
+        self, case: EvalCase, *, repeat: int, context: GradeContext | None = None
+    ) -> Produced: ...
 
 
 class RecordedOutput:
@@ -42,7 +47,9 @@ class RecordedOutput:
     samples = False
     remote = False
 
-    def produce(self, case: EvalCase, *, repeat: int) -> Produced:
+    def produce(
+        self, case: EvalCase, *, repeat: int, context: GradeContext | None = None
+    ) -> Produced:
         if case.output is not None:
             return Produced(output=case.output)
         if case.grader == "outcome_tag":
@@ -59,7 +66,9 @@ class ModelOutput:
     def __init__(self, adapter: ModelAdapter) -> None:
         self.adapter = adapter
 
-    def produce(self, case: EvalCase, *, repeat: int) -> Produced:
+    def produce(
+        self, case: EvalCase, *, repeat: int, context: GradeContext | None = None
+    ) -> Produced:
         if case.grader == "tool_trace":
             completion = self.adapter.complete_with_tools(
                 case.prompt, list(case.tools or ()), repeat=repeat

@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Final, final
 
 import jsonschema
 
+from verdryx_core import jsonload
 from verdryx_core.graders.base import Grade, GradeContext
 from verdryx_core.graders.values import value_matches
 from verdryx_core.model import EvalCase
@@ -33,7 +34,9 @@ def parse_output(text: str) -> tuple[bool, Any]:
     if fenced:
         stripped = fenced.group(1).strip()
     try:
-        return True, json.loads(stripped, parse_constant=_no_constant)
+        # Depth-limited (verdryx_core.jsonload): an agent's `[` x 100,000 is not JSON here,
+        # not a RecursionError that loses the case.
+        return True, jsonload.loads(stripped, parse_constant=_no_constant)
     except ValueError:
         return False, None
 
@@ -77,7 +80,7 @@ def json_score(
     total = 0
     if expected is not None:
         total += 1
-        if not value_matches(json.loads(expected), document):
+        if not value_matches(jsonload.loads(expected), document):
             failed.append("the value differs from expected")
     if schema is not None:
         total += 1

@@ -15,7 +15,7 @@ def missing_grader_reason(kind: str, flags: Mapping[str, str]) -> str:
     if kind == "llm_judge":
         return word_hint(
             "llm_judge cases need a judge model and are never paid for by default: "
-            "pass {judge} MODEL (with {model} stub the stub judge is used)",
+            "pass {judge} MODEL ({judge} stub names the offline stub judge)",
             flags,
         )
     if kind == "typed":

@@ -19,12 +19,10 @@ and never an empty answer graded as if the model had said nothing (docs/troubles
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from verdryx_core import jsonload
 from verdryx_core.errors import ModelCallError, VerdryxError
 from verdryx_core.jsonwords import json_kind
 from verdryx_core.llm.base import Completion, Judgement
@@ -36,6 +34,12 @@ from verdryx_core.llm.judge_prompt import (
     render_judge_prompt,
 )
 from verdryx_core.llm.prices import PriceBook
+from verdryx_core.llm.wire import (
+    UNREADABLE_ANSWER,
+    MalformedAnswer,
+    read_json_object,
+    token_count,
+)
 from verdryx_core.model import ToolCall
 from verdryx_core.redact import install_log_filter, redact_url
 from verdryx_core.timeouts import DEFAULT_TIMEOUT_S, check_timeout
@@ -67,10 +71,6 @@ def import_sdk() -> Any:
 def _display_url(url: str) -> str:
     """A URL fit for an error message: any user:password part is masked."""
     return redact_url(url)
-
-
-class _Malformed(ValueError):
-    """A 2xx answer that is not a Messages API message; the text says what is wrong."""
 
 
 class AnthropicAdapter:
@@ -149,9 +149,7 @@ class AnthropicAdapter:
                 raise  # refused or unreachable: an infrastructure error, not a verdict
             # A 2xx answer the judge rules cannot read is unmeasured, like any other
             # unreadable verdict (docs/models-and-judges.md); its cost is unknown.
-            return Judgement(
-                score=None, unmeasured=f"judge answer unreadable (cost unknown): {exc}"
-            )
+            return Judgement(score=None, unmeasured=f"{UNREADABLE_ANSWER}: {exc}")
         return self._judgement(message)
 
     # -- requests and answers as data (the batch path, verdryx_core.llm.batch) --------------
@@ -205,13 +203,11 @@ class AnthropicAdapter:
         judge: an unmeasured verdict), naming `call`."""
         try:
             checked = _check_message(message)
-        except _Malformed as exc:
+        except MalformedAnswer as exc:
             where = call or _CALL_NAMES.get(kind, kind)
             problem = self._redact(f"model {self.model} ({where}): answer unreadable: {exc}")
             if kind == "judge":
-                return Judgement(
-                    score=None, unmeasured=f"judge answer unreadable (cost unknown): {problem}"
-                )
+                return Judgement(score=None, unmeasured=f"{UNREADABLE_ANSWER}: {problem}")
             raise ModelCallError(problem) from None
         if kind == "judge":
             return self._judgement(checked, price_factor=price_factor)
@@ -274,7 +270,7 @@ class AnthropicAdapter:
             ) from None
         try:
             return _read_message(body, content_type)
-        except _Malformed as exc:
+        except MalformedAnswer as exc:
             raise ModelCallError(
                 self._redact(
                     f"model {self.model}: the {call} to {_display_url(self.base_url)} got HTTP "
@@ -431,39 +427,26 @@ _USAGE_FIELDS: Final = (
 
 
 def _read_message(body: bytes, content_type: str) -> dict[str, Any]:
-    """A 2xx body as a plain message with the fields verdryx reads; `_Malformed` otherwise."""
-    kind = content_type.split(";")[0].strip().lower()
-    if kind != "application/json":
-        preview = " ".join(body[:80].decode("utf-8", "replace").split())
-        raise _Malformed(
-            f"content type {kind or 'none'!r}, not application/json (it starts {preview!r})"
-        )
-    try:
-        data = jsonload.loads(body)
-    except UnicodeDecodeError:
-        raise _Malformed("a body that is not UTF-8") from None
-    except json.JSONDecodeError as exc:
-        raise _Malformed(
-            f"a body that is not valid JSON ({exc.msg}: byte {exc.pos} of {len(body)})"
-        ) from None
-    return _check_message(data)
+    """A 2xx body as a plain message with the fields verdryx reads; `MalformedAnswer`
+    otherwise."""
+    return _check_message(read_json_object(body, content_type))
 
 
 def _check_message(data: Any) -> dict[str, Any]:
-    """A decoded message as the plain dict verdryx reads; `_Malformed` when it is not one."""
+    """A decoded message as the plain dict verdryx reads; `MalformedAnswer` when it is not one."""
     if not isinstance(data, dict):
-        raise _Malformed(f"JSON that is not a message object ({json_kind(data)})")
+        raise MalformedAnswer(f"JSON that is not a message object ({json_kind(data)})")
     content = data.get("content")
     if not isinstance(content, list):
-        raise _Malformed("a message without a 'content' list")
+        raise MalformedAnswer("a message without a 'content' list")
     blocks: list[dict[str, Any]] = []
     for index, block in enumerate(content):
         if not isinstance(block, dict) or not isinstance(block.get("type"), str):
-            raise _Malformed(f"content block #{index + 1} without a 'type'")
+            raise MalformedAnswer(f"content block #{index + 1} without a 'type'")
         if block["type"] == "text" and not isinstance(block.get("text"), str):
-            raise _Malformed(f"text block #{index + 1} without a 'text' string")
+            raise MalformedAnswer(f"text block #{index + 1} without a 'text' string")
         if block["type"] == "tool_use" and not isinstance(block.get("name"), str):
-            raise _Malformed(f"tool_use block #{index + 1} without a 'name' string")
+            raise MalformedAnswer(f"tool_use block #{index + 1} without a 'name' string")
         blocks.append(
             {
                 "type": block["type"],
@@ -475,15 +458,8 @@ def _check_message(data: Any) -> dict[str, Any]:
     usage = data.get("usage")
     if not isinstance(usage, dict):
         # Without usage the call's cost would be recorded as 0: a lie, not a default.
-        raise _Malformed("a message without a 'usage' object (its cost would be unknown)")
-    counts: dict[str, int] = {}
-    for name in _USAGE_FIELDS:
-        value = usage.get(name)
-        if value is None:
-            continue
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise _Malformed(f"usage.{name} {value!r} is not a token count")
-        counts[name] = value
+        raise MalformedAnswer("a message without a 'usage' object (its cost would be unknown)")
+    counts = {name: token_count(usage, name, "usage") for name in _USAGE_FIELDS}
     stop_reason = data.get("stop_reason")
     return {
         "content": blocks,

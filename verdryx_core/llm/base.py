@@ -8,10 +8,11 @@ workers through `to_dict` / `from_dict`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol, runtime_checkable
 
 from verdryx_core.model import ToolCall
+from verdryx_core.text import clean_text, clean_value
 
 __all__ = ["CALL_KINDS", "Completion", "Judgement", "ModelAdapter"]
 
@@ -38,6 +39,19 @@ class Completion:
     cached: bool = False
 
     def __post_init__(self) -> None:
+        # The text rule (verdryx_core.text): a provider's answer may hold a lone surrogate (a
+        # JSON escape); cleaned here, where it enters, so the cache, the grade and the store
+        # all hold the same valid text and none of them fails to encode it.
+        object.__setattr__(self, "text", clean_text(self.text))
+        object.__setattr__(self, "tool_names", tuple(map(clean_text, self.tool_names)))
+        object.__setattr__(
+            self,
+            "tool_calls",
+            tuple(
+                replace(call, name=clean_text(call.name), arguments=clean_value(call.arguments))
+                for call in self.tool_calls
+            ),
+        )
         if self.tool_calls and not self.tool_names:
             object.__setattr__(self, "tool_names", tuple(call.name for call in self.tool_calls))
         elif self.tool_names and not self.tool_calls:
@@ -91,6 +105,10 @@ class Judgement:
     cached: bool = False
 
     def __post_init__(self) -> None:
+        # The judge's words may hold a lone surrogate too (see Completion).
+        object.__setattr__(self, "reason", clean_text(self.reason))
+        if self.unmeasured is not None:
+            object.__setattr__(self, "unmeasured", clean_text(self.unmeasured))
         if (self.score is None) == (self.unmeasured is None):
             raise ValueError("a Judgement has exactly one of score and unmeasured")
         if self.score is not None and not 0.0 <= self.score <= 1.0:

@@ -30,6 +30,7 @@ from verdryx_core.llm.judge_prompt import (
     TOOL_CHOICE,
     render_judge_prompt,
 )
+from verdryx_core.llm.wire import UNREADABLE_ANSWER
 from verdryx_core.store import Store
 
 __all__ = ["CACHE_MODES", "CacheStats", "CachedAdapter"]
@@ -337,6 +338,13 @@ class CachedAdapter:
         answer = call()
         response = answer.to_dict() | {"cached": False}
         entry = (response, answer.cost_usd)
+        unmeasured = getattr(answer, "unmeasured", None)
+        if isinstance(unmeasured, str) and unmeasured.startswith(UNREADABLE_ANSWER):
+            # A malformed answer (a proxy's error page) is not the judge's verdict: used for
+            # this run, never replayed by the next (docs/troubleshooting.md).
+            with self._lock:
+                self._misses += 1
+            return entry
         with self._lock:
             self._misses += 1
             self._known[key] = entry

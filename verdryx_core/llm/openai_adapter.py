@@ -17,8 +17,10 @@ import json
 import threading
 import urllib.parse
 from collections.abc import Mapping, Sequence
+from types import SimpleNamespace
 from typing import Any, Final
 
+from verdryx_core import jsonload
 from verdryx_core.errors import ModelCallError, UsageError, VerdryxError
 from verdryx_core.llm.base import Completion, Judgement
 from verdryx_core.llm.judge_prompt import (
@@ -30,7 +32,14 @@ from verdryx_core.llm.judge_prompt import (
     render_judge_prompt,
 )
 from verdryx_core.llm.prices import PriceBook
+from verdryx_core.llm.wire import (
+    UNREADABLE_ANSWER,
+    MalformedAnswer,
+    read_json_object,
+    token_count,
+)
 from verdryx_core.model import ToolCall
+from verdryx_core.redact import install_log_filter, redact_url
 from verdryx_core.timeouts import DEFAULT_TIMEOUT_S, check_timeout
 
 __all__ = [
@@ -82,14 +91,8 @@ _JUDGE_CHOICE: Final = {"type": "function", "function": {"name": RECORD_VERDICT}
 
 
 def _display_url(url: str) -> str:
-    """A URL fit for an error message: any user:password part is dropped."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host += f":{parts.port}"
-    return urllib.parse.urlunsplit(parts._replace(netloc=host))
+    """A URL fit for an error message: any password is masked (verdryx_core.redact)."""
+    return redact_url(url)
 
 
 def _preview(text: str) -> str:
@@ -179,15 +182,22 @@ class OpenAIAdapter:
         return self._completion(response)
 
     def judge(self, prompt: str, output: str, rubric: str, *, repeat: int = 0) -> Judgement:
-        response = self._create(
-            self.judge_max_tokens,
-            [
-                {"role": "system", "content": JUDGE_SYSTEM},
-                {"role": "user", "content": render_judge_prompt(prompt, output, rubric)},
-            ],
-            tools=[_JUDGE_TOOL],
-            tool_choice=_JUDGE_CHOICE,
-        )
+        try:
+            response = self._create(
+                self.judge_max_tokens,
+                [
+                    {"role": "system", "content": JUDGE_SYSTEM},
+                    {"role": "user", "content": render_judge_prompt(prompt, output, rubric)},
+                ],
+                tools=[_JUDGE_TOOL],
+                tool_choice=_JUDGE_CHOICE,
+            )
+        except ModelCallError as exc:
+            if exc.status is None or not 200 <= exc.status < 300:
+                raise  # refused or unreachable: an infrastructure error, not a verdict
+            # A 2xx answer the judge rules cannot read is unmeasured, like any other
+            # unreadable verdict (docs/models-and-judges.md); its cost is unknown.
+            return Judgement(score=None, unmeasured=f"{UNREADABLE_ANSWER}: {exc}")
         verdict = self._verdict(response)
         input_tokens, output_tokens, cost = self._usage(response)
         return Judgement(
@@ -242,7 +252,7 @@ class OpenAIAdapter:
             blocks.append({"type": "text", "text": str(content)})
         for name, raw in self._calls(message):
             try:
-                data = json.loads(raw) if raw else None
+                data = jsonload.loads(raw) if raw else None
             except json.JSONDecodeError:
                 # Not JSON at all: unmeasured, saying what came back.
                 return Verdict(
@@ -289,6 +299,8 @@ class OpenAIAdapter:
                     # Bounds connecting and every wait for bytes, on each attempt.
                     timeout=self.timeout,
                 )
+                # The SDK and httpx log each request's URL at INFO (verdryx_core.redact).
+                install_log_filter()
             return self._client
 
     def _create(self, max_tokens: int, messages: list[dict[str, Any]], **request: Any) -> Any:
@@ -300,9 +312,34 @@ class OpenAIAdapter:
         if self.temperature is not None:
             request["temperature"] = self.temperature
         try:
-            return client.chat.completions.create(model=self.name, messages=messages, **request)
+            # The raw response: the SDK still raises for a 4xx/5xx (after its retries), but a
+            # 2xx body is read by verdryx (verdryx_core.llm.wire), so a malformed one is named
+            # instead of crashing inside the SDK's parser or reading as an empty answer.
+            raw = client.chat.completions.with_raw_response.create(
+                model=self.name, messages=messages, **request
+            )
+            status = int(raw.status_code)
+            content_type = str(raw.headers.get("content-type") or "")
+            body = raw.content  # the SDK's legacy raw response has read it already
         except self._sdk.OpenAIError as exc:
             raise self._error(exc) from None
+        except Exception as exc:  # anything else the SDK or its HTTP stack lets escape
+            raise ModelCallError(
+                self._redact(
+                    f"model {self.model}: the call to {_display_url(self.base_url)} failed "
+                    f"inside the OpenAI SDK ({type(exc).__name__}: {exc})"
+                )
+            ) from None
+        try:
+            return _read_completion(body, content_type)
+        except MalformedAnswer as exc:
+            raise ModelCallError(
+                self._redact(
+                    f"model {self.model}: {_display_url(self.base_url)} answered HTTP {status} "
+                    f"with {exc}; check that the endpoint speaks the chat-completions API"
+                ),
+                status=status,
+            ) from None
 
     def _error(self, exc: Exception) -> ModelCallError:
         sdk = self._sdk
@@ -367,13 +404,60 @@ class OpenAIAdapter:
     def _redact(self, text: str) -> str:
         if self._api_key:
             text = text.replace(self._api_key, "[redacted]")
-        return text
+        return redact_url(text)
 
 
-def _arguments(raw: str) -> dict[str, Any]:
-    """A function call's JSON arguments; anything but a JSON object records none."""
+def _arguments(raw: str) -> dict[str, Any] | None:
+    """A function call's JSON arguments; anything but a JSON object is not recorded (None)."""
     try:
-        data = json.loads(raw) if raw else {}
+        data = jsonload.loads(raw) if raw else {}
     except json.JSONDecodeError:
-        return {}
-    return data if isinstance(data, dict) else {}
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _read_completion(body: bytes, content_type: str) -> Any:
+    """A 2xx chat.completion body, checked where verdryx reads it, as attribute objects (the
+    shape the SDK's own models have); `MalformedAnswer` otherwise."""
+    data = read_json_object(body, content_type)
+    choices = data.get("choices")
+    if not isinstance(choices, list):
+        raise MalformedAnswer("a completion without a 'choices' list")
+    for index, choice in enumerate(choices):
+        message = choice.get("message") if isinstance(choice, dict) else None
+        if not isinstance(message, dict):
+            raise MalformedAnswer(f"choice #{index + 1} without a 'message' object")
+        if not isinstance(message.get("content"), str | None):
+            raise MalformedAnswer(f"choice #{index + 1}: content is not a string")
+        calls = message.get("tool_calls")
+        if not isinstance(calls, list | None):
+            raise MalformedAnswer(f"choice #{index + 1}: tool_calls is not a list")
+        for number, call in enumerate(calls or (), start=1):
+            function = call.get("function") if isinstance(call, dict) else None
+            if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+                raise MalformedAnswer(f"tool call #{number} without a function name")
+            if not isinstance(function.get("arguments"), str | None):
+                raise MalformedAnswer(f"tool call #{number}: arguments is not a string")
+    usage = data.get("usage")
+    if usage is not None:
+        # A local server may leave usage out (its calls cost nothing); one that sends it
+        # must send counts, or the recorded cost would be wrong.
+        if not isinstance(usage, dict):
+            raise MalformedAnswer("usage is not an object")
+        for name in ("prompt_tokens", "completion_tokens"):
+            token_count(usage, name, "usage")
+        details = usage.get("prompt_tokens_details")
+        if details is not None:
+            if not isinstance(details, dict):
+                raise MalformedAnswer("usage.prompt_tokens_details is not an object")
+            token_count(details, "cached_tokens", "usage.prompt_tokens_details")
+    return _attributes(data)
+
+
+def _attributes(value: Any) -> Any:
+    """JSON objects as `SimpleNamespace` (read with getattr, like the SDK's models)."""
+    if isinstance(value, dict):
+        return SimpleNamespace(**{str(key): _attributes(item) for key, item in value.items()})
+    if isinstance(value, list):
+        return [_attributes(item) for item in value]
+    return value

@@ -80,6 +80,9 @@ def collect_report(
         series = [run for run in summaries if eval_set_id in run.eval_set_ids]
     else:
         series = [run for run in summaries if run.eval_set_ids == current.eval_set_ids]
+    # A partial run (a -k subset, an --lf rerun) measured other cases: not a point of the
+    # history, unless it is the run this report is about.
+    series = [run for run in series if not run.partial or run.id == current.id]
     series.reverse()
     mixed = eval_set_id is not None and any(len(run.eval_set_ids) > 1 for run in series)
     if eval_set_id is not None:
@@ -165,7 +168,10 @@ def _current_run(
             "`pytest --verdryx-db=...` or `verdryx eval` first, or check --db"
         )
     # An interrupted run is part of a run: report on the newest whole one when there is one.
-    chosen = next((run for run in runs if run.complete), runs[0])
+    chosen = next(
+        (run for run in runs if run.complete and not run.partial),
+        next((run for run in runs if run.complete), runs[0]),
+    )
     found = store.load_run(chosen.id)
     assert found is not None  # listed a moment ago; runs are only ever replaced whole
     return found

@@ -35,16 +35,18 @@ class TargetCache:
     def __init__(self, store: Store | None, *, mode: str = "on", version: str | None) -> None:
         if mode not in CACHE_MODES:
             raise UsageError(
-                f"cache mode {mode!r} is not known; expected one of {', '.join(CACHE_MODES)} "
-                "(--verdryx-cache)"
+                f"cache mode {mode!r} is not known; expected one of {', '.join(CACHE_MODES)}",
+                hint="fix {cache}",
             )
         if version is not None and not version.strip():
-            raise UsageError("--verdryx-target-version is empty; name the agent's version")
+            raise UsageError(
+                "the target version is empty", hint="name the agent's version with {target_version}"
+            )
         if mode == "replay" and version is None:
             raise UsageError(
-                "--verdryx-cache=replay cannot replay target calls: they are cached only under "
-                "a declared version; pass --verdryx-target-version=V (the version they were "
-                "recorded under)"
+                "a replay cannot replay target calls: they are cached only under a declared "
+                "version",
+                hint="pass {target_version} V, the version they were recorded under",
             )
         self.store = store
         self.mode = mode

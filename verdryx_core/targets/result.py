@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from verdryx_core.model import ToolCall
 from verdryx_core.targets.errors import TargetResultError
 
 __all__ = ["TargetResult", "TargetUsage", "normalise_result"]
@@ -87,8 +88,10 @@ class TargetUsage:
         }
 
 
-def _tool_call(value: object, index: int) -> dict[str, Any]:
+def _tool_call(value: object, index: int) -> ToolCall:
     where = f"tool_calls[{index}]"
+    if isinstance(value, ToolCall):
+        value = value.to_dict()
     if isinstance(value, str):  # a bare name: a call whose arguments were not recorded
         value = {"name": value}
     if not isinstance(value, Mapping):
@@ -103,29 +106,29 @@ def _tool_call(value: object, index: int) -> dict[str, Any]:
     name = value.get("name")
     if not isinstance(name, str) or not name.strip():
         raise TargetResultError(f"{where}.name is {_preview(name)}, expected a tool name")
-    arguments = value.get("arguments", {})
-    if arguments is None:
-        arguments = {}
+    arguments = value.get("arguments")
+    if arguments is None:  # not recorded
+        return ToolCall(name=name)
     if not isinstance(arguments, Mapping):
         raise TargetResultError(
             f"{where}.arguments is {_preview(arguments)}, expected a dict of arguments"
         )
     arguments = dict(arguments)
     _json_safe(arguments, f"{where}.arguments")
-    return {"name": name, "arguments": arguments}
+    return ToolCall(name=name, arguments=arguments)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TargetResult:
-    """One target call's result: the output text, the tools it called in order (with their
-    arguments), what it consumed, and free-form metadata.
+    """One target call's result: the output text, the tools it called in order (`ToolCall`s,
+    with their arguments; None when not recorded), what it consumed, and free-form metadata.
 
     Construct it with plain lists and dicts; they are checked and normalised here, so a
     target that builds a bad one fails that case with a one-line reason.
     """
 
     output: str
-    tool_calls: tuple[Mapping[str, Any], ...] = ()
+    tool_calls: tuple[ToolCall, ...] = ()
     usage: TargetUsage = field(default_factory=TargetUsage)
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
@@ -156,15 +159,12 @@ class TargetResult:
     @property
     def tool_names(self) -> tuple[str, ...]:
         """The ordered tool names: what the tool_trace grader compares."""
-        return tuple(str(call["name"]) for call in self.tool_calls)
+        return tuple(call.name for call in self.tool_calls)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "output": self.output,
-            "tool_calls": [
-                {"name": call["name"], "arguments": dict(call["arguments"])}
-                for call in self.tool_calls
-            ],
+            "tool_calls": [call.to_dict() for call in self.tool_calls],
             "usage": self.usage.to_dict(),
             "metadata": dict(self.metadata),
         }

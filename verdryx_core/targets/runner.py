@@ -47,7 +47,7 @@ _MESSAGE_LIMIT: Final = 300
 _WATCHDOG_GRACE_S: Final = 0.5
 _WATCHDOG_TICK_S: Final = 0.1
 #: How long `abort` waits for the loop thread to stop before abandoning it.
-_ABORT_JOIN_S: Final = 1.0
+_ABORT_JOIN_S: Final = 0.5
 
 
 class _Advances(Protocol):
@@ -137,8 +137,8 @@ class TargetRunner:
     ) -> None:
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise UsageError(
-                f"concurrency {concurrency!r} is not a positive integer; "
-                "pass --verdryx-concurrency=N with N >= 1 (default 8)"
+                f"concurrency {concurrency!r} is not a positive integer",
+                hint="pass {concurrency} N with N >= 1 (default 8)",
             )
         self.concurrency = concurrency
         self.timeout = check_timeout(timeout)
@@ -187,8 +187,8 @@ class TargetRunner:
         if self.cache.replaying:
             error = (
                 f"target {call.target.spec}: no result recorded under version "
-                f"{self.cache.version} for case {call.case.id} (repeat {call.case.repeat}) "
-                "(--verdryx-cache=replay); record it first with --verdryx-cache=on"
+                f"{self.cache.version} for case {call.case.id} (repeat {call.case.repeat}), "
+                "and a replay never calls"
             )
             return self._error(call, error, "not_recorded", 0.0)
         return None
@@ -221,7 +221,7 @@ class TargetRunner:
 
     def abort(self) -> None:
         """Return now: cancel what has not started, give up on what is in flight (coroutines
-        are cancelled, threads abandoned) and stop the loop, waiting at most a second."""
+        are cancelled, threads abandoned) and stop the loop, waiting at most half a second."""
         self.cancel_pending()
         with self._lock:
             running = list(self._running)
@@ -364,10 +364,7 @@ class TargetRunner:
         return self._error(call, error, "exception", time.perf_counter() - started)
 
     def _timed_out(self, call: _Call) -> TargetOutcome:
-        error = (
-            f"target {call.target.spec} did not return within {self.timeout:g}s; raise "
-            "--verdryx-timeout if it needs longer"
-        )
+        error = f"target {call.target.spec} did not return within {self.timeout:g}s"
         return self._error(call, error, "timeout", self.timeout)
 
     def _error(self, call: _Call, error: str, kind: str, latency: float) -> TargetOutcome:

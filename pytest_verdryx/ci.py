@@ -1,0 +1,191 @@
+"""What CI sees from a session (docs/ci.md): the gate as one more test (`verdryx::gate`, so
+JUnit and pytest's summary line count it), GitHub annotations and the job summary.
+
+Runs on the controller only (or without xdist): failed cases are read from the reports that
+reach it, so workers need nothing extra. The rendering itself is `verdryx_core.ci`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from verdryx_core.ci import (
+    CaseFailure,
+    GateOutcome,
+    case_lines,
+    github_annotations,
+    step_summary,
+    verdict_line,
+)
+from verdryx_core.model import EvalRun
+
+__all__ = ["GATE_NODEID", "CiOutputs"]
+
+#: JUnit: classname `verdryx`, name `gate`.
+GATE_NODEID = "verdryx::gate"
+
+
+class CiOutputs:
+    """Registered by the plugin on the controller; the session calls `finish` once the run is
+    assembled and gated, before the junitxml plugin writes its file."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.failures: list[CaseFailure] = []
+        self.counts = {"passed": 0, "failed": 0, "xfailed": 0}
+        self.run: EvalRun | None = None
+        self.gate: GateOutcome | None = None
+        self._lines: dict[str, dict[str, int]] = {}
+        #: A line for the summary when the job summary could not be written.
+        self.problem: str | None = None
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.session: pytest.Session | None = session
+
+    # -- the cases, as their reports arrive -------------------------------------------------
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.nodeid == GATE_NODEID or not _is_case(report):
+            return
+        if report.when != "call":
+            return
+        if hasattr(report, "wasxfail"):
+            self.counts["xfailed"] += 1
+        elif report.passed:
+            self.counts["passed"] += 1
+        elif report.failed:
+            self.counts["failed"] += 1
+            self.failures.append(self._failure(report))
+
+    def _failure(self, report: pytest.TestReport) -> CaseFailure:
+        relpath, line, _ = report.location
+        path = self.config.rootpath / relpath
+        if line is not None:
+            shown: int | None = line + 1
+        else:  # an eval set item whose reportinfo has no line: find the case in its file
+            key = str(path)
+            if key not in self._lines:
+                self._lines[key] = case_lines(path)
+            shown = self._lines[key].get(report.nodeid.rsplit("::", 1)[-1])
+        return CaseFailure(
+            key=report.nodeid,
+            file=_repository_path(path),
+            line=shown,
+            message=_text(report.longrepr),
+        )
+
+    # -- the end ----------------------------------------------------------------------------
+
+    def finish(self, run: EvalRun | None, gate: GateOutcome | None, *, gated: bool) -> None:
+        """Log the gate's report (when a baseline was named) and append the job summary.
+        `gated`: False when the run was not compared (interrupted, incomplete)."""
+        self.run, self.gate = run, gate
+        if gate is not None:
+            self._log_gate(gate, gated=gated)
+        summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
+        if summary_path and run is not None:
+            text = step_summary(
+                run,
+                gate if gated else None,
+                self.failures,
+                passed=self.counts["passed"],
+                failed=self.counts["failed"],
+                xfailed=self.counts["xfailed"],
+            )
+            try:
+                with open(summary_path, "a", encoding="utf-8") as handle:
+                    handle.write(text)
+            except OSError as exc:  # the job summary is a view: it never fails the eval
+                self.problem = f"verdryx: job summary not written to {summary_path}: {exc}"
+
+    def _log_gate(self, gate: GateOutcome, *, gated: bool) -> None:
+        verdict = gate.verdict
+        if not gated:
+            outcome, when, text = "skipped", "call", "not gated: the run is incomplete"
+        elif verdict == "refused":
+            outcome, when, text = "failed", "setup", verdict_line(gate)
+        elif verdict == "regressed":
+            outcome, when, text = "failed", "call", verdict_line(gate)
+        elif verdict == "not-compared":
+            outcome, when, text = "skipped", "call", verdict_line(gate)
+        else:
+            outcome, when, text = "passed", "call", None
+        hook = self.config.hook
+        location = ("verdryx", None, "verdryx gate")
+        properties = [("verdryx.verdict", verdict)]
+
+        def report(phase: str, result: str, longrepr: Any) -> pytest.TestReport:
+            return pytest.TestReport(
+                nodeid=GATE_NODEID,
+                location=location,
+                keywords={"verdryx": 1, "gate": 1},
+                outcome=result,  # type: ignore[arg-type]
+                longrepr=longrepr,
+                when=phase,  # type: ignore[arg-type]
+                user_properties=properties if phase == "teardown" else [],
+            )
+
+        session = getattr(self, "session", None)
+        if session is not None:
+            # One more test: pytest's progress counts it (no "[105%]") as its summary line does.
+            session.testscollected += 1
+        self._start_own_line()
+        hook.pytest_runtest_logstart(nodeid=GATE_NODEID, location=location)
+        if when == "setup":
+            hook.pytest_runtest_logreport(report=report("setup", "failed", text))
+        else:
+            hook.pytest_runtest_logreport(report=report("setup", "passed", None))
+            skipped = ("verdryx", 0, text) if outcome == "skipped" else None
+            hook.pytest_runtest_logreport(
+                report=report("call", outcome, skipped if outcome == "skipped" else text)
+            )
+        hook.pytest_runtest_logreport(report=report("teardown", "passed", None))
+        hook.pytest_runtest_logfinish(nodeid=GATE_NODEID, location=location)
+
+    def _start_own_line(self) -> None:
+        """The gate's letter on a line of its own, not after the last item's `[100%]`."""
+        tr = self.config.pluginmanager.get_plugin("terminalreporter")
+        if tr is None or self.config.get_verbosity() > 0:
+            return  # verbose: every test is on its own line already
+        if tr.currentfspath is not None:
+            # The next file line ends this one; without a current file, pytest does not
+            # repeat this line's progress first.
+            tr.currentfspath = None
+        else:  # -q and xdist print letters only
+            tr.write_line("")
+
+    @pytest.hookimpl(trylast=True)  # after the verdryx section: the annotations close the output
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.problem:
+            terminalreporter.write_line(self.problem, yellow=True)
+        if os.environ.get("GITHUB_ACTIONS") != "true":
+            return
+        text = github_annotations(self.failures, self.gate)
+        for line in text.splitlines():
+            terminalreporter.write_line(line)
+
+
+def _text(longrepr: object) -> str:
+    """The failure text alone: `longreprtext` would add xdist's "[gw0] linux -- Python" line."""
+    if longrepr is None:
+        return ""
+    return (longrepr if isinstance(longrepr, str) else str(longrepr)).strip()
+
+
+def _is_case(report: pytest.TestReport) -> bool:
+    """A verdryx case (file or custom): the plugin put its grader on the report."""
+    return any(name == "verdryx.grader" for name, _ in report.user_properties)
+
+
+def _repository_path(path: Path) -> str:
+    """The path GitHub pins an annotation to: relative to the checkout (GITHUB_WORKSPACE)
+    when the file is inside it, else relative to the current folder."""
+    base = os.environ.get("GITHUB_WORKSPACE") or os.getcwd()
+    try:
+        return Path(os.path.relpath(path, base)).as_posix()
+    except ValueError:  # another drive on Windows
+        return path.as_posix()

@@ -1,0 +1,279 @@
+"""The agent under test in real pytest sessions: `--verdryx-target`, its ini key, timeouts,
+errors, tool traces, spend, durations, caching under a declared version (docs/targets.md)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+import time
+
+import pytest
+from junitparser import JUnitXml, Properties
+from plugin_support import TOOLS, stored_runs, write_evalset
+
+XDIST_MODES = [pytest.param([], id="no-xdist"), pytest.param(["-n", "2"], id="xdist-2")]
+
+AGENT = textwrap.dedent(
+    '''
+    """A real target for the tests: it logs every call to calls.log next to it."""
+    import asyncio, json, os, pathlib, threading, time
+
+    HERE = pathlib.Path(__file__).parent
+    _lock = threading.Lock()
+    _now = [0]
+
+    def _log(case):
+        with _lock, (HERE / "calls.log").open("a") as log:
+            log.write(f"{case.eval_set_id}::{case.id}#{case.repeat}\\n")
+
+    def _result(case):
+        words = case.prompt.split()
+        names = [t["name"] for t in case.tools or ()]
+        return {
+            "output": case.prompt.upper(),
+            "tool_calls": [
+                {"name": w, "arguments": {"step": i}} for i, w in enumerate(words) if w in names
+            ],
+            "usage": {"input_tokens": 100, "output_tokens": 20, "cost_usd": 0.25},
+        }
+
+    def answer(case):
+        _log(case)
+        if "boom" in case.prompt:
+            raise ValueError(f"no order\\nfor {case.id}")
+        if "hang" in case.prompt:
+            time.sleep(30)
+        if "slow" in case.prompt:
+            time.sleep(0.3)
+        return _result(case)
+
+    async def answer_async(case):
+        _log(case)
+        peak_file = HERE / "peak.json"
+        with _lock:
+            _now[0] += 1
+            seen = json.loads(peak_file.read_text()) if peak_file.exists() else 0
+            peak_file.write_text(json.dumps(max(_now[0], seen)))
+        await asyncio.sleep(0.05)
+        with _lock:
+            _now[0] -= 1
+        return _result(case)
+    '''
+)
+
+
+def _setup(pytester: pytest.Pytester, cases: list[dict], set_id: str = "agent") -> None:
+    pytester.makepyfile(agent_under_test=AGENT)
+    write_evalset(pytester.path, set_id, set_id, cases)
+
+
+def _case(case_id: str, prompt: str, **extra: object) -> dict:
+    return {"id": case_id, "prompt": prompt, "expected": prompt.upper(), **extra}
+
+
+def _calls(pytester: pytest.Pytester) -> list[str]:
+    log = pytester.path / "calls.log"
+    return log.read_text().split() if log.exists() else []
+
+
+@pytest.mark.parametrize("mode", XDIST_MODES)
+def test_the_target_answers_each_case_and_is_graded(
+    pytester: pytest.Pytester, mode: list[str]
+) -> None:
+    cases = [
+        _case("c0", "hello"),
+        _case("c1", "refund A-1"),
+        {**_case("c2", "x"), "expected": "nope"},
+    ]
+    _setup(pytester, cases)
+    db = pytester.path / "v.db"
+    result = pytester.runpytest(
+        *mode, "--verdryx-target=agent_under_test:answer", f"--verdryx-db={db}"
+    )
+    result.assert_outcomes(passed=2, failed=1)
+    assert sorted(_calls(pytester)) == ["agent::c0#0", "agent::c1#0", "agent::c2#0"]
+    (run,) = stored_runs(db)
+    assert {s.case_id: s.output for s in run.scores}["c1"] == "REFUND A-1"
+    # The target's usage is the run's spend.
+    assert run.total_tokens == 360 and run.model_cost_usd == pytest.approx(0.75)
+    result.stdout.fnmatch_lines(["*tokens: 360   cost: $0.75*"])
+
+
+def test_the_ini_key_names_the_target_and_recorded_outputs_are_not_asked(
+    pytester: pytest.Pytester,
+) -> None:
+    cases = [_case("live", "hi"), {**_case("recorded", "hi"), "output": "HI"}]
+    _setup(pytester, cases)
+    pytester.makeini("[pytest]\nverdryx_target = agent_under_test:answer\n")
+    pytester.runpytest("--no-verdryx-store").assert_outcomes(passed=2)
+    assert _calls(pytester) == ["agent::live#0"]
+
+
+def test_tool_calls_are_graded_by_tool_trace(pytester: pytest.Pytester) -> None:
+    trace = {
+        "grader": "tool_trace",
+        "tools": TOOLS,
+        "expected_tools": ["lookup", "act"],
+        "min_score": 1.0,
+    }
+    cases = [
+        {"id": "right", "prompt": "lookup then act", **trace},
+        {"id": "wrong", "prompt": "act only", **trace},
+    ]
+    _setup(pytester, cases)
+    result = pytester.runpytest("--verdryx-target=agent_under_test:answer", "--no-verdryx-store")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*agent::wrong scored 0.500, below the pass bar 1*",
+            "*expected tools: lookup, act*",
+            # The target's calls are graded with their arguments.
+            '*output: {"name":"act","arguments":{"step":0}}*',
+        ]
+    )
+
+
+@pytest.mark.parametrize("mode", XDIST_MODES)
+def test_an_exception_is_the_items_error_and_the_summary_counts_it(
+    pytester: pytest.Pytester, mode: list[str]
+) -> None:
+    _setup(pytester, [_case("ok", "fine"), _case("bad", "boom"), _case("bad2", "boom too")])
+    result = pytester.runpytest(
+        *mode, "--verdryx-target=agent_under_test:answer", "--no-verdryx-store"
+    )
+    result.assert_outcomes(passed=1, errors=2)
+    out = result.stdout.str()
+    assert "target agent_under_test:answer raised ValueError: no order for bad" in out
+    assert "Traceback" not in out
+    result.stdout.fnmatch_lines(
+        [
+            "*INCOMPLETE run: 2 of 3 selected cases have no score (errors)*",
+            "*2 case(s) errored instead of scoring; first: *target agent_under_test:answer raised*",
+        ]
+    )
+
+
+def test_a_hung_target_times_out(pytester: pytest.Pytester) -> None:
+    _setup(pytester, [_case("ok", "fine"), _case("stuck", "hang")])
+    started = time.monotonic()
+    result = pytester.runpytest(
+        "--verdryx-target=agent_under_test:answer", "--verdryx-timeout=0.5", "--no-verdryx-store"
+    )
+    assert time.monotonic() - started < 15
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*target agent_under_test:answer did not return within 0.5s; raise "
+            "--verdryx-timeout if it needs longer*"
+        ]
+    )
+
+
+def test_async_targets_run_with_the_concurrency_bound(pytester: pytest.Pytester) -> None:
+    _setup(pytester, [_case(f"c{i}", f"p{i}") for i in range(12)])
+    result = pytester.runpytest(
+        "--verdryx-target=agent_under_test:answer_async",
+        "--verdryx-concurrency=4",
+        "--no-verdryx-store",
+    )
+    result.assert_outcomes(passed=12)
+    assert len(_calls(pytester)) == 12
+    assert json.loads((pytester.path / "peak.json").read_text()) <= 4
+
+
+def test_latency_is_the_items_duration_in_junit(pytester: pytest.Pytester) -> None:
+    _setup(pytester, [_case("slow", "slow one"), _case("fast", "fast one")])
+    xml_path = pytester.path / "q.xml"
+    result = pytester.runpytest(
+        "--verdryx-target=agent_under_test:answer",
+        "--no-verdryx-store",
+        f"--junitxml={xml_path}",
+        "--durations=2",
+    )
+    result.assert_outcomes(passed=2)
+    suite = next(iter(JUnitXml.fromfile(str(xml_path))))
+    cases = {case.name: case for case in suite}
+    assert cases["slow"].time >= 0.3
+    assert cases["fast"].time < 0.3
+    props = {p.name: p.value for g in cases["slow"].iterchildren(Properties) for p in g}
+    assert float(props["verdryx.cost_usd"]) == pytest.approx(0.25)
+    result.stdout.fnmatch_lines(["*0.3*s call*agent.evalset.json::slow*"])
+
+
+@pytest.mark.parametrize("mode", XDIST_MODES)
+def test_results_are_cached_only_under_a_declared_version(
+    pytester: pytest.Pytester, mode: list[str]
+) -> None:
+    _setup(pytester, [_case("a", "one"), _case("b", "two")])
+    db = f"--verdryx-db={pytester.path / 'v.db'}"
+    target = "--verdryx-target=agent_under_test:answer"
+    # Under xdist the controller calls ahead into the cache when a version is declared, and
+    # each worker calls for its own items when none is: every case is called once a run.
+    pytester.runpytest(*mode, target, db, "--verdryx-target-version=0").assert_outcomes(passed=2)
+    assert len(_calls(pytester)) == 2
+    (pytester.path / "calls.log").unlink()
+    pytester.runpytest(target, db).assert_outcomes(passed=2)
+    pytester.runpytest(target, db).assert_outcomes(passed=2)
+    assert len(_calls(pytester)) == 4  # no version: always called
+    pytester.runpytest(target, db, "--verdryx-target-version=1").assert_outcomes(passed=2)
+    assert len(_calls(pytester)) == 6
+    again = pytester.runpytest(target, db, "--verdryx-target-version=1")
+    again.assert_outcomes(passed=2)
+    assert len(_calls(pytester)) == 6  # unchanged re-run under the version: nothing called
+    replay = pytester.runpytest(target, db, "--verdryx-target-version=1", "--verdryx-cache=replay")
+    replay.assert_outcomes(passed=2)
+    missing = pytester.runpytest(target, db, "--verdryx-target-version=2", "--verdryx-cache=replay")
+    missing.assert_outcomes(errors=2)
+    missing.stdout.fnmatch_lines(
+        [
+            "*no result recorded under version 2 for case a (repeat 0), and a replay never "
+            "calls; record it first with --verdryx-cache on under that --verdryx-target-version*"
+        ]
+    )
+    assert len(_calls(pytester)) == 6
+
+
+def test_replay_without_a_version_and_a_bad_target_are_usage_errors(
+    pytester: pytest.Pytester,
+) -> None:
+    _setup(pytester, [_case("a", "one")])
+    replay = pytester.runpytest(
+        "--verdryx-target=agent_under_test:answer", "--verdryx-cache=replay"
+    )
+    assert replay.ret == pytest.ExitCode.USAGE_ERROR
+    replay.stderr.fnmatch_lines(
+        ["*cannot replay target calls*; pass --verdryx-target-version V, the version*"]
+    )
+    bad = pytester.runpytest("--verdryx-target=agent_under_test:anwser", "--no-verdryx-store")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(
+        ["*target 'agent_under_test:anwser': 'agent_under_test' has no attribute 'anwser'*"]
+    )
+    assert _calls(pytester) == []
+
+
+def test_an_eval_sets_own_target_wins_and_other_sets_keep_the_model(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(
+        other_agent="def answer(case):\n    return 'other ' + case.prompt\n",
+    )
+    _setup(pytester, [_case("own", "mine")])
+    data = json.loads((pytester.path / "agent.evalset.json").read_text())
+    (pytester.path / "agent.evalset.json").write_text(
+        json.dumps({**data, "target": "agent_under_test:answer"})
+    )
+    write_evalset(
+        pytester.path,
+        "plain",
+        "plain",
+        [{"id": "modelled", "prompt": "q", "expected": "stub output"}],
+    )
+    result = pytester.runpytest("--no-verdryx-store", "-v")
+    # No run-level target: the set with its own target asks it, the other set the model.
+    result.assert_outcomes(passed=2)
+    assert _calls(pytester) == ["agent::own#0"]
+    overridden = pytester.runpytest("--verdryx-target=other_agent:answer", "--no-verdryx-store")
+    # The run's target answers the set without one ("other q" is not "stub output").
+    overridden.assert_outcomes(passed=1, failed=1)
+    assert _calls(pytester) == ["agent::own#0", "agent::own#0"]

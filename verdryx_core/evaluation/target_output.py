@@ -1,0 +1,136 @@
+"""The agent under test as an output source: each case (and repeat) is one call of the target
+its eval set names, or the run's (docs/targets.md).
+
+Calls go through one `TargetRunner` (one event loop, one bound, the per-call timeout) and,
+under a declared target version, the store's cache. A failed call (an exception, a timeout,
+a bad return value, a replay miss) raises `TargetCallError`: the item's error, never a score.
+Cases with no target in effect go to the fallback source (the model), unchanged.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import CancelledError
+from pathlib import Path
+from typing import Any, Final
+
+from verdryx_core.errors import VerdryxError
+from verdryx_core.evaluation.sources import OutputSource, Produced
+from verdryx_core.graders.base import GradeContext
+from verdryx_core.model import EvalCase
+from verdryx_core.store import Store
+from verdryx_core.targets import Target, TargetCache, TargetCase, TargetRunner
+
+__all__ = ["TargetCallError", "TargetOutput", "target_of"]
+
+
+class TargetCallError(VerdryxError):
+    """A target call produced no output; the message is the call's one-line error."""
+
+
+#: What to do, by kind of failure, in the face's own flags.
+_HINTS: Final[Mapping[str, str]] = {
+    "timeout": "raise {timeout} if it needs longer",
+    "not_recorded": "record it first with {cache} on under that {target_version}",
+}
+
+
+def target_of(case: EvalCase, default: str | None) -> str | None:
+    """The target in effect for `case`: its eval set's own, else the run's."""
+    own = getattr(case, "target", None)
+    return own or default
+
+
+class TargetOutput:
+    """Thread-safe: the pool's threads call `produce` concurrently; each waits on its own
+    call while the runner keeps at most `concurrency` in flight."""
+
+    samples = True
+    remote = True
+
+    def __init__(
+        self,
+        *,
+        default: str | None,
+        fallback: OutputSource | None,
+        concurrency: int,
+        timeout: float,
+        root: Path | None,
+        cache_mode: str,
+        version: str | None,
+        open_store: Callable[[], Store] | None,
+    ) -> None:
+        self.default = default
+        self.fallback = fallback
+        self.root = root
+        store = open_store() if open_store is not None and version is not None else None
+        #: Why no target call can be made (replay without a version): each target case's error.
+        self.refused: str | None = None
+        try:
+            self.cache = TargetCache(store, mode=cache_mode, version=version)
+        except VerdryxError as exc:
+            self.refused = str(exc)
+            self.cache = TargetCache(None, mode="off", version=None)
+        self.runner = TargetRunner(concurrency=concurrency, timeout=timeout, cache=self.cache)
+        self._targets: dict[str, Target | VerdryxError] = {}
+        self._lock = threading.Lock()
+
+    def uses_target(self, case: EvalCase) -> bool:
+        return case.needs_model and target_of(case, self.default) is not None
+
+    def load(self, spec: str) -> Target:
+        """The loaded target (once per name); a name that does not load raises, every time."""
+        with self._lock:
+            found = self._targets.get(spec)
+            if found is None:
+                try:
+                    found = Target.load(spec, rootdir=self.root)
+                except VerdryxError as exc:
+                    found = exc
+                self._targets[spec] = found
+        if isinstance(found, VerdryxError):
+            raise found
+        return found
+
+    def produce(
+        self, case: EvalCase, *, repeat: int, context: GradeContext | None = None
+    ) -> Produced:
+        spec = target_of(case, self.default)
+        if spec is None:
+            if self.fallback is None:
+                raise RuntimeError(f"case {case.id!r} needs a model and none is configured")
+            return self.fallback.produce(case, repeat=repeat, context=context)
+        if self.refused is not None:
+            raise TargetCallError(self.refused)
+        target = self.load(spec)
+        eval_set_id = context.eval_set_id if context is not None else ""
+        call = TargetCase.from_eval_case(case, eval_set_id=eval_set_id, repeat=repeat)
+        try:
+            outcome = self.runner.submit(target, call).result()
+        except CancelledError:
+            raise TargetCallError(f"target {target.spec}: the call was cancelled") from None
+        if outcome.result is None:
+            raise TargetCallError(
+                outcome.error or f"target {target.spec} failed",
+                hint=_HINTS.get(outcome.error_kind or ""),
+            )
+        result = outcome.result
+        usage = result.usage
+        return Produced(
+            output=list(result.tool_calls) if case.grader == "tool_trace" else result.output,
+            tokens=usage.input_tokens + usage.output_tokens,
+            cost_usd=usage.cost_usd,
+            latency_s=outcome.latency_s,
+        )
+
+    def abort(self) -> None:
+        """Ctrl-C: give up on what is in flight, at once."""
+        self.runner.abort()
+
+    def close(self) -> None:
+        self.runner.close()
+
+    def stats(self) -> dict[str, Any]:
+        cache = self.cache
+        return {"hits": cache.hits, "misses": cache.misses, "saved_usd": cache.saved_usd}
