@@ -157,7 +157,8 @@ def _ci_outputs(config: pytest.Config, end: SessionEnd) -> None:
     if not isinstance(ci, CiOutputs):
         return
     gate = None
-    if end.baseline.baseline is not None:
+    # A shard has no gate of its own: `verdryx gate --junitxml` reports the group's.
+    if end.baseline.baseline is not None and end.settings.shard is None:
         refused = end.gate_error.removeprefix("gate refused: ") if end.gate_error else None
         gate = GateOutcome(baseline=end.baseline.name, result=end.result, refused=refused)
     ci.finish(end.run, gate, gated=end.run.complete)
