@@ -74,6 +74,7 @@ class AheadCalls:
             work,
             concurrency=scoring.settings.concurrency,
             stream=TerminalStream(self.config),
+            batch=scoring.settings.batch,
         )
         self.seconds += ahead.seconds
         scoring.futures = ahead.futures
@@ -114,6 +115,7 @@ class AheadCalls:
             remote,
             concurrency=settings.concurrency,
             stream=TerminalStream(self.config),
+            batch=settings.batch,
         )
         self.seconds += ahead.seconds
         entries = pipeline.finish_calls().take_entries()

@@ -106,6 +106,11 @@ def end_session(
         complete=incomplete is None,
     )
     run = _with_provenance(run, config, settings, state, stopped=stopped)
+    if settings.run_group:
+        run = dataclasses.replace(run, run_group=settings.run_group)
+    if settings.shard is not None:
+        # One shard of a group: stored for `verdryx gate`, a subset on purpose.
+        run = dataclasses.replace(run, shard=str(settings.shard), partial=True)
     end = SessionEnd(
         run=run,
         settings=settings,
@@ -132,7 +137,8 @@ def end_session(
         except ValueError as exc:  # a value the store cannot encode: a line, not INTERNALERROR
             end.messages.append(f"ERROR: the run was not stored: {type(exc).__name__}: {exc}")
             _fail(end)
-    if baseline.baseline is not None:
+    if baseline.baseline is not None and settings.shard is None:
+        # A shard is gated with its group (`verdryx gate`), never on its own.
         _gate(end, baseline.baseline, store)
     if settings.save_baseline:
         _save_baseline(end, store, config.rootpath)
@@ -151,7 +157,8 @@ def _ci_outputs(config: pytest.Config, end: SessionEnd) -> None:
     if not isinstance(ci, CiOutputs):
         return
     gate = None
-    if end.baseline.baseline is not None:
+    # A shard has no gate of its own: `verdryx gate --junitxml` reports the group's.
+    if end.baseline.baseline is not None and end.settings.shard is None:
         refused = end.gate_error.removeprefix("gate refused: ") if end.gate_error else None
         gate = GateOutcome(baseline=end.baseline.name, result=end.result, refused=refused)
     ci.finish(end.run, gate, gated=end.run.complete)

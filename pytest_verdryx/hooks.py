@@ -25,6 +25,7 @@ from pytest_verdryx.fixture import custom_case_identity
 from pytest_verdryx.items import EvalCaseItem
 from pytest_verdryx.options import Settings, eval_settings, worded
 from pytest_verdryx.scoring import SCORING_KEY, ItemScoring
+from pytest_verdryx.shard import check_shard_settings, split_items
 from pytest_verdryx.state import SessionState
 from pytest_verdryx.storehandle import StoreHandle, session_store_path
 from pytest_verdryx.terminal import write_summary
@@ -32,6 +33,7 @@ from pytest_verdryx.xdist import PAYLOAD_KEY, XdistHooks
 from verdryx_core.baselines import check_label
 from verdryx_core.errors import VerdryxError
 from verdryx_core.evaluation import Pipeline
+from verdryx_core.llm.batch import check_batchable
 from verdryx_core.model import Baseline
 from verdryx_core.otel import SpanExporter
 
@@ -92,6 +94,8 @@ class VerdryxPlugin:
         self.otlp_endpoint = os.environ.get("VERDRYX_OTLP_ENDPOINT") or None
         self.exporter: SpanExporter | None = None
         self.end: SessionEnd | None = None
+        #: Items `--verdryx-shard` deselected in this process.
+        self.shard_deselected = 0
 
     def register(self) -> None:
         """Wire this session in: the stash (for items and the fixture), the hooks, xdist's."""
@@ -112,7 +116,10 @@ class VerdryxPlugin:
     def check(self) -> None:
         """At configure time: the exports, the typed client and the baseline, so a typo is
         exit 4 before anything is collected or paid for."""
+        check_shard_settings(self.settings)
         try:
+            if self.settings.batch:
+                check_batchable(self.settings.model, cache=self.settings.cache)
             self.exporter = check_exports(
                 self.settings, on_controller=not self.is_worker, otlp_endpoint=self.otlp_endpoint
             )
@@ -164,6 +171,23 @@ class VerdryxPlugin:
             self.baseline = BaselineView(Baseline.from_dict(state["baseline"]))
 
     # -- collection --------------------------------------------------------------------------
+
+    def pytest_collection_modifyitems(
+        self, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        shard = self.settings.shard
+        if shard is None:
+            return
+        kept, dropped = split_items(items, shard)
+        self.shard_deselected = len(dropped)
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = kept
+
+    def pytest_report_collectionfinish(self) -> list[str]:
+        if self.settings.shard is None or not self.shard_deselected:
+            return []
+        return [f"{self.shard_deselected} deselected by --verdryx-shard {self.settings.shard}"]
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:

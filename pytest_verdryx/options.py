@@ -14,9 +14,11 @@ from typing import Any, Final
 
 import pytest
 
+from verdryx_core.ci.provenance import default_run_group
 from verdryx_core.drift import DEFAULT_THRESHOLD, GATES
 from verdryx_core.errors import VerdryxError
 from verdryx_core.evaluation import DEFAULT_MIN_SCORE, EvalSettings, judge_in_effect
+from verdryx_core.sharding import ShardSpec, parse_shard
 
 __all__ = [
     "DEFAULT_PATTERNS",
@@ -195,6 +197,25 @@ OPTIONS: Final = (
     ),
     _Option("no_verdryx_store", "do not save this run to the store", False, "bool"),
     _Option(
+        "verdryx_shard",
+        "run shard K of N: keep the eval cases a stable hash of (eval set id, case id) puts "
+        "in shard K, deselect the rest; the run is stored for `verdryx gate`, not gated",
+        metavar="K/N",
+    ),
+    _Option(
+        "verdryx_run_group",
+        "the run group a shard's run is stored under (default: the CI's run id, e.g. "
+        "github-RUNID-ATTEMPT)",
+        metavar="ID",
+    ),
+    _Option(
+        "verdryx_batch",
+        "send the model and judge calls as Anthropic Message Batches (half price, slower) "
+        "before the items run",
+        False,
+        "bool",
+    ),
+    _Option(
         "verdryx_label",
         "a free label stored with this run (shown by verdryx runs/show and the report)",
         metavar="TEXT",
@@ -251,6 +272,9 @@ class Settings:
     allow_partial_baseline: bool = False
     patterns: tuple[str, ...]
     prices: str | None
+    shard: ShardSpec | None = None
+    run_group: str | None = None
+    batch: bool = False
     target: str | None = None
     target_version: str | None = None
     timeout: float = 120.0
@@ -281,6 +305,7 @@ def eval_settings(
         typed_template=settings.typed_template,
         min_score=settings.min_score,
         agent_id=settings.agent_id,
+        batch=settings.batch,
         call_timeout=settings.timeout,
         target=settings.target,
         target_version=settings.target_version,
@@ -355,6 +380,7 @@ def read_settings(config: pytest.Config, env: Mapping[str, str] | None = None) -
             values[option.name] = _convert(option, config.getini(option.name), option.name)
     get: Callable[[str], Any] = values.__getitem__
     patterns = DEFAULT_PATTERNS + tuple(config.getini("verdryx_evalset_patterns") or ())
+    shard = _shard(config)
     return Settings(
         model=get("verdryx_model"),
         judge=get("verdryx_judge"),
@@ -381,7 +407,26 @@ def read_settings(config: pytest.Config, env: Mapping[str, str] | None = None) -
         allow_partial_baseline=get("verdryx_allow_partial_baseline"),
         patterns=patterns,
         prices=config.getini("verdryx_prices") or None,
+        shard=shard,
+        run_group=get("verdryx_run_group") or (default_run_group(env) if shard else None),
+        batch=get("verdryx_batch"),
         target=get("verdryx_target"),
         target_version=get("verdryx_target_version"),
         timeout=get("verdryx_timeout"),
     )
+
+
+def _shard(config: pytest.Config) -> ShardSpec | None:
+    """`--verdryx-shard K/N` (or ini `verdryx_shard`), parsed; a bad value is one line."""
+    flag_value = config.getoption("verdryx_shard")
+    raw, source = (
+        (flag_value, "--verdryx-shard")
+        if flag_value
+        else (config.getini("verdryx_shard"), "verdryx_shard")
+    )
+    if not raw:
+        return None
+    try:
+        return parse_shard(str(raw), flag=source)
+    except VerdryxError as exc:
+        raise pytest.UsageError(worded(exc)) from None

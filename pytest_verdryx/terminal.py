@@ -10,6 +10,7 @@ from typing import Any
 
 from pytest_verdryx.end import SessionEnd
 from pytest_verdryx.options import FLAGS
+from pytest_verdryx.shard import gate_hint
 from verdryx_core.model import EvalRun, Score
 from verdryx_core.summary import fmt_score, gate_lines, run_lines, unmeasured_lines
 from verdryx_core.text import printable
@@ -92,6 +93,8 @@ def next_step(end: SessionEnd, run: EvalRun) -> str:
         return "next: fix what stopped the session, then re-run it whole to get a gated run"
     if end.settings.store and not end.stored:
         return "next: fix the store error above, then re-run to store and gate the run"
+    if end.settings.shard is not None:
+        return f"next: {gate_hint(end.settings)}"
     result = end.result
     if result is not None and result.regressed:
         return (

@@ -37,6 +37,7 @@ _PATH_ARGUMENTS = frozenset(
         "events",
         "file",
         "input",
+        "junitxml",
         "output",
         "root",
         "scores_db",

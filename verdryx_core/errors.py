@@ -26,6 +26,7 @@ __all__ = [
 #: How the command line spells the settings a hint may name.
 CLI_FLAGS: Final[Mapping[str, str]] = {
     "allow_model_change": "--allow-model-change",
+    "batch": "--batch",
     "cache": "--cache",
     "concurrency": "--concurrency",
     "db": "--db",

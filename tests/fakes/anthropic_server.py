@@ -9,6 +9,12 @@ reject or verdryx should never send, so tests assert `server.violations == []`.
 Behaviour is scripted: `script(...)` queues replies served first-in first-out; after that the
 default answers by request kind (a judge request gets a `record_verdict` call, a request with
 tools gets `tool_use` blocks, anything else a text echo). `responder` replaces the default.
+
+The Message Batches endpoints the SDK uses are served too: POST /v1/messages/batches, GET
+/v1/messages/batches/{id} (`in_progress` for `batch_polls` retrievals, then `ended` with its
+`results_url`) and GET that URL (JSONL, one line per request: `succeeded` with the message the
+default (or `responder`) would answer, or the result type `batch_outcomes` scripts for a
+custom id: `errored`, `expired` or `canceled`).
 """
 
 from __future__ import annotations
@@ -41,6 +47,10 @@ __all__ = [
 
 DEFAULT_KEY = "sk-ant-fake-0123456789abcdef"
 _TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+_CUSTOM_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+_BATCH_PATH = re.compile(
+    r"^/v1/messages/batches(?:/(?P<id>[A-Za-z0-9_]+)(?:(?P<results>/results)|(?P<cancel>/cancel))?)?$"
+)
 _TOP_LEVEL = frozenset(
     {"model", "max_tokens", "messages", "system", "tools", "tool_choice", "temperature"}
 )
@@ -337,6 +347,15 @@ class FakeAnthropic(LoopbackServer):
         self.tool_calls = tool_calls
         self.usage = usage
         self.responder: Callable[[RecordedRequest], Reply] | None = None
+        #: Retrievals a batch answers `in_progress` before it has `ended`.
+        self.batch_polls = 1
+        #: custom_id -> "errored" | "expired" | "canceled": that request's result type.
+        self.batch_outcomes: dict[str, str] = {}
+        #: batch id -> its requests ({"custom_id", "params"}), in order.
+        self.batches: dict[str, list[dict[str, Any]]] = {}
+        self._batch_polled: dict[str, int] = {}
+        #: Batch ids the client asked to cancel.
+        self.canceled: list[str] = []
         self._script: deque[Reply] = deque()
         self._requests: list[RecordedRequest] = []
         self._violations: list[str] = []
@@ -423,6 +442,8 @@ class FakeAnthropic(LoopbackServer):
             received_at=time.monotonic(),
             client_port=port,
         )
+        if path.startswith("/v1/messages/batches"):
+            return self._batch(request, credential)
         problems: list[str] = []
         if method != "POST" or path != "/v1/messages":
             problems.append(f"{method} {path}: only POST /v1/messages exists")
@@ -446,6 +467,126 @@ class FakeAnthropic(LoopbackServer):
         if self.responder is not None:
             return self.responder(request)
         return self._default(request)
+
+    # -- message batches -------------------------------------------------------------------
+
+    def _batch(self, request: RecordedRequest, credential: str | None) -> Reply:
+        match = _BATCH_PATH.match(request.path)
+        problems: list[str] = []
+        if match is None:
+            problems.append(f"{request.method} {request.path}: no such batch endpoint")
+        elif match.group("id") is None and request.method != "POST":
+            problems.append(f"{request.method} {request.path}: only POST creates a batch")
+        elif match.group("cancel") is not None and request.method != "POST":
+            problems.append(f"{request.method} {request.path}: only POST cancels a batch")
+        elif (
+            match.group("id") is not None
+            and match.group("cancel") is None
+            and request.method != "GET"
+        ):
+            problems.append(f"{request.method} {request.path}: only GET reads a batch")
+        if "anthropic-version" not in request.headers:
+            problems.append("no anthropic-version header")
+        if match is not None and match.group("id") is None and not problems:
+            problems += self._batch_problems(request.body)
+        with self._lock:
+            self._requests.append(request)
+            self._violations.extend(problems)
+        if problems:
+            return error_reply(400, "invalid_request_error", "; ".join(problems))
+        if credential != self.api_key:
+            return error_reply(401, "authentication_error", "invalid x-api-key")
+        assert match is not None
+        batch_id = match.group("id")
+        if batch_id is None:
+            with self._lock:
+                batch_id = f"msgbatch_fake{len(self.batches) + 1:04d}"
+                self.batches[batch_id] = list(request.body["requests"])
+                self._batch_polled[batch_id] = 0
+            return Reply(body=self._batch_object(batch_id, ended=False))
+        with self._lock:
+            known = batch_id in self.batches
+            if known and match.group("cancel"):
+                self.canceled.append(batch_id)
+            elif known and not match.group("results"):
+                self._batch_polled[batch_id] += 1
+            ended = known and self._batch_polled[batch_id] > self.batch_polls
+        if not known:
+            return error_reply(404, "not_found_error", f"no batch {batch_id}")
+        if match.group("cancel"):
+            canceling = {"processing_status": "canceling"}
+            return Reply(body=self._batch_object(batch_id, ended=False) | canceling)
+        if not match.group("results"):
+            return Reply(body=self._batch_object(batch_id, ended=ended))
+        if not ended:
+            return error_reply(404, "not_found_error", f"batch {batch_id} has not ended")
+        lines = [json.dumps(self._batch_line(item)) for item in self.batches[batch_id]]
+        return Reply(raw=("\n".join(lines) + "\n").encode(), content_type="application/x-jsonl")
+
+    def _batch_problems(self, body: Any) -> list[str]:
+        requests = body.get("requests") if isinstance(body, dict) else None
+        if not isinstance(requests, list) or not requests:
+            return ["requests missing or empty"]
+        problems: list[str] = []
+        seen: set[str] = set()
+        for index, item in enumerate(requests):
+            custom_id = item.get("custom_id") if isinstance(item, dict) else None
+            if not isinstance(custom_id, str) or not _CUSTOM_ID.match(custom_id):
+                problems.append(f"requests[{index}].custom_id {custom_id!r} is not valid")
+            elif custom_id in seen:
+                problems.append(f"requests[{index}].custom_id {custom_id!r} is used twice")
+            else:
+                seen.add(custom_id)
+            params = item.get("params") if isinstance(item, dict) else None
+            problems += [f"requests[{index}].params: {p}" for p in _shape_problems(params)]
+        return problems
+
+    def _batch_object(self, batch_id: str, *, ended: bool) -> dict[str, Any]:
+        requests = self.batches[batch_id]
+        counts = {"processing": 0, "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0}
+        if ended:
+            for item in requests:
+                counts[self.batch_outcomes.get(item["custom_id"], "succeeded")] += 1
+        else:
+            counts["processing"] = len(requests)
+        return {
+            "id": batch_id,
+            "type": "message_batch",
+            "processing_status": "ended" if ended else "in_progress",
+            "request_counts": counts,
+            "created_at": "2026-01-01T00:00:00Z",
+            "expires_at": "2026-01-02T00:00:00Z",
+            "ended_at": "2026-01-01T00:01:00Z" if ended else None,
+            "archived_at": None,
+            "cancel_initiated_at": None,
+            "results_url": f"{self.url}/v1/messages/batches/{batch_id}/results" if ended else None,
+        }
+
+    def _batch_line(self, item: Mapping[str, Any]) -> dict[str, Any]:
+        custom_id = item["custom_id"]
+        outcome = self.batch_outcomes.get(custom_id, "succeeded")
+        if outcome == "errored":
+            result: dict[str, Any] = {
+                "type": "errored",
+                "error": {
+                    "type": "error",
+                    "error": {"type": "invalid_request_error", "message": "scripted batch error"},
+                },
+            }
+        elif outcome in ("expired", "canceled"):
+            result = {"type": outcome}
+        else:
+            request = RecordedRequest(
+                method="POST",
+                path="/v1/messages",
+                headers={},
+                body=item["params"],
+                received_at=time.monotonic(),
+                client_port=0,
+            )
+            reply = (self.responder or self._default)(request)
+            result = {"type": "succeeded", "message": dict(reply.body or {})}
+        return {"custom_id": custom_id, "result": result}
 
     def _default(self, request: RecordedRequest) -> Reply:
         body = request.body

@@ -29,6 +29,7 @@ from verdryx_core.evaluation import (
     save_run,
 )
 from verdryx_core.graders import GradeContext
+from verdryx_core.llm.batch import check_batchable
 from verdryx_core.model import EvalRun, Score
 from verdryx_core.summary import run_lines, unmeasured_lines
 from verdryx_core.timeouts import DEFAULT_TIMEOUT_S, check_timeout
@@ -108,6 +109,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="typed verdict template (default eval.outcome_met)",
     )
     parser.add_argument(
+        "--batch",
+        action="store_true",
+        help="send the model and judge calls as Anthropic Message Batches: half price, "
+        "answers within the hour rather than seconds (docs/sharding.md)",
+    )
+    parser.add_argument(
         "--target",
         metavar="MODULE:CALLABLE",
         help="the agent under test, called once per case and repeat (an eval set's own "
@@ -142,6 +149,7 @@ def settings_from(args: argparse.Namespace) -> EvalSettings:
         typed_template=args.typed_template,
         min_score=args.min_score,
         agent_id=args.agent_id or None,
+        batch=args.batch,
         call_timeout=args.timeout,
         target=args.target or None,
         target_version=args.target_version or None,
@@ -151,6 +159,8 @@ def settings_from(args: argparse.Namespace) -> EvalSettings:
 
 def run(args: argparse.Namespace) -> int:
     settings = settings_from(args)
+    if settings.batch:
+        check_batchable(settings.model, cache=settings.cache)
     sets, problems = _load_sets(args.evalsets)
     ids = [evalset.id for evalset in sets]
     duplicated = sorted({set_id for set_id in ids if ids.count(set_id) > 1})
@@ -176,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
         ]
         scorer = pipeline.scorer([entry.case for entry in work])
         try:
-            scores, failures = _score_each(scorer, work, settings.concurrency)
+            scores, failures = _score_each(scorer, work, settings.concurrency, batch=settings.batch)
         finally:
             tally = pipeline.finish_calls()
         # A case whose call failed, or a file that did not load, leaves the run incomplete:
@@ -228,11 +238,11 @@ def _load_sets(paths: list[str]) -> tuple[list[EvalSet], list[str]]:
 
 
 def _score_each(
-    scorer: CaseScorer, work: list[Work], concurrency: int
+    scorer: CaseScorer, work: list[Work], concurrency: int, *, batch: bool = False
 ) -> tuple[list[Score], list[str]]:
-    """Every case scored in order, remote ones ahead; a case whose call fails is one line
-    naming it, and the others are still scored."""
-    ahead = call_ahead(scorer, work, concurrency=concurrency, stream=sys.stderr)
+    """Every case scored in order, remote ones ahead (as Message Batches first with `batch`);
+    a case whose call fails is one line naming it, and the others are still scored."""
+    ahead = call_ahead(scorer, work, concurrency=concurrency, stream=sys.stderr, batch=batch)
     scores: list[Score] = []
     failures: list[str] = []
     for entry in work:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 
+from verdryx_core.evaluation.batching import batch_ahead
 from verdryx_core.evaluation.scoring import CaseScorer
 from verdryx_core.graders.base import GradeContext
 from verdryx_core.llm.pool import CallPool
@@ -37,14 +38,24 @@ class Ahead:
 
 
 def call_ahead(
-    scorer: CaseScorer, work: Sequence[Work], *, concurrency: int, stream: TextStream
+    scorer: CaseScorer,
+    work: Sequence[Work],
+    *,
+    concurrency: int,
+    stream: TextStream,
+    batch: bool = False,
 ) -> Ahead:
     """Score the remote cases of `work` in the bounded pool, and wait for all of them.
-    A Ctrl-C cancels what has not started."""
+    A Ctrl-C cancels what has not started. With `batch`, the model and judge calls are first
+    sent as Message Batches, so the pool then finds their answers in the cache."""
     remote = [entry for entry in work if scorer.is_remote(entry.case)]
     if not remote:
         return Ahead({}, 0.0)
     started = time.perf_counter()
+    if batch:
+        batch_ahead(
+            scorer, [(entry.context.eval_set_id, entry.case) for entry in remote], stream=stream
+        )
     progress = Progress(len(remote), stream=stream)
     pool = CallPool(concurrency, progress=progress)
     futures: dict[str, Future[Score]] = {}
@@ -66,10 +77,15 @@ def call_ahead(
 
 
 def score_all(
-    scorer: CaseScorer, work: Sequence[Work], *, concurrency: int, stream: TextStream
+    scorer: CaseScorer,
+    work: Sequence[Work],
+    *,
+    concurrency: int,
+    stream: TextStream,
+    batch: bool = False,
 ) -> list[Score]:
     """Every case of `work` scored, in the order given: remote ones ahead, the rest inline."""
-    ahead = call_ahead(scorer, work, concurrency=concurrency, stream=stream)
+    ahead = call_ahead(scorer, work, concurrency=concurrency, stream=stream, batch=batch)
     return [
         ahead.futures[entry.key].result()
         if entry.key in ahead.futures

@@ -55,6 +55,8 @@ class EvalSettings:
     #: The pass bar of cases without their own `min_score` (None: each grader's own bar).
     min_score: float | None = None
     agent_id: str | None = None
+    #: Send the model and judge calls as Message Batches before scoring (docs/sharding.md).
+    batch: bool = False
     #: How the face spells each setting, for messages that point at one
     #: (`verdryx_core.errors.word_hint`).
     flags: Mapping[str, str] = field(default_factory=lambda: CLI_FLAGS)

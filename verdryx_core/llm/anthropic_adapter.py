@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from verdryx_core.errors import ModelCallError, VerdryxError
+from verdryx_core.jsonwords import json_kind
 from verdryx_core.llm.base import Completion, Judgement
 from verdryx_core.llm.judge_prompt import (
     JUDGE_SYSTEM,
@@ -125,11 +126,7 @@ class AnthropicAdapter:
     # -- the protocol ----------------------------------------------------------------------
 
     def complete(self, prompt: str, *, repeat: int = 0) -> Completion:
-        message = self._create(
-            "model call",
-            max_tokens=self.max_tokens,
-            messages=[{"role": "user", "content": prompt}],
-        )
+        message = self._create("model call", self.request_params("complete", prompt))
         return self._completion(message)
 
     def complete_with_tools(
@@ -138,22 +135,14 @@ class AnthropicAdapter:
         # Single turn: the names of the tool_use blocks of this first response are the trace;
         # no tool is executed and nothing is sent back.
         message = self._create(
-            "model call with tools",
-            max_tokens=self.max_tokens,
-            messages=[{"role": "user", "content": prompt}],
-            tools=[dict(tool) for tool in tools],
+            "model call with tools", self.request_params("tools", prompt, tools=tools)
         )
         return self._completion(message)
 
     def judge(self, prompt: str, output: str, rubric: str, *, repeat: int = 0) -> Judgement:
         try:
             message = self._create(
-                "judge call",
-                max_tokens=self.judge_max_tokens,
-                system=JUDGE_SYSTEM,
-                messages=[{"role": "user", "content": render_judge_prompt(prompt, output, rubric)}],
-                tools=[dict(RECORD_VERDICT_TOOL)],
-                tool_choice=dict(TOOL_CHOICE),
+                "judge call", self.request_params("judge", prompt, output=output, rubric=rubric)
             )
         except ModelCallError as exc:
             if exc.status is None or not 200 <= exc.status < 300:
@@ -161,16 +150,68 @@ class AnthropicAdapter:
             # A 2xx answer the judge rules cannot read is unmeasured, like any other
             # unreadable verdict (docs/models-and-judges.md); its cost is unknown.
             return Judgement(score=None, unmeasured=f"{UNREADABLE_ANSWER}: {exc}")
-        verdict = parse_verdict(message["content"], message.get("stop_reason"))
-        input_tokens, output_tokens, cost = self._usage(message)
-        return Judgement(
-            score=verdict.score,
-            reason=verdict.reason,
-            unmeasured=verdict.unmeasured,
-            input_tokens=input_tokens,
-            output_tokens=output_tokens,
-            cost_usd=cost,
-        )
+        return self._judgement(message)
+
+    # -- requests and answers as data (the batch path, verdryx_core.llm.batch) --------------
+
+    def request_params(
+        self,
+        kind: str,
+        prompt: str,
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        output: str | None = None,
+        rubric: str | None = None,
+    ) -> dict[str, Any]:
+        """The Messages API request of one call, exactly as `complete`, `complete_with_tools`
+        or `judge` sends it (`kind`: complete, tools, judge), as a plain dict."""
+        if kind == "judge":
+            params: dict[str, Any] = {
+                "model": self.model,
+                "max_tokens": self.judge_max_tokens,
+                "system": JUDGE_SYSTEM,
+                "messages": [
+                    {
+                        "role": "user",
+                        "content": render_judge_prompt(prompt, output or "", rubric or ""),
+                    }
+                ],
+                "tools": [dict(RECORD_VERDICT_TOOL)],
+                "tool_choice": dict(TOOL_CHOICE),
+            }
+        elif kind in ("complete", "tools"):
+            params = {
+                "model": self.model,
+                "max_tokens": self.max_tokens,
+                "messages": [{"role": "user", "content": prompt}],
+            }
+            if kind == "tools":
+                params["tools"] = [dict(tool) for tool in tools or ()]
+        else:
+            raise ValueError(f"unknown call kind {kind!r}")
+        if self.temperature is not None:
+            # Sent only when configured (0.0 included).
+            params["temperature"] = self.temperature
+        return params
+
+    def answer_from_message(
+        self, kind: str, message: Any, *, price_factor: float = 1.0, call: str | None = None
+    ) -> Completion | Judgement:
+        """A Messages API message (a decoded JSON object) read and priced as the matching
+        protocol call reads its HTTP answer; `price_factor` scales the price book's price (a
+        batch is billed at half). A message that is not one raises `ModelCallError` (for a
+        judge: an unmeasured verdict), naming `call`."""
+        try:
+            checked = _check_message(message)
+        except MalformedAnswer as exc:
+            where = call or _CALL_NAMES.get(kind, kind)
+            problem = self._redact(f"model {self.model} ({where}): answer unreadable: {exc}")
+            if kind == "judge":
+                return Judgement(score=None, unmeasured=f"{UNREADABLE_ANSWER}: {problem}")
+            raise ModelCallError(problem) from None
+        if kind == "judge":
+            return self._judgement(checked, price_factor=price_factor)
+        return self._completion(checked, price_factor=price_factor)
 
     # -- the wire --------------------------------------------------------------------------
 
@@ -202,18 +243,19 @@ class AnthropicAdapter:
                 install_log_filter()
             return self._client
 
-    def _create(self, call: str, **request: Any) -> dict[str, Any]:
+    def _create(self, call: str, params: Mapping[str, Any]) -> dict[str, Any]:
         """The answer as a checked plain message (`content` a list of blocks with a `type`,
         `usage` an object of token counts); every failure is one `ModelCallError`."""
         client = self._get_client()
-        if self.temperature is not None:
-            # Sent only when configured (0.0 included); this SDK has no keyword for it.
-            request["extra_body"] = {"temperature": self.temperature}
+        request = dict(params)
+        if "temperature" in request:
+            # This SDK version has no keyword for it: sent in the body as is.
+            request["extra_body"] = {"temperature": request.pop("temperature")}
         try:
             # The raw response: the SDK still raises for a 4xx/5xx (after its retries), but a
             # 2xx body is read below, so a malformed one is named instead of crashing inside
             # the SDK's parser.
-            raw = client.messages.with_raw_response.create(model=self.model, **request)
+            raw = client.messages.with_raw_response.create(**request)
             status = int(raw.status_code)
             content_type = str(raw.headers.get("content-type") or "")
             body = raw.read()
@@ -238,9 +280,9 @@ class AnthropicAdapter:
                 status=status,
             ) from None
 
-    def _completion(self, message: Mapping[str, Any]) -> Completion:
+    def _completion(self, message: Mapping[str, Any], *, price_factor: float = 1.0) -> Completion:
         blocks = message["content"]
-        input_tokens, output_tokens, cost = self._usage(message)
+        input_tokens, output_tokens, cost = self._usage(message, price_factor=price_factor)
         return Completion(
             text="".join(block["text"] or "" for block in blocks if block["type"] == "text"),
             tool_names=tuple(str(block["name"]) for block in blocks if block["type"] == "tool_use"),
@@ -257,7 +299,21 @@ class AnthropicAdapter:
             cost_usd=cost,
         )
 
-    def _usage(self, message: Mapping[str, Any]) -> tuple[int, int, float]:
+    def _judgement(self, message: Mapping[str, Any], *, price_factor: float = 1.0) -> Judgement:
+        verdict = parse_verdict(message["content"], message.get("stop_reason"))
+        input_tokens, output_tokens, cost = self._usage(message, price_factor=price_factor)
+        return Judgement(
+            score=verdict.score,
+            reason=verdict.reason,
+            unmeasured=verdict.unmeasured,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cost_usd=cost,
+        )
+
+    def _usage(
+        self, message: Mapping[str, Any], *, price_factor: float = 1.0
+    ) -> tuple[int, int, float]:
         usage = message["usage"]
         plain = usage.get("input_tokens") or 0
         cache_read = usage.get("cache_read_input_tokens") or 0
@@ -270,7 +326,7 @@ class AnthropicAdapter:
             cache_read_tokens=cache_read,
             cache_write_tokens=cache_write,
         )
-        return plain + cache_read + cache_write, output, cost
+        return plain + cache_read + cache_write, output, cost * price_factor
 
     def _error(self, exc: Exception, call: str = "model call") -> ModelCallError:
         sdk = self._sdk
@@ -348,6 +404,14 @@ class AnthropicAdapter:
         return redact_url(text)
 
 
+#: How messages name each kind of call.
+_CALL_NAMES: Final = {
+    "complete": "model call",
+    "tools": "model call with tools",
+    "judge": "judge call",
+}
+
+
 def _named_call(message: str, call: str) -> str:
     """`model M (judge call): ...`: which of a case's calls failed."""
     prefix, sep, rest = message.partition(": ")
@@ -365,7 +429,13 @@ _USAGE_FIELDS: Final = (
 def _read_message(body: bytes, content_type: str) -> dict[str, Any]:
     """A 2xx body as a plain message with the fields verdryx reads; `MalformedAnswer`
     otherwise."""
-    data = read_json_object(body, content_type)
+    return _check_message(read_json_object(body, content_type))
+
+
+def _check_message(data: Any) -> dict[str, Any]:
+    """A decoded message as the plain dict verdryx reads; `MalformedAnswer` when it is not one."""
+    if not isinstance(data, dict):
+        raise MalformedAnswer(f"JSON that is not a message object ({json_kind(data)})")
     content = data.get("content")
     if not isinstance(content, list):
         raise MalformedAnswer("a message without a 'content' list")

@@ -104,6 +104,10 @@ class CachedAdapter:
         self._absent: set[str] = set()
         self._inflight: dict[str, Future[tuple[dict[str, Any], float]]] = {}
         self._pending: list[tuple[str, str, dict[str, Any], float]] = []
+        # Answers paid for by a batch this session (verdryx_core.llm.batch): served once as
+        # fresh answers (misses), not as cache hits; and the calls the batch failed.
+        self._fresh: set[str] = set()
+        self._failed: dict[str, ModelCallError] = {}
         self._hits = 0
         self._misses = 0
         self._saved = 0.0
@@ -184,6 +188,37 @@ class CachedAdapter:
             self._absent.update(key for key in wanted if key not in found)
         return len(found)
 
+    def has(self, key: str) -> bool:
+        """Whether `key` is answered without a call (read, preloaded, or remembered)."""
+        with self._lock:
+            return key in self._known
+
+    def peek(self, key: str) -> dict[str, Any] | None:
+        """The known answer of `key` as its dict, without counting a use (planning a batch
+        of judge calls reads the model's outputs this way)."""
+        with self._lock:
+            entry = self._known.get(key)
+        return None if entry is None else dict(entry[0])
+
+    def remember(self, key: str, answer: Completion | Judgement) -> None:
+        """An answer obtained outside the protocol (a Message Batch) for the call `key`: the
+        next call with that key is served from it, counted as the fresh answer it is, and it
+        is written to the store with the session's other new answers."""
+        if self.mode == "off":
+            raise UsageError("answers can only be remembered with the response cache on")
+        response = answer.to_dict() | {"cached": False}
+        with self._lock:
+            self._known[key] = (response, answer.cost_usd)
+            self._fresh.add(key)
+            self._failed.pop(key, None)
+            self._pending.append((key, self.model, response, answer.cost_usd))
+
+    def remember_error(self, key: str, error: ModelCallError) -> None:
+        """The call `key` failed outside the protocol (a batch request errored or expired): a
+        call with that key raises this error instead of calling again."""
+        with self._lock:
+            self._failed[key] = error
+
     # -- the protocol ----------------------------------------------------------------------
 
     def complete(self, prompt: str, *, repeat: int = 0) -> Completion:
@@ -249,13 +284,21 @@ class CachedAdapter:
                 self._misses += 1
             return call()
         with self._lock:
+            failed = self._failed.get(key)
+            if failed is not None:
+                self._misses += 1
+        if failed is not None:
+            # A fresh exception per caller: one object raised in several threads would share
+            # (and grow) one traceback.
+            raise ModelCallError(str(failed), status=failed.status)
+        with self._lock:
             entry = self._known.get(key)
             waiting = self._inflight.get(key) if entry is None else None
             owner = entry is None and waiting is None
             if owner:
                 waiting = self._inflight[key] = Future()
         if entry is not None:
-            return self._hit(kind_type, entry)
+            return self._hit(kind_type, entry, key)
         if not owner:
             assert waiting is not None
             return self._hit(kind_type, waiting.result())
@@ -308,8 +351,15 @@ class CachedAdapter:
             self._pending.append((key, self.model, response, answer.cost_usd))
         return entry
 
-    def _hit(self, kind_type: type[_Answer], entry: tuple[dict[str, Any], float]) -> _Answer:
+    def _hit(
+        self, kind_type: type[_Answer], entry: tuple[dict[str, Any], float], key: str = ""
+    ) -> _Answer:
         with self._lock:
+            if key in self._fresh:
+                # A batch answer's first use: paid this session, so a miss and not cached.
+                self._fresh.discard(key)
+                self._misses += 1
+                return kind_type.from_dict(entry[0])
             self._hits += 1
             self._saved += entry[1]
         return kind_type.from_dict(entry[0] | {"cached": True})
