@@ -10,6 +10,7 @@ from typing import Any
 
 from pytest_verdryx.end import SessionEnd
 from pytest_verdryx.options import FLAGS
+from verdryx_core.breakdown import breakdown_lines, compute_breakdown
 from verdryx_core.model import EvalRun, Score
 from verdryx_core.summary import (
     fmt_score,
@@ -79,6 +80,10 @@ def write_summary(tr: Any, end: SessionEnd) -> None:
         for line in gate_lines(end.result, flags=FLAGS, repeats_help=end.state.live_cases > 0):
             regressed = line.startswith("verdict: REGRESSED")
             tr.write_line(line, bold=regressed, red=regressed)
+    breakdown = compute_breakdown(run, end.result)
+    if breakdown.worth_showing:
+        for line in breakdown_lines(breakdown):
+            tr.write_line(printable(line, keep_newlines=False))
     if end.gate_error:
         tr.write_line(end.gate_error, red=True)
     if end.saved_baseline:
