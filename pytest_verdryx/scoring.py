@@ -77,6 +77,8 @@ class ItemScoring:
             properties.append(("verdryx.unmeasured", score.unmeasured or ""))
         item.user_properties.extend(properties)
         case = _case_of(item)
+        if case is not None and case.needs_model:
+            self.state.live_cases += 1  # its output came from the model or a target
         if case is not None and case.grader == "contract":
             from verdryx_core.contracts.history import promise_of
 

@@ -40,6 +40,9 @@ class SessionState:
     errors: list[str] = field(default_factory=list)
     #: Contract cases' own task and agent ids, by case key.
     contract_ids: dict[str, dict[str, str | None]] = field(default_factory=dict)
+    #: Scored cases whose output came from a live source (the model or a target): repeats
+    #: sample only those, so with none `--verdryx-repeat` changes nothing.
+    live_cases: int = 0
     #: Node ids of files that failed to collect (--continue-on-collection-errors, xdist).
     collection_errors: set[str] = field(default_factory=set)
 
@@ -81,6 +84,7 @@ class SessionState:
             "not_run": sorted(self.not_run),
             "collection_errors": sorted(self.collection_errors),
             "errors": list(self.errors),
+            "live_cases": self.live_cases,
         }
 
     def merge(self, payload: Mapping[str, Any]) -> None:
@@ -94,3 +98,4 @@ class SessionState:
         self.not_run.update(payload["not_run"])
         self.collection_errors.update(payload.get("collection_errors", ()))
         self.errors.extend(payload.get("errors", ()))
+        self.live_cases += int(payload.get("live_cases", 0))

@@ -11,8 +11,15 @@ from typing import Any
 from pytest_verdryx.end import SessionEnd
 from pytest_verdryx.options import FLAGS
 from pytest_verdryx.shard import gate_hint
+from verdryx_core.breakdown import breakdown_lines, compute_breakdown
 from verdryx_core.model import EvalRun, Score
-from verdryx_core.summary import fmt_score, gate_lines, run_lines, unmeasured_lines
+from verdryx_core.summary import (
+    fmt_score,
+    gate_lines,
+    repeat_note,
+    run_lines,
+    unmeasured_lines,
+)
 from verdryx_core.text import printable
 
 __all__ = ["next_step", "write_summary"]
@@ -60,6 +67,9 @@ def write_summary(tr: Any, end: SessionEnd) -> None:
         flaky = sorted(key for key, label in stability.items() if label == "flaky")
         if flaky:
             tr.write_line(f"flaky across {settings.repeat} samples: {', '.join(flaky)}")
+    note = repeat_note(settings.repeat, end.state.live_cases, FLAGS)
+    if note:
+        tr.write_line(note)
     if run.unmeasured:
         tr.write_line("unmeasured (skipped, counted apart):")
         for line in unmeasured_lines(run.unmeasured):
@@ -68,9 +78,13 @@ def write_summary(tr: Any, end: SessionEnd) -> None:
     if end.stored and end.store_path is not None:
         tr.write_line(f"stored: {run.id} in {end.store_path}")
     if end.result is not None:
-        for line in gate_lines(end.result, flags=FLAGS):
+        for line in gate_lines(end.result, flags=FLAGS, repeats_help=end.state.live_cases > 0):
             regressed = line.startswith("verdict: REGRESSED")
             tr.write_line(line, bold=regressed, red=regressed)
+    breakdown = compute_breakdown(run, end.result)
+    if breakdown.worth_showing:
+        for line in breakdown_lines(breakdown):
+            tr.write_line(printable(line, keep_newlines=False))
     if end.gate_error:
         tr.write_line(end.gate_error, red=True)
     if end.saved_baseline:
@@ -114,7 +128,10 @@ def next_step(end: SessionEnd, run: EvalRun) -> str:
         )
     drift = result.report if result is not None else None
     if drift is not None and drift.inconclusive:
-        return "next: add cases or use --verdryx-repeat N until the drop is decided"
+        if end.state.live_cases:
+            return "next: add cases or use --verdryx-repeat N until the drop is decided"
+        # Every output is recorded: a repeat would grade the same output again.
+        return "next: add cases until the drop is decided"
     failed = sum(1 for score in run.scores if score.passed is False and not _excused(end, score))
     if failed:
         return f"next: the gate is on track, but {failed} case(s) failed: see the reports above"

@@ -132,6 +132,29 @@ def test_eval_with_the_stub_model(capsys: pytest.CaptureFixture[str], tmp_path: 
     assert document["scores"][0]["value"] == 1.0
 
 
+def test_eval_repeat_on_recorded_outputs_says_it_changes_nothing(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, _ = run_cli(
+        capsys, "eval", str(SUPPORT), "--db", str(tmp_path / "r.db"), "--repeat", "3"
+    )
+    assert code == 0
+    assert out.count("--repeat 3 changes nothing here: every case's output is recorded") == 1
+
+
+def test_eval_repeat_on_a_live_model_samples_and_says_nothing(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    data = {"id": "live", "cases": [{"id": "echo", "prompt": "say it", "expected": "stub output"}]}
+    path = tmp_path / "live.evalset.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    code, out, _ = run_cli(
+        capsys, "eval", str(path), "--db", str(tmp_path / "r.db"), "--repeat", "3"
+    )
+    assert code == 0
+    assert "changes nothing" not in out
+
+
 # -- baseline, drift -------------------------------------------------------------------------
 
 

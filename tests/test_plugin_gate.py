@@ -204,10 +204,13 @@ def test_a_drop_that_is_not_significant_is_called_inconclusive_in_words(
         [
             "*delta: -0.083*",
             "*inconclusive: a drop this size happens by chance *% of the time at this size; "
-            "add cases or use --verdryx-repeat*",
+            "add cases",
             "*verdict: ON-TRACK*",
+            "next: add cases until the drop is decided",
         ]
     )
+    # Every output is recorded: repeats would grade the same output again, so none is advised.
+    assert "repeat" not in result.stdout.str()
     strict = pytester.runpytest(
         f"--verdryx-db={db}", "--verdryx-baseline=v1", "--verdryx-gate=threshold"
     )
@@ -270,3 +273,52 @@ def test_xdist_and_a_single_process_store_the_same_run_and_verdict(
         line for line in (single.outlines, spread.outlines) for line in line if "verdict:" in line
     ]
     assert len(verdicts) == 2 and verdicts[0] == verdicts[1]
+
+
+def test_repeats_on_recorded_outputs_are_called_useless_and_never_advised(
+    pytester: pytest.Pytester,
+) -> None:
+    result, _ = _baseline_then_current(pytester, drop=1, total=4, extra=["--verdryx-repeat=3"])
+    assert result.ret == pytest.ExitCode.OK
+    out = result.stdout.str()
+    assert (
+        out.count("--verdryx-repeat 3 changes nothing here: every case's output is recorded") == 1
+    )
+    result.stdout.fnmatch_lines(["*inconclusive: *; add cases", "next: add cases until*"])
+    assert "use --verdryx-repeat" not in out
+
+
+LIVE_AGENT = """
+import pathlib
+
+def answer(case):
+    bad = pathlib.Path(__file__).with_name("bad.txt")
+    wrong = bad.exists() and case.id in bad.read_text().split()
+    return {"output": "no" if wrong else "yes"}
+"""
+
+
+@pytest.mark.parametrize("mode", XDIST_MODES)
+def test_an_inconclusive_drop_on_live_outputs_advises_repeats(
+    pytester: pytest.Pytester, mode: list[str]
+) -> None:
+    # The agent answers every case: a repeat samples it again, so repeats are worth advising.
+    pytester.makepyfile(live_agent=LIVE_AGENT)
+    db = pytester.path / "store.db"
+    cases = [{"id": f"c{i}", "prompt": f"q{i}", "expected": "yes"} for i in range(4)]
+    write_evalset(pytester.path, "agent", "agent", cases)
+    target = "--verdryx-target=live_agent:answer"
+    saved = pytester.runpytest(target, f"--verdryx-db={db}", "--verdryx-save-baseline=v1")
+    saved.assert_outcomes(passed=4)
+    (pytester.path / "bad.txt").write_text("c0")
+    result = pytester.runpytest(
+        *mode, target, f"--verdryx-db={db}", "--verdryx-baseline=v1", "--verdryx-repeat=2"
+    )
+    out = result.stdout.str()
+    assert "changes nothing here" not in out
+    result.stdout.fnmatch_lines(
+        [
+            "*inconclusive: *; add cases or use --verdryx-repeat*",
+            "next: add cases or use --verdryx-repeat N until the drop is decided",
+        ]
+    )

@@ -131,12 +131,15 @@ class DriftReport:
             "paired": None if self.paired is None else self.paired.to_dict(),
         }
 
-    def inconclusive_sentence(self, flags: Mapping[str, str] = CLI_FLAGS) -> str | None:
+    def inconclusive_sentence(
+        self, flags: Mapping[str, str] = CLI_FLAGS, *, repeats_help: bool = True
+    ) -> str | None:
         """The words a summary prints when the delta is past the threshold but not significant;
-        `flags`: how the face printing it spells its settings."""
+        `flags`: how the face printing it spells its settings; `repeats_help`: whether some
+        case's output is live (repeats sample it again), else only more cases can help."""
         if not self.inconclusive:
             return None
-        advice = word_hint("add cases or use {repeat}", flags)
+        advice = word_hint("add cases or use {repeat}", flags) if repeats_help else "add cases"
         if self.chance is None:
             return (
                 f"inconclusive: a drop of {-self.delta:.3f} cannot be told from chance with fewer "

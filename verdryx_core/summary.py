@@ -12,6 +12,7 @@ __all__ = [
     "fmt_score",
     "fmt_usd",
     "gate_lines",
+    "repeat_note",
     "run_lines",
     "unmeasured_lines",
 ]
@@ -63,6 +64,15 @@ def run_lines(
     return lines
 
 
+def repeat_note(repeat: int, live_cases: int, flags: Mapping[str, str] = CLI_FLAGS) -> str | None:
+    """The one line saying repeats were asked for and change nothing: no scored case's output
+    was live (a model or target call), and a recorded output is one fixed measurement."""
+    if repeat <= 1 or live_cases > 0:
+        return None
+    flag = word_hint("{repeat}", flags)
+    return f"{flag} {repeat} changes nothing here: every case's output is recorded"
+
+
 def unmeasured_lines(scores: Sequence[Score], *, limit: int = 10) -> list[str]:
     lines = [f"  {score.key}: {score.unmeasured}" for score in scores[:limit]]
     if len(scores) > limit:
@@ -76,8 +86,10 @@ def gate_lines(
     worst: int = 5,
     list_limit: int = 10,
     flags: Mapping[str, str] = CLI_FLAGS,
+    repeats_help: bool = True,
 ) -> list[str]:
-    """The gate's lines; `flags`: how the face printing them spells its settings."""
+    """The gate's lines; `flags`: how the face printing them spells its settings;
+    `repeats_help`: whether some case's output is live (see `repeat_note`)."""
     baseline = result.baseline
     name = baseline.label or baseline.id
     lines: list[str] = []
@@ -100,7 +112,7 @@ def gate_lines(
                 f"smallest drop these {result.matched} cases can detect (80% power): "
                 f"{report.mde:.3f}"
             )
-        sentence = report.inconclusive_sentence(flags)
+        sentence = report.inconclusive_sentence(flags, repeats_help=repeats_help)
         if sentence:
             lines.append(sentence)
         lines.append(f"verdict: {report.verdict.upper()}  (gate: {report.gate})")

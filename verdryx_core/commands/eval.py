@@ -31,7 +31,7 @@ from verdryx_core.evaluation import (
 from verdryx_core.graders import GradeContext
 from verdryx_core.llm.batch import check_batchable
 from verdryx_core.model import EvalRun, Score
-from verdryx_core.summary import run_lines, unmeasured_lines
+from verdryx_core.summary import repeat_note, run_lines, unmeasured_lines
 from verdryx_core.timeouts import DEFAULT_TIMEOUT_S, check_timeout
 
 NAME = "eval"
@@ -212,7 +212,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(eval_document(run) | {"complete": run.complete, "errors": errors})
     else:
-        _print_text(run, store.path, problems=problems, failures=failures)
+        live = sum(1 for entry in work if entry.case.needs_model)
+        note = repeat_note(settings.repeat, live)
+        _print_text(run, store.path, problems=problems, failures=failures, note=note)
     return EXIT_UNREADABLE if problems else (EXIT_INCOMPLETE if failures else 0)
 
 
@@ -289,10 +291,14 @@ def eval_document(run: EvalRun) -> dict[str, Any]:
     }
 
 
-def _print_text(run: EvalRun, db: str, *, problems: list[str], failures: list[str]) -> None:
+def _print_text(
+    run: EvalRun, db: str, *, problems: list[str], failures: list[str], note: str | None = None
+) -> None:
     print()
     for line in run_lines(run):
         print(f"  {line}")
+    if note:
+        print(f"  {note}")
     if not run.complete:
         why = []
         if problems:

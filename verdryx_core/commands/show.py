@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from verdryx_core import jsonload
+from verdryx_core.breakdown import breakdown_lines, compute_breakdown
 from verdryx_core.commands._common import add_db_argument, add_json_argument, open_store, print_json
 from verdryx_core.commands._table import render_table, when
 from verdryx_core.errors import UsageError
@@ -88,6 +89,7 @@ def show_document(run: EvalRun, scores: list[Score]) -> dict[str, Any]:
         "ci_url": run.ci_url,
         "run_group": run.run_group,
         "partial": run.partial,
+        "breakdown": compute_breakdown(run).to_dict(),
     }
 
 
@@ -152,6 +154,11 @@ def _print_text(run: EvalRun, scores: list[Score]) -> None:
     source = provenance_line(run)
     if source:
         print(f"  {source}")
+    breakdown = compute_breakdown(run)
+    if breakdown.worth_showing:
+        print()
+        for line in breakdown_lines(breakdown):
+            print(f"  {line}")
     print()
     rows = [
         [

@@ -18,6 +18,7 @@ from typing import Any, Final
 from verdryx_core import __version__
 from verdryx_core.model import Score
 from verdryx_core.naturalsort import score_order
+from verdryx_core.report._breakdown import breakdown_section
 from verdryx_core.report._collect import ReportData
 from verdryx_core.report._svg import (
     AMBER,
@@ -118,6 +119,7 @@ def build_report_html(data: ReportData) -> str:
         _cards(data),
         _timeline_section(data),
         _graders_section(data),
+        breakdown_section(data),
         _cases_section(data),
         _cost_section(data),
         _outcomes_section(data),
