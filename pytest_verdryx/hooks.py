@@ -111,6 +111,9 @@ class VerdryxPlugin:
         if config.pluginmanager.hasplugin("xdist"):
             hooks = XdistHooks(self.state, self.ahead, self.controller_state)
             config.pluginmanager.register(hooks, "verdryx-xdist")
+            from pytest_verdryx.longrepr import CrashOverXdist
+
+            config.pluginmanager.register(CrashOverXdist(), "verdryx-xdist-crash")
 
     def check(self) -> None:
         """At configure time: the exports, the typed client and the baseline, so a typo is

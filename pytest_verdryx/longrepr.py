@@ -7,9 +7,12 @@ pytest's own `ReprFileLocation` without importing pytest's private modules."""
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from typing import Any, Protocol
 
-__all__ = ["CaseCrash", "CaseFailureRepr"]
+import pytest
+
+__all__ = ["CaseCrash", "CaseFailureRepr", "CrashOverXdist"]
 
 
 class _Writer(Protocol):
@@ -49,3 +52,39 @@ class CaseFailureRepr:
 
     def __str__(self) -> str:
         return self.text
+
+
+_KEY = "verdryx_crash"
+
+
+class CrashOverXdist:
+    """Carries a case's crash line from an xdist worker to the controller: pytest serializes
+    a longrepr without a traceback as its text alone, which would lose the `--tb=line` line."""
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_report_to_serializable(
+        self, report: pytest.TestReport
+    ) -> Generator[None, dict[str, Any] | None, dict[str, Any] | None]:
+        data = yield
+        longrepr = getattr(report, "longrepr", None)
+        if isinstance(data, dict) and isinstance(longrepr, CaseFailureRepr):
+            crash = longrepr.reprcrash
+            data[_KEY] = {
+                "path": crash.path,
+                "lineno": crash.lineno,
+                "message": crash.message,
+                "terse": longrepr.terse,
+            }
+        return data
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_report_from_serializable(self, data: dict[str, Any]) -> Generator[None, Any, Any]:
+        report = yield
+        crash = data.get(_KEY)
+        if isinstance(crash, dict) and isinstance(getattr(report, "longrepr", None), str):
+            report.longrepr = CaseFailureRepr(
+                report.longrepr,
+                CaseCrash(str(crash["path"]), int(crash["lineno"]), str(crash["message"])),
+                terse=bool(crash.get("terse")),
+            )
+        return report

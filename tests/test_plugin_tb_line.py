@@ -15,21 +15,21 @@ def _line_of(text: str, case_id: str) -> int:
     return found - 1
 
 
-def test_tb_line_prints_one_line_per_failed_case(pytester: pytest.Pytester) -> None:
+@pytest.mark.parametrize("mode", [[], ["-n", "2"]], ids=["plain", "xdist"])
+def test_tb_line_prints_one_line_per_failed_case(
+    pytester: pytest.Pytester, mode: list[str]
+) -> None:
     cases = [exact_case("good", "yes"), exact_case("bad", "no"), exact_case("worse", "nope")]
     path = write_evalset(pytester.path, "s", "s", cases)
     text = path.read_text()
-    result = pytester.runpytest("--no-verdryx-store", "--tb=line", "--junitxml=out.xml")
+    result = pytester.runpytest("--no-verdryx-store", "--tb=line", "--junitxml=out.xml", *mode)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     out = result.stdout.str()
     bad_line, worse_line = _line_of(text, "bad"), _line_of(text, "worse")
     bad, worse = f"s.evalset.json:{bad_line}: ", f"s.evalset.json:{worse_line}: "
-    result.stdout.fnmatch_lines(
-        [
-            f"*{bad}s::bad scored 0.000, below the pass bar 0.5  *",
-            f"*{worse}s::worse scored 0.000, below the pass bar 0.5  *",
-        ]
-    )
+    # Each on its own (xdist finishes them in any order).
+    result.stdout.fnmatch_lines([f"*{bad}s::bad scored 0.000, below the pass bar 0.5  *"])
+    result.stdout.fnmatch_lines([f"*{worse}s::worse scored 0.000, below the pass bar 0.5  *"])
     # One line each: the rest of the report (expected/output/diff) is not printed.
     assert "expected: 'yes'" not in out and "diff:" not in out
     # Two crash lines and the two `-r` summary lines, nothing else.
