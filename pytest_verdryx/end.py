@@ -42,6 +42,8 @@ class SessionEnd:
     incomplete: str | None = None
     result: GateResult | None = None
     gate_error: str | None = None
+    #: The ini's baseline label that names no baseline (the gate refused for it).
+    missing_baseline: str | None = None
     saved_baseline: str | None = None
     #: Summary lines: warnings, errors and what the exports did.
     messages: list[str] = field(default_factory=list)
@@ -89,6 +91,7 @@ def end_session(
     baseline: BaselineView,
     store: StoreHandle,
     run_id: str,
+    missing_baseline: tuple[str, str] | None = None,
     started_at: datetime,
     stopped: str | None,
     exit_status: int | pytest.ExitCode,
@@ -140,6 +143,8 @@ def end_session(
     if baseline.baseline is not None and settings.shard is None:
         # A shard is gated with its group (`verdryx gate`), never on its own.
         _gate(end, baseline.baseline, store)
+    if missing_baseline is not None and settings.shard is None:
+        _missing_baseline(end, *missing_baseline)
     if settings.save_baseline:
         _save_baseline(end, store, config.rootpath)
     exports.add_junit_properties(config, run, end.result, baseline.name)
@@ -157,10 +162,12 @@ def _ci_outputs(config: pytest.Config, end: SessionEnd) -> None:
     if not isinstance(ci, CiOutputs):
         return
     gate = None
+    refused = end.gate_error.removeprefix("gate refused: ") if end.gate_error else None
     # A shard has no gate of its own: `verdryx gate --junitxml` reports the group's.
     if end.baseline.baseline is not None and end.settings.shard is None:
-        refused = end.gate_error.removeprefix("gate refused: ") if end.gate_error else None
         gate = GateOutcome(baseline=end.baseline.name, result=end.result, refused=refused)
+    elif end.missing_baseline is not None and refused is not None:
+        gate = GateOutcome(baseline=end.missing_baseline, refused=refused)
     ci.finish(end.run, gate, gated=end.run.complete)
 
 
@@ -234,6 +241,22 @@ def _gate(end: SessionEnd, baseline: Baseline, store: StoreHandle) -> None:
         return
     if end.result.regressed and end.exit_status == pytest.ExitCode.OK:
         end.exit_status = pytest.ExitCode.TESTS_FAILED
+
+
+def _missing_baseline(end: SessionEnd, label: str, why: str) -> None:
+    """The ini's `verdryx_baseline` names no baseline: fine while this run saves it (a
+    first baseline), otherwise the gate is refused (docs/options.md)."""
+    if end.settings.save_baseline == label:
+        end.messages.append(
+            f"WARNING: baseline {label!r} (verdryx_baseline in the ini) was not found, "
+            "so nothing was gated"
+        )
+        return
+    if not end.run.complete:
+        return  # not gated anyway: the INCOMPLETE line of the summary says why
+    end.missing_baseline = label
+    end.gate_error = f"gate refused: {why} (verdryx_baseline in the ini)"
+    end.exit_status = pytest.ExitCode.USAGE_ERROR
 
 
 def _save_baseline(end: SessionEnd, store: StoreHandle, root: Path) -> None:

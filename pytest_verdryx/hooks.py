@@ -30,8 +30,8 @@ from pytest_verdryx.state import SessionState
 from pytest_verdryx.storehandle import StoreHandle, session_store_path
 from pytest_verdryx.terminal import write_summary
 from pytest_verdryx.xdist import PAYLOAD_KEY, XdistHooks
-from verdryx_core.baselines import check_label
-from verdryx_core.errors import VerdryxError
+from verdryx_core.baselines import check_label, find_baseline
+from verdryx_core.errors import UsageError, VerdryxError
 from verdryx_core.evaluation import Pipeline
 from verdryx_core.llm.batch import check_batchable
 from verdryx_core.model import Baseline
@@ -65,6 +65,9 @@ class VerdryxPlugin:
         self.run_id = str(uuid.uuid4())
         self.started_at = datetime.now(UTC)
         self.baseline = BaselineView()
+        #: (label, why) when the ini's `verdryx_baseline` names no baseline: refused at the
+        #: end of a session with eval cases, unless it saves that label (docs/options.md).
+        self.missing_baseline: tuple[str, str] | None = None
         if self.workerinput is not None:
             self._adopt_controller_state(self.workerinput.get(PAYLOAD_KEY) or {})
         self.rootdir = Path(config.rootpath)
@@ -112,6 +115,9 @@ class VerdryxPlugin:
         if config.pluginmanager.hasplugin("xdist"):
             hooks = XdistHooks(self.state, self.ahead, self.controller_state)
             config.pluginmanager.register(hooks, "verdryx-xdist")
+            from pytest_verdryx.longrepr import CrashOverXdist
+
+            config.pluginmanager.register(CrashOverXdist(), "verdryx-xdist-crash")
 
     def check(self) -> None:
         """At configure time: the exports, the typed client and the baseline, so a typo is
@@ -138,6 +144,14 @@ class VerdryxPlugin:
             return
         # A store that does not exist yet holds no baseline: do not create it just to look.
         store = self.store.open() if self.store.exists() else None
+        if self.config.getoption("verdryx_baseline") is None:
+            # Named in the ini: a session with no eval cases (plain unit tests) must not
+            # fail on it, and a first `--verdryx-save-baseline` must be able to create it.
+            try:
+                find_baseline(self.settings.baseline, store=store, root=self.rootdir)
+            except UsageError as exc:
+                self.missing_baseline = (self.settings.baseline, worded(exc))
+                return
         baseline, warning = find_session_baseline(
             self.settings.baseline,
             store=store,
@@ -270,6 +284,7 @@ class VerdryxPlugin:
                 eval_settings=self.eval_settings,
                 state=self.state,
                 baseline=self.baseline,
+                missing_baseline=self.missing_baseline,
                 store=self.store,
                 run_id=self.run_id,
                 started_at=self.started_at,

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from pytest_verdryx.longrepr import CaseCrash, CaseFailureRepr
 from pytest_verdryx.options import worded
 from pytest_verdryx.outcome import CaseBelowBar, outcome_for
 from pytest_verdryx.scoring import ItemScoring, scoring_of
@@ -118,7 +119,11 @@ class EvalCaseItem(pytest.Item):
         self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
     ) -> str | Any:
         if isinstance(excinfo.value, CaseBelowBar):
-            return excinfo.value.text
+            # One line for `--tb=line` (and JUnit's message): the case's file and line.
+            path, line, _ = self.location
+            crash = CaseCrash(path, (line or 0) + 1, excinfo.value.text)
+            terse = self.config.getoption("tbstyle", "auto") == "line"
+            return CaseFailureRepr(excinfo.value.text, crash, terse=terse)
         if isinstance(excinfo.value, ModelCallError):
             return f"infrastructure error (not a score): {worded(excinfo.value)}"
         if isinstance(excinfo.value, VerdryxError):

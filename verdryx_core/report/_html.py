@@ -222,6 +222,13 @@ def _meta(data: ReportData) -> str:
         f"eval set{_s(len(run.eval_set_ids))} {esc(sets)}",
         f"started {esc(_when(run.started_at))}",
     ]
+    # Where the run came from (docs/ci.md): what a CI reader finds the run by.
+    if run.label:
+        parts.append(f"label <code>{esc(run.label)}</code>")
+    if run.commit:
+        parts.append(f'commit <code title="{esc(run.commit)}">{esc(_sha(run.commit))}</code>')
+    if run.branch:
+        parts.append(f"branch <code>{esc(run.branch)}</code>")
     if run.agent_id:
         parts.append(f"agent <code>{esc(run.agent_id)}</code>")
     if not run.complete:
@@ -315,7 +322,9 @@ def _timeline_section(data: ReportData) -> str:
             complete=run.complete,
             label=f"run {_short(run.id)} · {_when(run.started_at)} · mean "
             f"{fmt_score(run.mean_score)} over {run.cases} cases"
+            + (f" · commit {_sha(run.commit)}" if run.commit else "")
             + ("" if run.complete else " · incomplete"),
+            commit=_sha(run.commit) if run.commit else None,
         )
         for run in series
     ]
@@ -599,13 +608,28 @@ def _cost_section(data: ReportData) -> str:
             "and cached answers cost nothing).</p>"
         )
     recent = list(reversed(series))[:_RUN_ROWS]
+    # Provenance columns only when some run recorded where it came from.
+    provenance = any(run.label or run.commit or run.branch for run in recent)
     rows = []
     for run in recent:
         css = ' class="current"' if run.id == data.current.id else ""
+        origin = ""
+        if provenance:
+            origin = "".join(
+                f"<td>{value}</td>"
+                for value in (
+                    esc(run.label or ""),
+                    f'<code title="{esc(run.commit)}">{esc(_sha(run.commit))}</code>'
+                    if run.commit
+                    else "",
+                    esc(run.branch or ""),
+                )
+            )
         rows.append(
             f"<tr{css}><td>{esc(_when(run.started_at))}</td><td><code>{esc(_short(run.id))}"
             f"</code>{'' if run.complete else ' <span class=tag>incomplete</span>'}</td>"
-            f'<td class="num">{run.cases}</td><td class="num">{run.unmeasured}</td>'
+            + origin
+            + f'<td class="num">{run.cases}</td><td class="num">{run.unmeasured}</td>'
             f'<td class="num">{esc(fmt_score(run.mean_score))}</td>'
             f'<td class="num">{run.total_tokens:,}</td>'
             f'<td class="num">{esc(fmt_usd(run.model_cost_usd))}</td>'
@@ -614,7 +638,9 @@ def _cost_section(data: ReportData) -> str:
         )
     more = len(series) - len(recent)
     parts.append(
-        '<table><thead><tr><th>started</th><th>run</th><th class="num">measured</th>'
+        "<table><thead><tr><th>started</th><th>run</th>"
+        + ("<th>label</th><th>commit</th><th>branch</th>" if provenance else "")
+        + '<th class="num">measured</th>'
         '<th class="num">unmeasured</th><th class="num">mean</th><th class="num">tokens</th>'
         '<th class="num">model</th><th class="num">judge</th><th class="num">total</th>'
         "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>"
@@ -685,6 +711,11 @@ def _run_name(data: ReportData) -> str:
 
 def _short(run_id: str) -> str:
     return run_id[:8]
+
+
+def _sha(commit: str) -> str:
+    """A commit as git shows it short: its first 7 characters."""
+    return commit[:7]
 
 
 def _when(moment: datetime) -> str:

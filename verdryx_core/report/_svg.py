@@ -62,6 +62,8 @@ class TimelinePoint:
     complete: bool
     #: The tooltip: which run, when, what it scored.
     label: str
+    #: The run's short commit, when it recorded one: the x-axis names commits then.
+    commit: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -154,14 +156,25 @@ def _score_range(values: Sequence[float]) -> tuple[float, float]:
     return max(0.0, low), min(1.0, high)
 
 
-def _time_labels(whens: Sequence[datetime], frame: _Frame, slots: int = 6) -> list[str]:
+def _time_labels(
+    whens: Sequence[datetime],
+    frame: _Frame,
+    slots: int = 6,
+    commits: Sequence[str | None] | None = None,
+) -> list[str]:
+    """Tick labels under the plot: the runs' commits when every ticked run has one (what a
+    CI reader knows a run by), else the shortest time format that tells the ticks apart."""
     count = len(whens)
     if not count:
         return []
     shown = sorted({round(i * (count - 1) / max(slots - 1, 1)) for i in range(slots)})
     if count == 1:
         shown = [0]
-    labels = _distinct_labels([whens[index] for index in shown], [index + 1 for index in shown])
+    named = [commits[index] for index in shown] if commits is not None else []
+    if named and all(named):
+        labels = [str(commit) for commit in named]
+    else:
+        labels = _distinct_labels([whens[index] for index in shown], [index + 1 for index in shown])
     parts = []
     baseline_y = frame.height - frame.bottom + 16
     for index, label in zip(shown, labels, strict=True):
@@ -301,7 +314,9 @@ def timeline_svg(
                 f'fill="{current_colour}" stroke="#ffffff" stroke-width="2">'
                 f"<title>{esc(current.label)}</title></circle>"
             )
-    out += _time_labels([point.when for point in points], frame)
+    out += _time_labels(
+        [point.when for point in points], frame, commits=[point.commit for point in points]
+    )
     out.append("</svg>")
     return "".join(out)
 
