@@ -78,13 +78,13 @@ def test_drift_and_verify_exit_as_the_cli_table_says(
     drift = ["drift", "--baseline", "v1", "--db", str(db), "--root", str(pytester.path)]
 
     assert main(drift) == 0
-    _documented(cli, 0, "`drift`: `on-track`")
+    _documented(cli, 0, "`drift`, `gate`: `on-track`")
 
     worse = [exact_case(f"c{i}", "no" if i < 5 else "yes") for i in range(10)]
     write_evalset(pytester.path, "s", "s", worse)
     pytester.runpytest(f"--verdryx-db={db}")
     assert main(drift) == 1
-    _documented(cli, 1, "`drift`: `regressed`")
+    _documented(cli, 1, "`drift`, `gate`: `regressed`")
 
     assert main([*drift[:2], "nope", *drift[3:]]) == 2
     _documented(cli, 2, "an unknown run or baseline")
