@@ -362,10 +362,15 @@ class AnthropicAdapter:
                 )
             return ModelCallError(self._redact(_named_call(message, call)), status=status)
         if isinstance(exc, sdk.APITimeoutError):
-            message = (
-                f"model {self.model}: {where} did not answer within {self.timeout:g}s, still "
-                f"failing after {self.max_retries} retries; check the endpoint, retry later or "
-                "raise --verdryx-timeout"
+            return ModelCallError(
+                self._redact(
+                    _named_call(
+                        f"model {self.model}: {where} did not answer within {self.timeout:g}s, "
+                        f"still failing after {self.max_retries} retries",
+                        call,
+                    )
+                ),
+                hint="check the endpoint, retry later or raise {timeout}",
             )
         elif isinstance(exc, sdk.APIConnectionError):
             cause = exc.__cause__ or exc

@@ -68,8 +68,8 @@ def import_sdk() -> Any:
         import openai
     except ImportError:
         raise VerdryxError(
-            "an openai: model was named but the OpenAI SDK is not installed; install it with "
-            f"{INSTALL_HINT}, or use --verdryx-model=stub"
+            "an openai: model was named but the OpenAI SDK is not installed",
+            hint=f"install it with {INSTALL_HINT}, or use {{model}}=stub",
         ) from None
     return openai
 
@@ -353,14 +353,18 @@ class OpenAIAdapter:
                     f"set {_KEY_VARIABLE} to a valid key for this endpoint"
                 )
             elif status in (408, 409, 429) or status >= 500:
-                hint = (
-                    "lower --verdryx-concurrency or raise your rate limit"
-                    if status == 429
-                    else "retry later"
-                )
+                if status == 429:
+                    return ModelCallError(
+                        self._redact(
+                            f"model {self.model}: HTTP {status}{detail} from {where}, still "
+                            f"failing after {self.max_retries} retries"
+                        ),
+                        status=status,
+                        hint="lower {concurrency} or raise your rate limit",
+                    )
                 message = (
                     f"model {self.model}: HTTP {status}{detail} from {where}, still failing "
-                    f"after {self.max_retries} retries; {hint}"
+                    f"after {self.max_retries} retries; retry later"
                 )
             else:
                 message = (
@@ -369,10 +373,12 @@ class OpenAIAdapter:
                 )
             return ModelCallError(self._redact(message), status=status)
         if isinstance(exc, sdk.APITimeoutError):
-            message = (
-                f"model {self.model}: {where} did not answer within {self.timeout:g}s, still "
-                f"failing after {self.max_retries} retries; check the endpoint, retry later or "
-                "raise --verdryx-timeout"
+            return ModelCallError(
+                self._redact(
+                    f"model {self.model}: {where} did not answer within {self.timeout:g}s, "
+                    f"still failing after {self.max_retries} retries"
+                ),
+                hint="check the endpoint, retry later or raise {timeout}",
             )
         elif isinstance(exc, sdk.APIConnectionError):
             cause = exc.__cause__ or exc
