@@ -1,10 +1,14 @@
 """Model calls made ahead of the items, in the bounded pool, with a progress line.
 
 Without xdist: every call the selected items need starts before the first item runs; each
-item then waits on its own result. Under xdist the controller collects nothing and workers
-learn their items a batch at a time, so the controller makes every model call of the
-collected cases itself, into the store's response cache, before xdist schedules anything;
-workers then score from the cache (one call per case, whatever the worker count).
+item then waits on its own result. Normally the session waits for all of them behind a
+progress line first; when it may stop early (`-x`, `--maxfail`, `--stepwise`) the items run
+while the calls do, so a stop leaves the calls not yet started unmade.
+
+Under xdist the controller collects nothing and workers learn their items a batch at a time,
+so the controller makes every model call of the collected cases itself, into the store's
+response cache, before xdist schedules anything; workers then score from the cache (one
+call per case, whatever the worker count).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from pytest_verdryx.storehandle import StoreHandle
 from pytest_verdryx.stream import TerminalStream
 from verdryx_core.errors import VerdryxError
 from verdryx_core.evalset import load_evalset
-from verdryx_core.evaluation import Work, call_ahead
+from verdryx_core.evaluation import Ahead, Work, call_ahead, start_ahead
 from verdryx_core.graders import GradeContext
 from verdryx_core.model import EvalCase
 
@@ -39,6 +43,16 @@ class AheadCalls:
         self.seconds = 0.0
         self.session: pytest.Session | None = None
         self._for_workers_done = False
+        #: The items' calls, while items may still be waiting on them.
+        self._in_flight: Ahead | None = None
+
+    def _may_stop_early(self) -> bool:
+        """Whether the session may end before its last item (then calls are not waited for
+        up front, so the ones a stop makes unnecessary are never made)."""
+        option = self.config.option
+        if self.scoring.settings.batch:
+            return False  # a Message Batch is sent whole, before anything else
+        return bool(option.maxfail) or bool(getattr(option, "stepwise", False))
 
     def _may_call(self) -> bool:
         """Nothing is paid for when listing cases, or when pytest stops after a collection
@@ -52,7 +66,8 @@ class AheadCalls:
         return not self.config.option.collectonly and not collection_failed
 
     def for_items(self, session: pytest.Session) -> None:
-        """Start the calls of this process's selected items and wait for them."""
+        """Start the calls of this process's selected items; wait for them unless the
+        session may stop early."""
         self.session = session
         if not self._may_call() or not self.scoring.state.expected:
             return
@@ -69,15 +84,43 @@ class AheadCalls:
             if isinstance(case := getattr(item, "case", None), EvalCase)
             and (evalset := getattr(item, "evalset", None)) is not None
         ]
-        ahead = call_ahead(
+        streaming = self._may_stop_early()
+        ahead = start_ahead(
             scoring.scorer(),
             work,
             concurrency=scoring.settings.concurrency,
-            stream=TerminalStream(self.config),
+            # Items report as their calls end: pytest's own progress is the progress line.
+            stream=None if streaming else TerminalStream(self.config),
             batch=scoring.settings.batch,
         )
-        self.seconds += ahead.seconds
         scoring.futures = ahead.futures
+        if streaming:
+            self._in_flight = ahead
+        else:
+            ahead.wait()
+            ahead.finish()
+            self.seconds += ahead.seconds
+
+    def end(self, *, interrupted: bool) -> None:
+        """The items are done (or stopped): drop the calls not started and wait for those in
+        flight, which are paid for; on Ctrl-C wait for nothing. Calls whose item never took
+        them are counted apart (made and paid for, or never made)."""
+        ahead, self._in_flight = self._in_flight, None
+        if ahead is not None:
+            if interrupted:
+                ahead.abort()
+            else:
+                ahead.stop()
+            self.seconds += ahead.seconds
+        state = self.scoring.state
+        for future in self.scoring.futures.values():
+            if future.cancelled() or not future.done():
+                state.calls_not_made += 1
+            elif future.exception() is None:
+                score = future.result()
+                state.unscored_calls += 1
+                state.unscored_cost_usd += score.cost_usd + score.judge_cost_usd
+        self.scoring.futures.clear()
 
     def for_workers(self, node_ids: Sequence[str]) -> None:
         """On the xdist controller, once: every model call of the collected cases, into the

@@ -63,7 +63,8 @@ class VerdryxCase:
 
     def grade(self, output: object) -> Score:
         """Grade `output` with the marker's grader; fails the test when below the bar."""
-        grader = self._scoring.scorer().graders.get(self.case.grader)
+        scorer = self._scoring.scorer(fresh=self._scoring.is_rerun(self._item))
+        grader = scorer.graders.get(self.case.grader)
         if grader is None:
             pytest.skip(f"verdryx: no grader {self.case.grader!r} configured for this session")
         if self.case.grader in ("exact", "regex") and self.case.expected is None:

@@ -231,12 +231,23 @@ class VerdryxPlugin:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
         self.scoring.items = list(session.items)
-        if not self.is_worker:
-            self.ahead.for_items(session)
+        interrupted = False
         try:
+            if not self.is_worker:
+                self.ahead.for_items(session)
             return (yield)
+        except KeyboardInterrupt:
+            interrupted = True
+            raise
         finally:
+            # Calls not started when the loop ends (-x, --maxfail, Ctrl-C) are never made.
+            self.ahead.end(interrupted=interrupted)
             self.pipeline.finish_calls()
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        if item.nodeid in self.state.expected:
+            self.scoring.begin_attempt(item)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(

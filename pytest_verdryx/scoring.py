@@ -41,14 +41,48 @@ class ItemScoring:
         #: This session's items, once collected (the scorer is built for their cases).
         self.items: list[pytest.Item] = []
         self._scorer: CaseScorer | None = None
+        self._fresh_scorer: CaseScorer | None = None
+        #: node id -> how many times its setup has begun (a rerun plugin runs an item again).
+        self._attempts: dict[str, int] = {}
 
-    def scorer(self) -> CaseScorer:
+    def scorer(self, *, fresh: bool = False) -> CaseScorer:
         """The scorer of this session's items; model and judge adapters exist only when some
-        item needs them."""
+        item needs them. The `fresh` one (for reruns) calls again whatever is cached."""
+        if fresh:
+            if self._fresh_scorer is None:
+                self._fresh_scorer = self._build(fresh=True)
+            return self._fresh_scorer
         if self._scorer is None:
-            cases = [case for case in map(_case_of, self.items) if case is not None]
-            self._scorer = scorer_for(self.pipeline, cases, judge_wanted=self._custom_judge())
+            self._scorer = self._build(fresh=False)
         return self._scorer
+
+    def _build(self, *, fresh: bool) -> CaseScorer:
+        cases = [case for case in map(_case_of, self.items) if case is not None]
+        return scorer_for(self.pipeline, cases, judge_wanted=self._custom_judge(), fresh=fresh)
+
+    def begin_attempt(self, item: pytest.Item) -> None:
+        """An item's setup begins. On a rerun (pytest-rerunfailures runs the same item
+        again), what the last attempt recorded is dropped: the newest attempt is the one
+        that counts, and it makes its calls afresh."""
+        attempts = self._attempts[item.nodeid] = self._attempts.get(item.nodeid, 0) + 1
+        if attempts > 1:
+            self._forget(item)
+
+    def is_rerun(self, item: pytest.Item) -> bool:
+        return self._attempts.get(item.nodeid, 0) > 1
+
+    def _forget(self, item: pytest.Item) -> None:
+        state = self.state
+        if state.scores.pop(item.nodeid, None) is not None:
+            case = _case_of(item)
+            if case is not None and case.needs_model:
+                state.live_cases -= 1
+        prefix = f"{item.nodeid}: "
+        state.errors[:] = [error for error in state.errors if not error.startswith(prefix)]
+        state.not_run.discard(item.nodeid)
+        item.user_properties[:] = [
+            pair for pair in item.user_properties if not str(pair[0]).startswith("verdryx.")
+        ]
 
     def _custom_judge(self) -> bool:
         for item in self.items:
@@ -58,9 +92,13 @@ class ItemScoring:
         return False
 
     def score_case(self, item: pytest.Item, case: EvalCase, context: GradeContext) -> Score:
-        """The item's score: its call made ahead, else scored now. Raises VerdryxError."""
+        """The item's score: its call made ahead, else scored now (afresh on a rerun). Raises
+        VerdryxError."""
         future = self.futures.pop(item.nodeid, None)
-        score = future.result() if future is not None else self.scorer().score(case, context)
+        if future is not None and not future.cancelled():
+            score = future.result()
+        else:
+            score = self.scorer(fresh=self.is_rerun(item)).score(case, context)
         self.record(item, score)
         return score
 
@@ -86,12 +124,12 @@ class ItemScoring:
 
 
 def scorer_for(
-    pipeline: Pipeline, cases: list[EvalCase], *, judge_wanted: bool = False
+    pipeline: Pipeline, cases: list[EvalCase], *, judge_wanted: bool = False, fresh: bool = False
 ) -> CaseScorer:
     """The pipeline's scorer; a model that cannot be set up (no SDK, a bad price file) is a
     usage error, exit 4, before anything is paid for."""
     try:
-        return pipeline.scorer(cases, judge_wanted=judge_wanted)
+        return pipeline.scorer(cases, judge_wanted=judge_wanted, fresh=fresh)
     except VerdryxError as exc:
         raise pytest.UsageError(f"verdryx: {worded(exc)}") from None
 

@@ -45,6 +45,11 @@ class SessionState:
     live_cases: int = 0
     #: Node ids of files that failed to collect (--continue-on-collection-errors, xdist).
     collection_errors: set[str] = field(default_factory=set)
+    #: Calls made ahead that a stop (-x, --maxfail, Ctrl-C) left unmade.
+    calls_not_made: int = 0
+    #: Calls made ahead that ended after the stop: paid for, scored by no item.
+    unscored_calls: int = 0
+    unscored_cost_usd: float = 0.0
 
     @property
     def active(self) -> bool:
@@ -85,6 +90,9 @@ class SessionState:
             "collection_errors": sorted(self.collection_errors),
             "errors": list(self.errors),
             "live_cases": self.live_cases,
+            "calls_not_made": self.calls_not_made,
+            "unscored_calls": self.unscored_calls,
+            "unscored_cost_usd": self.unscored_cost_usd,
         }
 
     def merge(self, payload: Mapping[str, Any]) -> None:
@@ -99,3 +107,6 @@ class SessionState:
         self.collection_errors.update(payload.get("collection_errors", ()))
         self.errors.extend(payload.get("errors", ()))
         self.live_cases += int(payload.get("live_cases", 0))
+        self.calls_not_made += int(payload.get("calls_not_made", 0))
+        self.unscored_calls += int(payload.get("unscored_calls", 0))
+        self.unscored_cost_usd += float(payload.get("unscored_cost_usd", 0.0))

@@ -15,6 +15,7 @@ from verdryx_core.breakdown import breakdown_lines, compute_breakdown
 from verdryx_core.model import EvalRun, Score
 from verdryx_core.summary import (
     fmt_score,
+    fmt_usd,
     gate_lines,
     repeat_note,
     run_lines,
@@ -50,6 +51,9 @@ def write_summary(tr: Any, end: SessionEnd) -> None:
         tr.write_line(
             f"model calls: {end.call_seconds:.2f}s with concurrency {settings.concurrency}"
         )
+    stopped = _stopped_calls_line(end)
+    if stopped:
+        tr.write_line(stopped)
     for model in sorted(calls.unpriced):
         tr.write_line(
             f"NOTE: no price for {model!r}: priced at the fallback rate; add it to the "
@@ -94,6 +98,20 @@ def write_summary(tr: Any, end: SessionEnd) -> None:
             printable(message, keep_newlines=False), red=message.startswith(("ERROR", "WARNING"))
         )
     tr.write_line(next_step(end, run))
+
+
+def _stopped_calls_line(end: SessionEnd) -> str | None:
+    """What a stop did to the calls made ahead: the cost line above counts scored cases
+    only, so calls paid for but scored by no item are priced here."""
+    state = end.state
+    parts = []
+    if state.calls_not_made:
+        parts.append(f"{state.calls_not_made} call(s) never made")
+    if state.unscored_calls:
+        parts.append(
+            f"{state.unscored_calls} made but not scored ({fmt_usd(state.unscored_cost_usd)} paid)"
+        )
+    return f"stopped early: {'; '.join(parts)}" if parts else None
 
 
 def _excused(end: SessionEnd, score: Score) -> bool:

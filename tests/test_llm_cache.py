@@ -14,6 +14,7 @@ from fakes.anthropic_server import DEFAULT_KEY, FakeAnthropic, error_reply, mess
 
 from verdryx_core.errors import ModelCallError, UsageError
 from verdryx_core.llm import CachedAdapter, CacheStats, ModelAdapter, StubAdapter, make_adapter
+from verdryx_core.llm.cache import REFRESH
 from verdryx_core.store import Store
 from verdryx_core.store.sqlite import SqliteStore
 
@@ -271,3 +272,27 @@ def test_stats_travel_as_plain_dicts_and_add_up() -> None:
     assert stats + CacheStats(hits=1, saved_usd=0.25) == CacheStats(
         hits=3, misses=1, saved_usd=0.75
     )
+
+
+def test_refresh_calls_again_every_time_and_its_answer_replaces_the_stored_one(
+    server: FakeAnthropic, db: Path
+) -> None:
+    # A rerun of an item asks again whatever the cache holds (docs/targets.md).
+    with Store.open(db) as store:
+        first = session(server, store)
+        first.complete("one")
+        first.flush()
+    server.script(message_reply(text="a newer answer"), message_reply(text="the newest answer"))
+    with Store.open(db) as store:
+        fresh = session(server, store, REFRESH)
+        assert fresh.preload([fresh.cache_key("complete", "one")]) == 0
+        assert fresh.complete("one").text == "a newer answer"
+        assert fresh.complete("one").text == "the newest answer"  # not what it just got
+        assert fresh.stats == CacheStats(hits=0, misses=2, saved_usd=0.0)
+        assert fresh.flush() == 2
+    assert len(server.requests) == 3
+    with Store.open(db) as store:
+        later = session(server, store)
+        answer = later.complete("one")
+    assert (answer.text, answer.cached) == ("the newest answer", True)
+    assert len(server.requests) == 3

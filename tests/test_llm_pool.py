@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import subprocess
 import sys
 import threading
@@ -148,3 +149,47 @@ def test_the_benchmark_runs_quick() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     assert "concurrency 16:" in result.stdout
     assert "32 requests" in result.stdout
+
+
+def test_calls_not_started_are_cancelled_and_the_rest_finish() -> None:
+    gate = threading.Event()
+    with CallPool(2) as pool:
+        futures = [pool.submit(gate.wait, 5) for _ in range(6)]
+        while sum(future.running() for future in futures) < 2:
+            threading.Event().wait(0.01)
+        assert pool.cancel_pending() == 4
+        gate.set()
+    assert [future.cancelled() for future in futures] == [False] * 2 + [True] * 4
+    assert [future.result() for future in futures[:2]] == [True, True]
+
+
+_HUNG_POOL = """
+import sys, threading, time
+from verdryx_core.llm import CallPool
+
+started = threading.Event()
+def hang():
+    started.set()
+    time.sleep(60)
+
+pool = CallPool(2)
+pool.submit(hang)
+started.wait()
+pool.close(cancel=True, wait=False)
+print("closed", flush=True)
+"""
+
+
+def test_closing_without_waiting_never_holds_up_the_process_exit() -> None:
+    # A ThreadPoolExecutor's threads are joined at exit: one hung call would keep a Ctrl-C'd
+    # session alive until its timeout.
+    process = subprocess.run(
+        [sys.executable, "-c", _HUNG_POOL],
+        capture_output=True,
+        text=True,
+        timeout=15,  # the hung call sleeps 60 s
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=False,
+    )
+    assert process.returncode == 0, process.stderr
+    assert process.stdout.strip() == "closed"

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from verdryx_core.errors import UsageError
+from verdryx_core.llm.cache import REFRESH
 from verdryx_core.store import Store
 from verdryx_core.targets import Target, TargetCache, TargetCase, TargetResult, TargetRunner
 
@@ -121,3 +122,24 @@ def test_replay_without_a_version_is_a_usage_error() -> None:
         TargetCache(None, mode="replay", version=None)
     with pytest.raises(UsageError, match="the target version is empty"):
         TargetCache(None, mode="on", version=" ")
+
+
+class Numbered(Agent):
+    """Answers with its call count, so each answer tells which call made it."""
+
+    def __call__(self, case: TargetCase) -> TargetResult:
+        super().__call__(case)
+        return TargetResult(output=f"answer {self.calls}")
+
+
+def test_refresh_calls_whatever_is_stored_and_replaces_it(tmp_path: Path) -> None:
+    # A rerun of an item under a declared version calls the agent again.
+    db, agent = tmp_path / "v.db", Numbered()
+    run(db, agent, cases("a"), version="v1")
+    outcomes, cache = run(db, agent, cases("a"), mode=REFRESH, version="v1")
+    assert agent.calls == 2 and not outcomes[0].cached
+    assert outcomes[0].result is not None and outcomes[0].result.output == "answer 2"
+    assert (cache.hits, cache.misses) == (0, 1)
+    outcomes, _ = run(db, agent, cases("a"), version="v1")
+    assert agent.calls == 2 and outcomes[0].cached
+    assert outcomes[0].result is not None and outcomes[0].result.output == "answer 2"

@@ -6,7 +6,7 @@ pool -> Score (pass bar decided once) -> run assembly -> saving. See docs/archit
 
 from __future__ import annotations
 
-from verdryx_core.evaluation.ahead import Ahead, Work, call_ahead, score_all
+from verdryx_core.evaluation.ahead import Ahead, Work, call_ahead, score_all, start_ahead
 from verdryx_core.evaluation.assembly import assemble_run
 from verdryx_core.evaluation.bar import pass_bar, stability
 from verdryx_core.evaluation.calls import CacheEntry, CallTally, ModelCalls
@@ -55,5 +55,6 @@ __all__ = [
     "score_all",
     "source_for",
     "stability",
+    "start_ahead",
     "target_of",
 ]

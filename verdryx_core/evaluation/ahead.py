@@ -1,12 +1,16 @@
 """Calls made ahead: every case that talks to the network is started in the bounded pool
-before the first result is needed, with a progress line; the rest are scored inline, where
-a pool would only add overhead. Results keep the order of the work, whatever order calls
-finish in.
+before the first result is needed; the rest are scored inline, where a pool would only add
+overhead. Results keep the order of the work, whatever order calls finish in.
+
+Two ways to consume them: wait for all of them behind a progress line (`call_ahead`), or
+start them and let each consumer wait on its own (`start_ahead`), so a consumer that stops
+early (pytest's `-x`) can cancel the calls not yet started (`Ahead.stop`).
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import io
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future
@@ -14,12 +18,13 @@ from dataclasses import dataclass
 
 from verdryx_core.evaluation.batching import batch_ahead
 from verdryx_core.evaluation.scoring import CaseScorer
+from verdryx_core.evaluation.target_output import TargetOutput
 from verdryx_core.graders.base import GradeContext
 from verdryx_core.llm.pool import CallPool
 from verdryx_core.llm.progress import Progress, TextStream
 from verdryx_core.model import EvalCase, Score
 
-__all__ = ["Ahead", "Work", "call_ahead", "score_all"]
+__all__ = ["Ahead", "Work", "call_ahead", "score_all", "start_ahead"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,10 +36,95 @@ class Work:
     context: GradeContext
 
 
-@dataclass(frozen=True, slots=True)
 class Ahead:
-    futures: dict[str, Future[Score]]
-    seconds: float
+    """Calls started in the pool, by work key. Ends one of three ways: `finish` (wait for
+    every call), `stop` (drop the calls not started, wait for those in flight) or `abort`
+    (Ctrl-C: return at once, abandoning what is in flight)."""
+
+    def __init__(
+        self,
+        scorer: CaseScorer | None = None,
+        pool: CallPool | None = None,
+        futures: dict[str, Future[Score]] | None = None,
+    ) -> None:
+        self.futures: dict[str, Future[Score]] = {} if futures is None else futures
+        #: Wall time from the first call to the end (set when the calls end).
+        self.seconds = 0.0
+        self._scorer = scorer
+        self._pool = pool
+        self._started = time.perf_counter()
+        self._ended = pool is None
+
+    def wait(self) -> None:
+        """Wait for every call; a Ctrl-C aborts them and is raised on."""
+        try:
+            concurrent.futures.wait(self.futures.values())
+        except KeyboardInterrupt:
+            self.abort()
+            raise
+
+    def finish(self) -> None:
+        self._end(cancel=False, wait=True)
+
+    def stop(self) -> int:
+        """Cancel the calls not started and wait for those in flight (what they paid for is
+        kept); returns how many were never made."""
+        cancelled = self._pool.cancel_pending() if self._pool is not None else 0
+        self._end(cancel=True, wait=True)
+        return cancelled
+
+    def abort(self) -> None:
+        """Return now: nothing new starts, and calls in flight are given up (targets are told
+        to stop; model calls are abandoned with their threads)."""
+        for future in self.futures.values():
+            future.cancel()
+        if self._scorer is not None:
+            # Pool threads may be waiting on target calls that never return: free them now.
+            self._scorer.abort()
+        self._end(cancel=True, wait=False)
+
+    def _end(self, *, cancel: bool, wait: bool) -> None:
+        if self._ended:
+            return
+        self._ended = True
+        assert self._pool is not None
+        self._pool.close(cancel=cancel, wait=wait)
+        self.seconds = time.perf_counter() - self._started
+
+
+def start_ahead(
+    scorer: CaseScorer,
+    work: Sequence[Work],
+    *,
+    concurrency: int,
+    stream: TextStream | None,
+    batch: bool = False,
+) -> Ahead:
+    """Start the remote cases of `work` in the bounded pool and return at once. With a
+    `stream`, a progress line counts them; with `batch`, the model and judge calls are first
+    sent as Message Batches (and waited for), so the pool then finds their answers in the
+    cache."""
+    remote = [entry for entry in work if scorer.is_remote(entry.case)]
+    if not remote:
+        return Ahead()
+    if batch:
+        batch_ahead(
+            scorer,
+            [(entry.context.eval_set_id, entry.case) for entry in remote],
+            stream=stream if stream is not None else io.StringIO(),
+        )
+    # The agent under test is not "the model": the line says whose calls it counts.
+    label = "target calls" if isinstance(scorer.live, TargetOutput) else "model calls"
+    progress = Progress(len(remote), stream=stream, label=label) if stream is not None else None
+    pool = CallPool(concurrency, progress=progress)
+    ahead = Ahead(scorer, pool)
+    try:
+        for entry in remote:
+            ahead.futures[entry.key] = pool.submit(scorer.score, entry.case, entry.context)
+    except KeyboardInterrupt:
+        ahead.abort()
+        raise
+    return ahead
 
 
 def call_ahead(
@@ -46,34 +136,11 @@ def call_ahead(
     batch: bool = False,
 ) -> Ahead:
     """Score the remote cases of `work` in the bounded pool, and wait for all of them.
-    A Ctrl-C cancels what has not started. With `batch`, the model and judge calls are first
-    sent as Message Batches, so the pool then finds their answers in the cache."""
-    remote = [entry for entry in work if scorer.is_remote(entry.case)]
-    if not remote:
-        return Ahead({}, 0.0)
-    started = time.perf_counter()
-    if batch:
-        batch_ahead(
-            scorer, [(entry.context.eval_set_id, entry.case) for entry in remote], stream=stream
-        )
-    progress = Progress(len(remote), stream=stream)
-    pool = CallPool(concurrency, progress=progress)
-    futures: dict[str, Future[Score]] = {}
-    try:
-        for entry in remote:
-            futures[entry.key] = pool.submit(scorer.score, entry.case, entry.context)
-        concurrent.futures.wait(futures.values())
-    except KeyboardInterrupt:
-        for future in futures.values():
-            future.cancel()
-        # Pool threads may be waiting on target calls that never return: free them now,
-        # so closing the pool below does not wait on a hung call.
-        scorer.abort()
-        raise
-    finally:
-        pool.close()
-        progress.close()
-    return Ahead(futures, time.perf_counter() - started)
+    A Ctrl-C cancels what has not started and gives up on what is in flight."""
+    ahead = start_ahead(scorer, work, concurrency=concurrency, stream=stream, batch=batch)
+    ahead.wait()
+    ahead.finish()
+    return ahead
 
 
 def score_all(

@@ -7,6 +7,7 @@ out; the tally of model calls kept until the run is saved.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 
 from verdryx_core.errors import UsageError
@@ -16,6 +17,7 @@ from verdryx_core.evaluation.settings import EvalSettings
 from verdryx_core.evaluation.sources import ModelOutput, OutputSource
 from verdryx_core.evaluation.target_output import TargetOutput, target_of
 from verdryx_core.graders import build_graders
+from verdryx_core.llm.cache import REFRESH
 from verdryx_core.model import EvalCase
 from verdryx_core.store import Store
 from verdryx_core.typryx import TypryxClient
@@ -61,10 +63,16 @@ class Pipeline:
             )
         return self._typed
 
-    def scorer(self, cases: Sequence[EvalCase], *, judge_wanted: bool = False) -> CaseScorer:
+    def scorer(
+        self, cases: Sequence[EvalCase], *, judge_wanted: bool = False, fresh: bool = False
+    ) -> CaseScorer:
         """A scorer for `cases`; the model and judge adapters exist only when some case needs
-        them (`judge_wanted`: a case outside `cases` may ask for the judge)."""
+        them (`judge_wanted`: a case outside `cases` may ask for the judge). A `fresh` one
+        (a rerun's) calls again whatever the cache holds, and remembers the new answers; a
+        replay stays a replay."""
         settings = self.settings
+        if fresh and settings.cache == "on":
+            settings = dataclasses.replace(settings, cache=REFRESH)
         # A case with a target in effect asks the agent, not the model.
         targeted = any(self.uses_target(case) for case in cases)
         needs_model = any(case.needs_model and not self.uses_target(case) for case in cases)
@@ -83,7 +91,7 @@ class Pipeline:
         if needs_model:
             live = ModelOutput(calls.adapter(settings.model))
         if targeted:
-            live = self._target_output(fallback=live)
+            live = self._target_output(settings, fallback=live)
         judge = calls.adapter(judge_name) if needs_judge and judge_name is not None else None
         graders = build_graders(judge=judge, typed_client=self.typed_client(), flags=settings.flags)
         return CaseScorer(
@@ -116,8 +124,9 @@ class Pipeline:
         settings = self.settings
         return settings.target_version is not None and settings.cache != "off"
 
-    def _target_output(self, *, fallback: OutputSource | None) -> TargetOutput:
-        settings = self.settings
+    def _target_output(
+        self, settings: EvalSettings, *, fallback: OutputSource | None
+    ) -> TargetOutput:
         source = TargetOutput(
             default=settings.target,
             fallback=fallback,

@@ -6,6 +6,8 @@ prompt, tools, parameters, repeat index) and kept in the store's `model_cache` t
 * `on` (default): a hit is served without a call; a miss calls and is remembered.
 * `off`: always calls, neither reads nor writes the cache.
 * `replay`: never calls; a miss is a `ModelCallError`.
+* `refresh` (internal, for a rerun of one item): always calls, never reads, and the fresh
+  answer replaces the remembered one.
 
 New entries are buffered in memory and written by `flush()` in one transaction, so a pool of
 threads never contends for the SQLite write lock and an interrupted run writes nothing half.
@@ -33,9 +35,11 @@ from verdryx_core.llm.judge_prompt import (
 from verdryx_core.llm.wire import UNREADABLE_ANSWER
 from verdryx_core.store import Store
 
-__all__ = ["CACHE_MODES", "CacheStats", "CachedAdapter"]
+__all__ = ["CACHE_MODES", "REFRESH", "CacheStats", "CachedAdapter"]
 
 CACHE_MODES: Final = ("off", "on", "replay")
+#: Not a user's mode: a rerun's scorer calls again and remembers what it got.
+REFRESH: Final = "refresh"
 # Bumped when the stored response shape or the key recipe changes: old entries then miss.
 _KEY_FORMAT: Final = 1
 _PROMPT_PREVIEW: Final = 60
@@ -88,7 +92,7 @@ class CachedAdapter:
     """`inner` behind the response cache; itself a `ModelAdapter`. Thread-safe."""
 
     def __init__(self, inner: ModelAdapter, store: Store | None, mode: str = "on") -> None:
-        if mode not in CACHE_MODES:
+        if mode not in CACHE_MODES and mode != REFRESH:
             raise UsageError(
                 f"cache mode {mode!r} is not known",
                 hint=f"pass {{cache}} with one of {', '.join(CACHE_MODES)}",
@@ -179,7 +183,7 @@ class CachedAdapter:
 
     def preload(self, keys: Iterable[str]) -> int:
         """Read many keys in one query before the pool starts; returns how many were found."""
-        if self.mode == "off" or self.store is None:
+        if self.mode in ("off", REFRESH) or self.store is None:
             return 0
         wanted = [key for key in dict.fromkeys(keys) if key not in self._known]
         found = self.store.cache_get_many(wanted)
@@ -292,7 +296,7 @@ class CachedAdapter:
             # (and grow) one traceback.
             raise ModelCallError(str(failed), status=failed.status)
         with self._lock:
-            entry = self._known.get(key)
+            entry = self._known.get(key) if self.mode != REFRESH else None
             waiting = self._inflight.get(key) if entry is None else None
             owner = entry is None and waiting is None
             if owner:
@@ -319,7 +323,7 @@ class CachedAdapter:
         self, key: str, kind: str, prompt: str, call: Callable[[], Completion | Judgement]
     ) -> tuple[dict[str, Any], float]:
         """The owner's path: the store, else (unless replaying) the model."""
-        if self.store is not None and key not in self._absent:
+        if self.store is not None and self.mode != REFRESH and key not in self._absent:
             stored = self.store.cache_get_many([key]).get(key)
             if stored is not None:
                 with self._lock:

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from typing import Any, Final
 
 from verdryx_core.errors import UsageError
-from verdryx_core.llm.cache import CACHE_MODES
+from verdryx_core.llm.cache import CACHE_MODES, REFRESH
 from verdryx_core.store import Store
 from verdryx_core.targets.case import TargetCase
 from verdryx_core.targets.result import TargetResult
@@ -33,7 +33,7 @@ class TargetCache:
     """Thread-safe: the runner reads it from the caller's thread and writes it from its own."""
 
     def __init__(self, store: Store | None, *, mode: str = "on", version: str | None) -> None:
-        if mode not in CACHE_MODES:
+        if mode not in CACHE_MODES and mode != REFRESH:
             raise UsageError(
                 f"cache mode {mode!r} is not known; expected one of {', '.join(CACHE_MODES)}",
                 hint="fix {cache}",
@@ -93,6 +93,10 @@ class TargetCache:
     def get(self, key: str) -> TargetResult | None:
         """The stored result, counted as a hit, or None (a miss, counted when recorded)."""
         if not self.enabled:
+            return None
+        if self.mode == REFRESH:  # a rerun: call again, whatever was recorded
+            with self._lock:
+                self.misses += 1
             return None
         with self._lock:
             data = self._known.get(key)
