@@ -4,8 +4,11 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -94,3 +97,57 @@ def test_a_declared_version_caches_and_a_bad_target_is_one_line(
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"error: target '{target.replace('answer', 'nope')}': ")
     assert "has no attribute 'nope'" in err and "\n" not in err
+
+
+HANGING_AGENT = textwrap.dedent(
+    """
+    import pathlib, time
+
+    def answer(case):
+        with (pathlib.Path(__file__).parent / "calls.log").open("a") as log:
+            log.write(case.id + "\\n")
+        if "hang" in case.prompt:
+            time.sleep(60)
+        return case.prompt.upper()
+    """
+)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT semantics")
+def test_ctrl_c_during_a_hung_call_stores_what_was_scored_as_incomplete(tmp_path: Path) -> None:
+    (tmp_path / "hanging_agent.py").write_text(HANGING_AGENT, encoding="utf-8")
+    path = _evalset(tmp_path, ["quick", "hang", "also quick"])
+    db = tmp_path / "v.db"
+    process = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "verdryx_core.cli", "eval", str(path)),
+            *("--target", "hanging_agent:answer", "--db", str(db), "--concurrency", "3"),
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while sorted(_calls(tmp_path)) != ["c0", "c1", "c2"]:
+            assert time.monotonic() < deadline and process.poll() is None, "never called"
+            time.sleep(0.02)
+        time.sleep(0.3)  # the quick calls end; the hung one stays in flight
+        sent = time.monotonic()
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=30)
+        took = time.monotonic() - sent
+        _, err = process.communicate()
+    finally:
+        process.kill()
+        process.wait()
+    assert process.returncode == 130, err
+    assert took < 2.0, f"took {took:.2f}s to stop"
+    assert "interrupted; 2 of 3 cases scored, stored as incomplete run" in err
+    assert "Traceback" not in err
+    with Store.open(db) as store:
+        (summary,) = store.list_runs()
+        run = store.load_run(summary.id)
+    assert run is not None and not run.complete
+    assert sorted(score.case_id for score in run.scores) == ["c0", "c2"]

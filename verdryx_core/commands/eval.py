@@ -24,9 +24,9 @@ from verdryx_core.evaluation import (
     Pipeline,
     Work,
     assemble_run,
-    call_ahead,
     promises_of,
     save_run,
+    start_ahead,
 )
 from verdryx_core.graders import GradeContext
 from verdryx_core.llm.batch import check_batchable
@@ -186,18 +186,20 @@ def run(args: argparse.Namespace) -> int:
         ]
         scorer = pipeline.scorer([entry.case for entry in work])
         try:
-            scores, failures = _score_each(scorer, work, settings.concurrency, batch=settings.batch)
+            scores, failures, interrupted = _score_each(
+                scorer, work, settings.concurrency, batch=settings.batch
+            )
         finally:
             tally = pipeline.finish_calls()
-        # A case whose call failed, or a file that did not load, leaves the run incomplete:
-        # stored (with every answer already paid for, so a re-run pays only for the rest),
-        # never gated on or saved as a baseline.
+        # A case whose call failed, a file that did not load, or a Ctrl-C leaves the run
+        # incomplete: stored (with every answer already paid for, so a re-run pays only for
+        # the rest), never gated on or saved as a baseline.
         run = assemble_run(
             run_id=run_id,
             settings=settings,
             started_at=started,
             scores=scores,
-            complete=not failures and not problems,
+            complete=not failures and not problems and not interrupted,
             eval_set_ids=ids,
         )
         save_run(
@@ -206,6 +208,13 @@ def run(args: argparse.Namespace) -> int:
             cache_entries=tally.take_entries(),
             promises=promises_of((evalset.id, case) for evalset in sets for case in evalset.cases),
         )
+    if interrupted:
+        print(
+            f"error: interrupted; {len(scores)} of {len(work)} cases scored, stored as "
+            f"incomplete run {run.id} in {store.path}",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
     errors = [*problems, *failures]
     for line in errors:
         print(f"error: {line}", file=sys.stderr)
@@ -222,6 +231,8 @@ def run(args: argparse.Namespace) -> int:
 #: a case whose call failed exit 1 (the run is stored as incomplete).
 EXIT_UNREADABLE = 2
 EXIT_INCOMPLETE = 1
+#: A Ctrl-C, as for every command (the run is stored as incomplete).
+EXIT_INTERRUPTED = 130
 
 
 def _load_sets(paths: list[str]) -> tuple[list[EvalSet], list[str]]:
@@ -241,10 +252,28 @@ def _load_sets(paths: list[str]) -> tuple[list[EvalSet], list[str]]:
 
 def _score_each(
     scorer: CaseScorer, work: list[Work], concurrency: int, *, batch: bool = False
-) -> tuple[list[Score], list[str]]:
+) -> tuple[list[Score], list[str], bool]:
     """Every case scored in order, remote ones ahead (as Message Batches first with `batch`);
-    a case whose call fails is one line naming it, and the others are still scored."""
-    ahead = call_ahead(scorer, work, concurrency=concurrency, stream=sys.stderr, batch=batch)
+    a case whose call fails is one line naming it, and the others are still scored. On a
+    Ctrl-C, the cases whose calls had ended, and True."""
+    ahead = start_ahead(scorer, work, concurrency=concurrency, stream=sys.stderr, batch=batch)
+    try:
+        ahead.wait()  # aborts what is in flight on a Ctrl-C
+    except KeyboardInterrupt:
+        ended = [ahead.futures.get(entry.key) for entry in work]
+        return (
+            [
+                future.result()
+                for future in ended
+                if future is not None
+                and future.done()
+                and not future.cancelled()
+                and future.exception() is None
+            ],
+            [],
+            True,
+        )
+    ahead.finish()
     scores: list[Score] = []
     failures: list[str] = []
     for entry in work:
@@ -256,7 +285,7 @@ def _score_each(
         except VerdryxError as exc:
             key = f"{entry.context.eval_set_id}::{entry.case.id}"
             failures.append(f"case {key}: {exc}")
-    return scores, failures
+    return scores, failures, False
 
 
 def eval_document(run: EvalRun) -> dict[str, Any]:
