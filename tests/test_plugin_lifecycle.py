@@ -6,6 +6,7 @@ run as incomplete, and a rerun of an item makes a fresh call."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from fakes.anthropic_server import FakeAnthropic, RecordedRequest, Reply, message_reply
+from junitparser import JUnitXml
 from plugin_support import stored_runs, write_evalset
 
 from verdryx_core.summary import fmt_usd
@@ -302,3 +304,32 @@ def test_a_rerun_that_errors_again_is_one_error(pytester: pytest.Pytester) -> No
     )
     assert result.parseoutcomes() == {"errors": 1, "rerun": 2}
     result.stdout.fnmatch_lines(["*1 case(s) errored instead of scoring*RuntimeError: down*"])
+
+
+@pytest.mark.usefixtures("anthropic_env")
+def test_a_model_cases_duration_is_its_calls_latency(
+    pytester: pytest.Pytester, server: FakeAnthropic
+) -> None:
+    server.latency = 0.3
+    cases = [
+        *_echo_cases(2),
+        {"id": "judged", "prompt": "p", "grader": "llm_judge", "rubric": "r", "output": "o"},
+        {"id": "recorded", "prompt": "p", "expected": "o", "output": "o"},
+    ]
+    write_evalset(pytester.path, "live", "live", cases)
+    xml_path = pytester.path / "q.xml"
+    result = pytester.runpytest(
+        "--no-verdryx-store",
+        f"--verdryx-model={MODEL}",
+        f"--verdryx-judge={MODEL}",
+        f"--junitxml={xml_path}",
+        "--durations=4",
+    )
+    result.assert_outcomes(passed=4)
+    suite = next(iter(JUnitXml.fromfile(str(xml_path))))
+    times = {case.name: case.time for case in suite}
+    # Made ahead, together: each item still reports its own call's time, not ~0.
+    assert times["q0"] >= 0.3 and times["q1"] >= 0.3 and times["judged"] >= 0.3
+    assert times["recorded"] < 0.3
+    shown = re.findall(r"^(\d+\.\d+)s call\s+live\.evalset\.json::(\w+)", result.stdout.str(), re.M)
+    assert {name for seconds, name in shown if float(seconds) >= 0.3} == {"q0", "q1", "judged"}

@@ -429,8 +429,8 @@ class Score:
     reason: str | None = None
     #: A multi-check case's per-check results, in the case's order.
     checks: tuple[CheckResult, ...] = ()
-    #: Seconds the agent under test took to answer (all samples), when a target answered.
-    #: Not stored: it is the item's duration (`--durations`, JUnit `time`).
+    #: Seconds the case's calls took (model or target, and judge; all samples), when it made
+    #: any. Not stored: it is the item's duration (`--durations`, JUnit `time`).
     latency_s: float | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:

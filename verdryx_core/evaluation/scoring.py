@@ -8,6 +8,7 @@ case, the other can.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final
@@ -126,14 +127,26 @@ class CaseScorer:
         context: GradeContext,
         index: int,
     ) -> _Sample:
+        started = time.perf_counter()
         produced = source.produce(case, repeat=index, context=context)
+        graded = time.perf_counter()
         grade = grader.grade(case, produced.output, replace(context, repeat=index))
+        ended = time.perf_counter()
+        # The sample's calls, timed: the item's duration (--durations, JUnit time) is its own
+        # calls' latency. A target reports its own (from when it got its slot).
+        latencies = [
+            produced.latency_s
+            if produced.latency_s is not None
+            else (graded - started if source.remote else None),
+            ended - graded if case.grader in _REMOTE_GRADERS else None,
+        ]
+        measured = [seconds for seconds in latencies if seconds is not None]
         return _Sample(
             grade=grade,
             output=produced.output,
             tokens=produced.tokens + grade.tokens,
             model_cost_usd=produced.cost_usd,
-            latency_s=produced.latency_s,
+            latency_s=math.fsum(measured) if measured else None,
         )
 
     def _score(
