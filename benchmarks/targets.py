@@ -82,7 +82,9 @@ def _write_session(root: Path, cases: int) -> None:
     (root / "pytest.ini").write_text("[pytest]\n")
 
 
-def _session_wall(root: Path, latency: float | None, concurrency: int) -> float:
+def _session_wall(
+    root: Path, latency: float | None, concurrency: int, extra: tuple[str, ...] = ()
+) -> float:
     """One session: None runs the recorded cases (no target), else the live ones."""
     command = [
         sys.executable,
@@ -93,6 +95,7 @@ def _session_wall(root: Path, latency: float | None, concurrency: int) -> float:
         "no:cacheprovider",
         f"--verdryx-concurrency={concurrency}",
         "--no-verdryx-store",
+        *extra,
     ]
     if latency is None:
         command.append("recorded/bench.evalset.json")
@@ -134,10 +137,18 @@ def main() -> None:
         fixed = min(_session_wall(root, None, args.concurrency) for _ in range(repeats))
         zero = min(_session_wall(root, 0.0, args.concurrency) for _ in range(repeats))
         wall = min(_session_wall(root, args.latency, args.concurrency) for _ in range(repeats))
+        # -x: items run as their calls end (so a stop can leave later calls unmade).
+        streamed = min(
+            _session_wall(root, args.latency, args.concurrency, ("-x",)) for _ in range(repeats)
+        )
     ratio = wall / (ideal + fixed)
     print(f"session fixed:    {fixed:.2f} s (the same cases with recorded outputs: no call)")
     print(f"session, 0 ms:    {zero:.2f} s (a zero-latency target: the calls' own cost)")
     print(f"session:          {wall:.2f} s, {ratio:.2f}x (ideal + fixed) (target <= 1.50x)")
+    print(
+        f"session with -x:  {streamed:.2f} s, {streamed / (ideal + fixed):.2f}x (ideal + fixed), "
+        f"{streamed / wall:.2f}x the session without"
+    )
 
 
 if __name__ == "__main__":
