@@ -94,17 +94,18 @@ class AheadCalls:
             batch=scoring.settings.batch,
         )
         scoring.futures = ahead.futures
-        if streaming:
-            self._in_flight = ahead
-        else:
-            ahead.wait()
+        self._in_flight = ahead
+        if not streaming:
+            ahead.wait()  # a Ctrl-C here aborts the calls; `end` then counts them
             ahead.finish()
+            self._in_flight = None
             self.seconds += ahead.seconds
 
     def end(self, *, interrupted: bool) -> None:
         """The items are done (or stopped): drop the calls not started and wait for those in
         flight, which are paid for; on Ctrl-C wait for nothing. Calls whose item never took
-        them are counted apart (made and paid for, or never made)."""
+        them are counted apart (never made, given up in flight, or made and paid for)."""
+        futures = self.scoring.futures
         ahead, self._in_flight = self._in_flight, None
         if ahead is not None:
             if interrupted:
@@ -112,15 +113,18 @@ class AheadCalls:
             else:
                 ahead.stop()
             self.seconds += ahead.seconds
+        given_up = ahead.given_up if ahead is not None else set()
         state = self.scoring.state
-        for future in self.scoring.futures.values():
-            if future.cancelled() or not future.done():
+        for key, future in futures.items():
+            if key in given_up:
+                state.calls_given_up += 1
+            elif future.cancelled() or not future.done():
                 state.calls_not_made += 1
             elif future.exception() is None:
                 score = future.result()
                 state.unscored_calls += 1
                 state.unscored_cost_usd += score.cost_usd + score.judge_cost_usd
-        self.scoring.futures.clear()
+        futures.clear()
 
     def for_workers(self, node_ids: Sequence[str]) -> None:
         """On the xdist controller, once: every model call of the collected cases, into the

@@ -8,6 +8,8 @@ store or a baseline file; workers send their state as a payload (see `xdist.py`)
 
 from __future__ import annotations
 
+import atexit
+import gc
 import os
 import uuid
 from collections.abc import Generator
@@ -238,7 +240,13 @@ class VerdryxPlugin:
             return (yield)
         except KeyboardInterrupt:
             interrupted = True
-            raise
+            # The user wants out: skip the exit-time collection of every object the SDKs
+            # built (~0.5 s with the anthropic SDK loaded). Registered now, so it runs first.
+            atexit.register(gc.freeze)
+            # Raised afresh, from here: pytest renders every frame of a Ctrl-C's traceback
+            # with its source before it stops (~50 ms a frame with an SDK loaded), and the
+            # frames below this one (a wait on a call) say nothing the user needs.
+            raise KeyboardInterrupt from None
         finally:
             # Calls not started when the loop ends (-x, --maxfail, Ctrl-C) are never made.
             self.ahead.end(interrupted=interrupted)

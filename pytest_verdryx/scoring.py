@@ -94,9 +94,15 @@ class ItemScoring:
     def score_case(self, item: pytest.Item, case: EvalCase, context: GradeContext) -> Score:
         """The item's score: its call made ahead, else scored now (afresh on a rerun). Raises
         VerdryxError."""
-        future = self.futures.pop(item.nodeid, None)
+        future = self.futures.get(item.nodeid)
         if future is not None and not future.cancelled():
-            score = future.result()
+            # Taken once it has answered: a Ctrl-C while waiting leaves it with the calls in
+            # flight, which the end of the loop counts as given up.
+            try:
+                score = future.result()
+            finally:
+                if future.done():
+                    del self.futures[item.nodeid]
         else:
             score = self.scorer(fresh=self.is_rerun(item)).score(case, context)
         self.record(item, score)

@@ -47,6 +47,8 @@ class SessionState:
     collection_errors: set[str] = field(default_factory=set)
     #: Calls made ahead that a stop (-x, --maxfail, Ctrl-C) left unmade.
     calls_not_made: int = 0
+    #: Calls in flight at a Ctrl-C, given up without waiting (paid for or not: unknown).
+    calls_given_up: int = 0
     #: Calls made ahead that ended after the stop: paid for, scored by no item.
     unscored_calls: int = 0
     unscored_cost_usd: float = 0.0
@@ -91,6 +93,7 @@ class SessionState:
             "errors": list(self.errors),
             "live_cases": self.live_cases,
             "calls_not_made": self.calls_not_made,
+            "calls_given_up": self.calls_given_up,
             "unscored_calls": self.unscored_calls,
             "unscored_cost_usd": self.unscored_cost_usd,
         }
@@ -108,5 +111,6 @@ class SessionState:
         self.errors.extend(payload.get("errors", ()))
         self.live_cases += int(payload.get("live_cases", 0))
         self.calls_not_made += int(payload.get("calls_not_made", 0))
+        self.calls_given_up += int(payload.get("calls_given_up", 0))
         self.unscored_calls += int(payload.get("unscored_calls", 0))
         self.unscored_cost_usd += float(payload.get("unscored_cost_usd", 0.0))

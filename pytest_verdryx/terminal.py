@@ -107,6 +107,8 @@ def _stopped_calls_line(end: SessionEnd) -> str | None:
     parts = []
     if state.calls_not_made:
         parts.append(f"{state.calls_not_made} call(s) never made")
+    if state.calls_given_up:
+        parts.append(f"{state.calls_given_up} given up in flight")
     if state.unscored_calls:
         parts.append(
             f"{state.unscored_calls} made but not scored ({fmt_usd(state.unscored_cost_usd)} paid)"

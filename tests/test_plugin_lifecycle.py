@@ -228,6 +228,7 @@ def test_ctrl_c_during_a_hung_call_ends_the_session_within_two_seconds(
     assert process.returncode == pytest.ExitCode.INTERRUPTED, output
     assert "KeyboardInterrupt" in output
     assert "INCOMPLETE run: the session was interrupted" in output
+    assert "1 given up in flight" in output  # the hung call, not waited for
     (run,) = stored_runs(db)
     assert not run.complete
     scored = sorted(score.case_id for score in run.scores)

@@ -50,6 +50,8 @@ class Ahead:
         self.futures: dict[str, Future[Score]] = {} if futures is None else futures
         #: Wall time from the first call to the end (set when the calls end).
         self.seconds = 0.0
+        #: The keys of the calls `abort` found in flight and did not wait for.
+        self.given_up: set[str] = set()
         self._scorer = scorer
         self._pool = pool
         self._started = time.perf_counter()
@@ -76,6 +78,9 @@ class Ahead:
     def abort(self) -> None:
         """Return now: nothing new starts, and calls in flight are given up (targets are told
         to stop; model calls are abandoned with their threads)."""
+        if self._ended:
+            return
+        self.given_up = {key for key, future in self.futures.items() if future.running()}
         for future in self.futures.values():
             future.cancel()
         if self._scorer is not None:
