@@ -238,6 +238,8 @@ class VerdryxPlugin:
             if not self.is_worker:
                 self.ahead.for_items(session)
             return (yield)
+        except pytest.Session.Interrupted:
+            raise  # pytest stopping itself (collection errors, --stepwise): not a Ctrl-C
         except KeyboardInterrupt:
             interrupted = True
             # The user wants out: skip the exit-time collection of every object the SDKs

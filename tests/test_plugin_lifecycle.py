@@ -148,6 +148,30 @@ def test_maxfail_stops_the_target_calls_not_yet_started(pytester: pytest.Pyteste
     result.stdout.fnmatch_lines([f"*stopped early: {30 - len(calls)} call(s) never made*"])
 
 
+def test_stepwise_stops_like_maxfail_and_is_not_taken_for_a_ctrl_c(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(agent_under_test=AGENT)
+    cases = [
+        {"id": f"c{i}", "prompt": f"slow {i}", "expected": "no" if i == 1 else f"SLOW {i}"}
+        for i in range(30)
+    ]
+    write_evalset(pytester.path, "agent", "agent", cases)
+    db = pytester.path / "s.db"
+    result = pytester.runpytest_subprocess(
+        f"--verdryx-db={db}",
+        "--verdryx-target=agent_under_test:answer",
+        "--verdryx-concurrency=3",
+        "--stepwise",
+    )
+    result.assert_outcomes(passed=1, failed=1)
+    assert len(_calls(pytester.path)) <= 9
+    assert "given up in flight" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["*call(s) never made*"])
+    (run,) = stored_runs(db)
+    assert not run.complete and sorted(score.case_id for score in run.scores) == ["c0", "c1"]
+
+
 # -- Ctrl-C --------------------------------------------------------------------------------
 
 
