@@ -8,7 +8,8 @@ while the calls do, so a stop leaves the calls not yet started unmade.
 Under xdist the controller collects nothing and workers learn their items a batch at a time,
 so the controller makes every model call of the collected cases itself, into the store's
 response cache, before xdist schedules anything; workers then score from the cache (one
-call per case, whatever the worker count).
+call per case, whatever the worker count). When the session may stop early, it does not:
+each worker makes its items' calls as they run, and a stop leaves the rest unmade.
 """
 
 from __future__ import annotations
@@ -135,6 +136,9 @@ class AheadCalls:
             or settings.cache == "off"  # the cache is how the answers reach the workers
             or not settings.store
             or not self._may_call()
+            # -x / --maxfail: every call made up front would defeat the stop; each worker
+            # makes its own items' calls as they run instead.
+            or self._may_stop_early()
         ):
             return
         self._for_workers_done = True

@@ -238,9 +238,11 @@ class VerdryxPlugin:
             if not self.is_worker:
                 self.ahead.for_items(session)
             return (yield)
-        except pytest.Session.Interrupted:
-            raise  # pytest stopping itself (collection errors, --stepwise): not a Ctrl-C
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
+            if type(exc) is not KeyboardInterrupt:
+                # pytest or xdist stopping the loop (collection errors, --stepwise, -x under
+                # xdist) with their own subclasses: a stop, not a Ctrl-C.
+                raise
             interrupted = True
             # The user wants out: skip the exit-time collection of every object the SDKs
             # built (~0.5 s with the anthropic SDK loaded). Registered now, so it runs first.

@@ -115,6 +115,24 @@ def test_exitfirst_leaves_later_model_calls_unmade(
 
 
 @pytest.mark.usefixtures("anthropic_env")
+def test_exitfirst_under_xdist_leaves_later_model_calls_unmade(
+    pytester: pytest.Pytester, server: FakeAnthropic
+) -> None:
+    # Under xdist the controller would make every call before scheduling: with -x it does
+    # not, and each worker calls for its own items as they run.
+    _slow_echo(server, 0.1)
+    write_evalset(pytester.path, "live", "live", _echo_cases(30, wrong={0}))
+    db = pytester.path / "s.db"
+    result = pytester.runpytest("-n", "2", f"--verdryx-db={db}", f"--verdryx-model={MODEL}", "-x")
+    outcomes = result.parseoutcomes()
+    assert outcomes["failed"] == 1
+    assert len(server.requests) == outcomes["failed"] + outcomes.get("passed", 0)
+    assert len(server.requests) < 30
+    (run,) = stored_runs(db)
+    assert not run.complete
+
+
+@pytest.mark.usefixtures("anthropic_env")
 def test_without_a_stop_every_call_is_made_before_the_first_item(
     pytester: pytest.Pytester, server: FakeAnthropic
 ) -> None:
