@@ -9,6 +9,7 @@ store or a baseline file; workers send their state as a payload (see `xdist.py`)
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import gc
 import os
 import uuid
@@ -38,6 +39,7 @@ from verdryx_core.evaluation import Pipeline
 from verdryx_core.llm.batch import check_batchable
 from verdryx_core.model import Baseline
 from verdryx_core.otel import SpanExporter
+from verdryx_core.targets import Target
 
 __all__ = ["VerdryxPlugin"]
 
@@ -185,6 +187,33 @@ class VerdryxPlugin:
             self.started_at = datetime.fromisoformat(state["started_at"])
         if state.get("baseline"):
             self.baseline = BaselineView(Baseline.from_dict(state["baseline"]))
+
+    # -- session start -----------------------------------------------------------------------
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        """A conftest.py may build the agent under test now (docs/targets.md)."""
+        config = self.config
+        try:
+            built = config.hook.pytest_verdryx_target(config=config)
+        except Exception as exc:  # the user's set-up code: one line, not a traceback
+            text = " ".join(str(exc).split())
+            raise pytest.UsageError(
+                f"verdryx: the pytest_verdryx_target hook raised {type(exc).__name__}"
+                + (f": {text}" if text else "")
+            ) from None
+        if built is None:
+            return
+        if not callable(built):
+            raise pytest.UsageError(
+                f"verdryx: the pytest_verdryx_target hook returned a {type(built).__name__}, "
+                "not a callable; return the function (or async function, or bound method) "
+                "verdryx calls with each case"
+            )
+        target = Target.of(built)
+        self.eval_settings = dataclasses.replace(
+            self.eval_settings, target=target.spec, built_target=target
+        )
+        self.pipeline.settings = self.eval_settings
 
     # -- collection --------------------------------------------------------------------------
 

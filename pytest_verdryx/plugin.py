@@ -18,6 +18,7 @@ from pytest_verdryx.options import add_options, read_settings
 from pytest_verdryx.scoring import scoring_of
 
 __all__ = [
+    "pytest_addhooks",
     "pytest_addoption",
     "pytest_collect_file",
     "pytest_configure",
@@ -36,6 +37,12 @@ _PLUGIN_KEY = pytest.StashKey[VerdryxPlugin]()
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from pytest_verdryx import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
 
 
 def pytest_configure(config: pytest.Config) -> None:

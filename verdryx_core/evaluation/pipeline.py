@@ -110,7 +110,8 @@ class Pipeline:
             return
         from verdryx_core.targets import Target, TargetCache
 
-        Target.load(settings.target, rootdir=settings.target_root)
+        if settings.built_target is None:
+            Target.load(settings.target, rootdir=settings.target_root)
         TargetCache(None, mode=settings.cache, version=settings.target_version)
 
     def uses_target(self, case: EvalCase) -> bool:
@@ -129,6 +130,7 @@ class Pipeline:
     ) -> TargetOutput:
         source = TargetOutput(
             default=settings.target,
+            built=settings.built_target,
             fallback=fallback,
             concurrency=settings.concurrency,
             timeout=settings.call_timeout,

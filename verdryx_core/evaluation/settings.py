@@ -11,10 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from verdryx_core.errors import CLI_FLAGS
 from verdryx_core.timeouts import DEFAULT_TIMEOUT_S
+
+if TYPE_CHECKING:
+    from verdryx_core.targets import Target
 
 __all__ = ["DEFAULT_MIN_SCORE", "EvalSettings", "judge_in_effect"]
 
@@ -48,6 +51,9 @@ class EvalSettings:
     call_timeout: float = DEFAULT_TIMEOUT_S
     #: The agent under test, `module:callable` (an eval set's own `target` wins).
     target: str | None = None
+    #: The run's target when a face built it in code (the pytest hook), not by name:
+    #: `target` is then its name in messages and cache keys.
+    built_target: Target | None = None
     #: Target results are cached only under a declared version.
     target_version: str | None = None
     #: Where `module:callable` targets are imported from first (the rootdir).

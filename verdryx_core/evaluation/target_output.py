@@ -54,6 +54,7 @@ class TargetOutput:
         *,
         default: str | None,
         fallback: OutputSource | None,
+        built: Target | None = None,
         concurrency: int,
         timeout: float,
         root: Path | None,
@@ -74,6 +75,8 @@ class TargetOutput:
             self.cache = TargetCache(None, mode="off", version=None)
         self.runner = TargetRunner(concurrency=concurrency, timeout=timeout, cache=self.cache)
         self._targets: dict[str, Target | VerdryxError] = {}
+        if built is not None:  # built in code: found under its name, never imported
+            self._targets[built.spec] = built
         self._lock = threading.Lock()
 
     def uses_target(self, case: EvalCase) -> bool:
