@@ -5,6 +5,10 @@
 its `_completion` or `_judgement` reads; a judge's 2xx answer that cannot be read at all is
 unmeasured, by the one rule of verdryx_core.llm.judge_answer. An adapter supplies only those
 three methods.
+
+Each adapter keeps its own constructor, though both take the same settings: the keyword
+arguments are its public signature (plus its provider's own credential and endpoint rules),
+spelled out where readers and type checkers look for them rather than behind `**kwargs`.
 """
 
 from __future__ import annotations
