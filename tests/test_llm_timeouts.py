@@ -62,8 +62,8 @@ def test_a_provider_that_never_answers_fails_within_the_bound(
     assert elapsed < timeout * attempts + sum(_BACKOFF[:retries]) + _SLACK
     assert len(fake.requests) == attempts  # each attempt reached the server and was dropped
     assert str(caught.value) == (
-        # The Anthropic adapter names which of a case's calls failed.
-        f"model {model}{'' if name == 'openai' else ' (model call)'}: "
+        # Both adapters name which of a case's calls failed.
+        f"model {model} (model call): "
         f"{fake.base_url if name == 'openai' else fake.url} did not answer "
         f"within 0.3s, still failing after {retries} retries; check the endpoint, retry later "
         "or raise --timeout"  # the core's own face words the hint; pytest says --verdryx-timeout

@@ -21,17 +21,16 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import http
 import json
 import re
 import threading
 import time
-from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
-from .loopback import LoopbackHandler, LoopbackServer
+from . import scripted
+from .scripted import Reply, ScriptedServer, hang_reply
 
 __all__ = [
     "GARBAGE",
@@ -57,31 +56,7 @@ _TOP_LEVEL = frozenset(
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Reply:
-    status: int = 200
-    body: Mapping[str, Any] | None = None
-    headers: Mapping[str, str] = field(default_factory=dict)
-    #: Extra seconds before answering, on top of the server's latency.
-    delay: float = 0.0
-    #: Garbage mode: these bytes are the body as is (truncated JSON, an HTML page, ...), sent
-    #: with `content_type`; `body` is then ignored.
-    raw: bytes | None = None
-    content_type: str = "application/json"
-    #: Accept the request and never answer (until the server stops): a provider that hangs.
-    hang: bool = False
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RecordedRequest:
-    method: str
-    path: str
-    #: Lower-cased names; the credential header's value is replaced by "ok" or "wrong".
-    headers: Mapping[str, str]
-    body: Any
-    received_at: float
-    #: The client's port: requests sharing one are on one keep-alive connection.
-    client_port: int
-
+class RecordedRequest(scripted.RecordedRequest):
     @property
     def user_text(self) -> str:
         content = self.body["messages"][-1]["content"]
@@ -177,11 +152,6 @@ def garbage_reply(
     return Reply(status=status, raw=data, content_type=content_type)
 
 
-def hang_reply() -> Reply:
-    """A reply that never comes: the connection stays open and silent until the server stops."""
-    return Reply(hang=True)
-
-
 def _tool_ids(content: Any, kind: str, key: str) -> list[Any]:
     if not isinstance(content, list):
         return []
@@ -271,60 +241,16 @@ def _shape_problems(body: Any) -> list[str]:
     return problems
 
 
-class _Handler(LoopbackHandler):
-    def do_GET(self) -> None:
-        self._handle()
-
-    def do_POST(self) -> None:
-        self._handle()
-
-    def _handle(self) -> None:
-        fake = self.server.fake
-        length = int(self.headers.get("content-length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        fake._enter()
-        try:
-            reply = fake._respond(
-                self.command, self.path, self.headers, raw, self.client_address[1]
-            )
-            if reply.hang:
-                # Read, then silence: the client's own timeout is the only way out.
-                fake._stopping.wait()
-                self.close_connection = True
-                return
-            pause = fake.latency + reply.delay
-            if pause > 0:
-                time.sleep(pause)
-            self._send(reply)
-        finally:
-            fake._leave()
-
-    def _send(self, reply: Reply) -> None:
-        if reply.raw is not None:
-            payload = reply.raw
-        else:
-            payload = json.dumps(reply.body if reply.body is not None else {}).encode()
-        try:
-            phrase = http.HTTPStatus(reply.status).phrase
-        except ValueError:
-            phrase = {529: "Overloaded"}.get(reply.status, "Unknown")
-        headers = {
-            "Content-Type": reply.content_type,
-            "Content-Length": str(len(payload)),
-            "request-id": "req_fake_0001",
-            **reply.headers,
-        }
-        head = f"HTTP/1.1 {reply.status} {phrase}\r\n" + "".join(
-            f"{name}: {value}\r\n" for name, value in headers.items()
-        )
-        # One write: status, headers and body leave together.
-        self.wfile.write(head.encode("latin-1") + b"\r\n" + payload)
-
-
-class FakeAnthropic(LoopbackServer):
+class FakeAnthropic(ScriptedServer):
     """Use as `with FakeAnthropic(latency=0.05) as server:` and point the SDK at `server.url`."""
 
-    handler = _Handler
+    recorded = RecordedRequest
+    reply_headers: ClassVar[Mapping[str, str]] = {"request-id": "req_fake_0001"}
+    phrases: ClassVar[Mapping[int, str]] = {529: "Overloaded"}
+    credential_headers = ("x-api-key", "authorization")
+    endpoint = "/v1/messages"
+    error_reply = staticmethod(error_reply)
+    api_key: str
 
     def __init__(
         self,
@@ -337,16 +263,11 @@ class FakeAnthropic(LoopbackServer):
         usage: tuple[int, int] = (10, 5),
         hang: bool = False,
     ) -> None:
-        self.api_key = api_key
-        #: Every request is accepted and never answered (see `hang_reply` for one at a time).
-        self.hang = hang
-        self._stopping = threading.Event()
-        self.latency = latency
+        super().__init__(api_key=api_key, latency=latency, hang=hang)
         self.judge_score = judge_score
         self.judge_reason = judge_reason
         self.tool_calls = tool_calls
         self.usage = usage
-        self.responder: Callable[[RecordedRequest], Reply] | None = None
         #: Retrievals a batch answers `in_progress` before it has `ended`.
         self.batch_polls = 1
         #: custom_id -> "errored" | "expired" | "canceled": that request's result type.
@@ -356,12 +277,6 @@ class FakeAnthropic(LoopbackServer):
         self._batch_polled: dict[str, int] = {}
         #: Batch ids the client asked to cancel.
         self.canceled: list[str] = []
-        self._script: deque[Reply] = deque()
-        self._requests: list[RecordedRequest] = []
-        self._violations: list[str] = []
-        self._in_flight = 0
-        self._max_in_flight = 0
-        self._lock = threading.Lock()
 
     def env(self, *, api_key: str | None = None) -> dict[str, str]:
         """The environment `make_adapter` needs to talk to this server."""
@@ -370,47 +285,7 @@ class FakeAnthropic(LoopbackServer):
             "ANTHROPIC_API_KEY": self.api_key if api_key is None else api_key,
         }
 
-    # -- scripting and inspection ----------------------------------------------------------
-
-    def script(self, *replies: Reply) -> None:
-        with self._lock:
-            self._script.extend(replies)
-
-    @property
-    def requests(self) -> list[RecordedRequest]:
-        with self._lock:
-            return list(self._requests)
-
-    @property
-    def violations(self) -> list[str]:
-        with self._lock:
-            return list(self._violations)
-
-    @property
-    def max_in_flight(self) -> int:
-        with self._lock:
-            return self._max_in_flight
-
-    def reset(self) -> None:
-        with self._lock:
-            self._requests.clear()
-            self._violations.clear()
-            self._script.clear()
-            self._max_in_flight = 0
-
     # -- the server side -------------------------------------------------------------------
-
-    def _before_stop(self) -> None:
-        self._stopping.set()
-
-    def _enter(self) -> None:
-        with self._lock:
-            self._in_flight += 1
-            self._max_in_flight = max(self._max_in_flight, self._in_flight)
-
-    def _leave(self) -> None:
-        with self._lock:
-            self._in_flight -= 1
 
     def _credential(self, headers: Any) -> str | None:
         key = headers.get("x-api-key")
@@ -424,49 +299,19 @@ class FakeAnthropic(LoopbackServer):
                 key = decoded.partition(":")[2]
         return key
 
-    def _respond(self, method: str, path: str, headers: Any, raw: bytes, port: int) -> Reply:
-        credential = self._credential(headers)
-        seen = {name.lower(): value for name, value in headers.items()}
-        for name in ("x-api-key", "authorization"):
-            if name in seen:
-                seen[name] = "ok" if credential == self.api_key else "wrong"
-        try:
-            body = json.loads(raw) if raw else None
-        except json.JSONDecodeError:
-            body = None
-        request = RecordedRequest(
-            method=method,
-            path=path,
-            headers=seen,
-            body=body,
-            received_at=time.monotonic(),
-            client_port=port,
-        )
-        if path.startswith("/v1/messages/batches"):
+    def _answer(self, request: Any, credential: str | None) -> Reply:
+        if request.path.startswith("/v1/messages/batches"):
             return self._batch(request, credential)
-        problems: list[str] = []
-        if method != "POST" or path != "/v1/messages":
-            problems.append(f"{method} {path}: only POST /v1/messages exists")
-        if "anthropic-version" not in seen:
-            problems.append("no anthropic-version header")
-        if not seen.get("content-type", "").startswith("application/json"):
-            problems.append("content-type is not application/json")
-        problems += _shape_problems(body)
-        with self._lock:
-            self._requests.append(request)
-            self._violations.extend(problems)
-            scripted = self._script.popleft() if self._script else None
-        if problems:
-            return error_reply(400, "invalid_request_error", "; ".join(problems))
-        if credential != self.api_key:
-            return error_reply(401, "authentication_error", "invalid x-api-key")
-        if scripted is not None:
-            return scripted
-        if self.hang:
-            return hang_reply()
-        if self.responder is not None:
-            return self.responder(request)
-        return self._default(request)
+        return super()._answer(request, credential)
+
+    def _header_problems(self, headers: Mapping[str, str]) -> list[str]:
+        return [] if "anthropic-version" in headers else ["no anthropic-version header"]
+
+    def _body_problems(self, body: Any) -> list[str]:
+        return _shape_problems(body)
+
+    def _refused(self, credential: str | None) -> Reply:
+        return error_reply(401, "authentication_error", "invalid x-api-key")
 
     # -- message batches -------------------------------------------------------------------
 
@@ -489,13 +334,11 @@ class FakeAnthropic(LoopbackServer):
             problems.append("no anthropic-version header")
         if match is not None and match.group("id") is None and not problems:
             problems += self._batch_problems(request.body)
-        with self._lock:
-            self._requests.append(request)
-            self._violations.extend(problems)
+        self._record(request, problems)
         if problems:
-            return error_reply(400, "invalid_request_error", "; ".join(problems))
+            return self._invalid(problems)
         if credential != self.api_key:
-            return error_reply(401, "authentication_error", "invalid x-api-key")
+            return self._refused(credential)
         assert match is not None
         batch_id = match.group("id")
         if batch_id is None:

@@ -13,17 +13,14 @@ with tools gets function calls, anything else a text echo); `responder` replaces
 
 from __future__ import annotations
 
-import http
 import json
 import re
-import threading
-import time
-from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
-from .loopback import LoopbackHandler, LoopbackServer
+from . import scripted
+from .scripted import Reply, ScriptedServer, hang_reply
 
 __all__ = [
     "DEFAULT_KEY",
@@ -53,29 +50,7 @@ _ROLES = ("system", "developer", "user", "assistant", "tool")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Reply:
-    status: int = 200
-    body: Mapping[str, Any] | None = None
-    headers: Mapping[str, str] = field(default_factory=dict)
-    #: Extra seconds before answering, on top of the server's latency.
-    delay: float = 0.0
-    #: Accept the request and never answer (until the server stops).
-    hang: bool = False
-    #: Garbage mode: these bytes are the body as is, sent with `content_type`.
-    raw: bytes | None = None
-    content_type: str = "application/json"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RecordedRequest:
-    method: str
-    path: str
-    #: Lower-cased names; the authorization header's value is replaced by "ok" or "wrong".
-    headers: Mapping[str, str]
-    body: Any
-    received_at: float
-    client_port: int
-
+class RecordedRequest(scripted.RecordedRequest):
     @property
     def user_text(self) -> str:
         return str(self.body["messages"][-1].get("content") or "")
@@ -142,10 +117,6 @@ def error_reply(
     )
 
 
-def hang_reply() -> Reply:
-    return Reply(hang=True)
-
-
 def _shape_problems(body: Any) -> list[str]:
     """What the real chat-completions API would reject, or verdryx should never send."""
     if not isinstance(body, dict):
@@ -209,61 +180,15 @@ def _shape_problems(body: Any) -> list[str]:
     return problems
 
 
-class _Handler(LoopbackHandler):
-    def do_GET(self) -> None:
-        self._handle()
-
-    def do_POST(self) -> None:
-        self._handle()
-
-    def _handle(self) -> None:
-        fake = self.server.fake
-        length = int(self.headers.get("content-length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        fake._enter()
-        try:
-            reply = fake._respond(
-                self.command, self.path, self.headers, raw, self.client_address[1]
-            )
-            if reply.hang:
-                fake._stopping.wait()
-                self.close_connection = True
-                return
-            pause = fake.latency + reply.delay
-            if pause > 0:
-                time.sleep(pause)
-            self._send(reply)
-        finally:
-            fake._leave()
-
-    def _send(self, reply: Reply) -> None:
-        if reply.raw is not None:
-            payload = reply.raw
-        else:
-            payload = json.dumps(reply.body if reply.body is not None else {}).encode()
-        try:
-            phrase = http.HTTPStatus(reply.status).phrase
-        except ValueError:
-            phrase = "Unknown"
-        headers = {
-            "Content-Type": reply.content_type,
-            "Content-Length": str(len(payload)),
-            "x-request-id": "req_fake_openai_0001",
-            **reply.headers,
-        }
-        head = f"HTTP/1.1 {reply.status} {phrase}\r\n" + "".join(
-            f"{name}: {value}\r\n" for name, value in headers.items()
-        )
-        # One write: status, headers and body leave together.
-        self.wfile.write(head.encode("latin-1") + b"\r\n" + payload)
-
-
-class FakeOpenAI(LoopbackServer):
+class FakeOpenAI(ScriptedServer):
     """Use as `with FakeOpenAI() as server:`; point the SDK at `server.base_url`.
 
     `api_key=None` accepts any credential, as a local server (Ollama, vLLM) does."""
 
-    handler = _Handler
+    recorded = RecordedRequest
+    reply_headers: ClassVar[Mapping[str, str]] = {"x-request-id": "req_fake_openai_0001"}
+    endpoint = "/v1/chat/completions"
+    error_reply = staticmethod(error_reply)
 
     def __init__(
         self,
@@ -275,8 +200,7 @@ class FakeOpenAI(LoopbackServer):
         usage: tuple[int, int] = (10, 5),
         hang: bool = False,
     ) -> None:
-        self.api_key = api_key
-        self.latency = latency
+        super().__init__(api_key=api_key, latency=latency, hang=hang)
         #: The record_verdict arguments (a JSON value, or a str sent verbatim).
         self.judge_arguments = (
             {"score": 0.75, "reason": "fake judge reason"}
@@ -285,15 +209,6 @@ class FakeOpenAI(LoopbackServer):
         )
         self.tool_calls = tool_calls
         self.usage = usage
-        self.hang = hang
-        self.responder: Callable[[RecordedRequest], Reply] | None = None
-        self._script: deque[Reply] = deque()
-        self._requests: list[RecordedRequest] = []
-        self._violations: list[str] = []
-        self._in_flight = 0
-        self._max_in_flight = 0
-        self._lock = threading.Lock()
-        self._stopping = threading.Event()
 
     @property
     def base_url(self) -> str:
@@ -307,85 +222,18 @@ class FakeOpenAI(LoopbackServer):
             env["OPENAI_API_KEY"] = key
         return env
 
-    # -- scripting and inspection ----------------------------------------------------------
-
-    def script(self, *replies: Reply) -> None:
-        with self._lock:
-            self._script.extend(replies)
-
-    @property
-    def requests(self) -> list[RecordedRequest]:
-        with self._lock:
-            return list(self._requests)
-
-    @property
-    def violations(self) -> list[str]:
-        with self._lock:
-            return list(self._violations)
-
-    @property
-    def max_in_flight(self) -> int:
-        with self._lock:
-            return self._max_in_flight
-
     # -- the server side -------------------------------------------------------------------
 
-    def _before_stop(self) -> None:
-        self._stopping.set()
+    def _body_problems(self, body: Any) -> list[str]:
+        return _shape_problems(body)
 
-    def _enter(self) -> None:
-        with self._lock:
-            self._in_flight += 1
-            self._max_in_flight = max(self._max_in_flight, self._in_flight)
-
-    def _leave(self) -> None:
-        with self._lock:
-            self._in_flight -= 1
-
-    def _respond(self, method: str, path: str, headers: Any, raw: bytes, port: int) -> Reply:
-        auth = headers.get("authorization") or ""
-        credential = auth[len("Bearer ") :] if auth.startswith("Bearer ") else None
-        seen = {name.lower(): value for name, value in headers.items()}
-        if "authorization" in seen:
-            seen["authorization"] = "ok" if credential == self.api_key else "wrong"
-        try:
-            body = json.loads(raw) if raw else None
-        except json.JSONDecodeError:
-            body = None
-        request = RecordedRequest(
-            method=method,
-            path=path,
-            headers=seen,
-            body=body,
-            received_at=time.monotonic(),
-            client_port=port,
+    def _refused(self, credential: str | None) -> Reply:
+        return error_reply(
+            401,
+            "invalid_request_error",
+            f"Incorrect API key provided: {credential}.",
+            code="invalid_api_key",
         )
-        problems: list[str] = []
-        if method != "POST" or path != "/v1/chat/completions":
-            problems.append(f"{method} {path}: only POST /v1/chat/completions exists")
-        if not seen.get("content-type", "").startswith("application/json"):
-            problems.append("content-type is not application/json")
-        problems += _shape_problems(body)
-        with self._lock:
-            self._requests.append(request)
-            self._violations.extend(problems)
-            scripted = self._script.popleft() if self._script else None
-        if problems:
-            return error_reply(400, "invalid_request_error", "; ".join(problems))
-        if self.api_key is not None and credential != self.api_key:
-            return error_reply(
-                401,
-                "invalid_request_error",
-                f"Incorrect API key provided: {credential}.",
-                code="invalid_api_key",
-            )
-        if scripted is not None:
-            return scripted
-        if self.hang:
-            return hang_reply()
-        if self.responder is not None:
-            return self.responder(request)
-        return self._default(request)
 
     def _default(self, request: RecordedRequest) -> Reply:
         body = request.body

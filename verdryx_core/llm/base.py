@@ -14,10 +14,16 @@ from typing import Any, Protocol, runtime_checkable
 from verdryx_core.model import ToolCall
 from verdryx_core.text import clean_text, clean_value
 
-__all__ = ["CALL_KINDS", "Completion", "Judgement", "ModelAdapter"]
+__all__ = ["CALL_KINDS", "CALL_NAMES", "Completion", "Judgement", "ModelAdapter"]
 
 #: The three kinds of call, as named in cache keys and error messages.
 CALL_KINDS = ("complete", "tools", "judge")
+#: How a message names each kind of call ("model M (judge call): ...").
+CALL_NAMES: Mapping[str, str] = {
+    "complete": "model call",
+    "tools": "model call with tools",
+    "judge": "judge call",
+}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -24,8 +24,9 @@ from typing import Any, Final
 
 from verdryx_core.errors import ModelCallError, UsageError
 from verdryx_core.llm.anthropic_adapter import AnthropicAdapter
-from verdryx_core.llm.base import Completion, Judgement
+from verdryx_core.llm.base import CALL_NAMES, Completion, Judgement
 from verdryx_core.llm.cache import CachedAdapter
+from verdryx_core.llm.call_request import call_request
 from verdryx_core.llm.progress import Progress, TextStream
 from verdryx_core.redact import redact_url
 
@@ -50,11 +51,6 @@ DEFAULT_MAX_WAIT_S: Final = 3600.0
 #: that ends in seconds is seen in seconds, a long one costs a request every half minute.
 DEFAULT_POLL_S: Final = 0.25
 MAX_POLL_S: Final = 30.0
-_CALL_NAMES: Final = {
-    "complete": "model call",
-    "tools": "model call with tools",
-    "judge": "judge call",
-}
 
 
 def custom_id(key: str) -> str:
@@ -77,7 +73,7 @@ class PlannedCall:
 
     @property
     def call(self) -> str:
-        name = _CALL_NAMES.get(self.kind, self.kind)
+        name = CALL_NAMES.get(self.kind, self.kind)
         return f"{self.label}, {name}" if self.label else name
 
 
@@ -99,7 +95,9 @@ def plan_call(
             kind, prompt, tools=tools, output=output, rubric=rubric, repeat=repeat
         ),
         kind=kind,
-        params=adapter.request_params(kind, prompt, tools=tools, output=output, rubric=rubric),
+        params=adapter.request_params(
+            call_request(kind, prompt, tools=tools, output=output, rubric=rubric)
+        ),
         label=label,
     )
 
@@ -144,14 +142,14 @@ def run_batch(
     client = adapter._get_client()
     sdk = adapter._sdk
     requests: list[Any] = [{"custom_id": cid, "params": dict(p.params)} for cid, p in by_id.items()]
-    kinds = Counter(_CALL_NAMES.get(p.kind, p.kind) for p in by_id.values())
+    kinds = Counter(CALL_NAMES.get(p.kind, p.kind) for p in by_id.values())
     shown = ", ".join(
         f"{count} {name}{'s' if count != 1 else ''}" for name, count in sorted(kinds.items())
     )
     try:
         batch = client.messages.batches.create(requests=requests)
     except sdk.AnthropicError as exc:
-        raise adapter._error(exc, "batch submission") from None
+        raise adapter._errors().from_sdk(exc, sdk, "batch submission") from None
     out.write(
         f"batch {batch.id}: {len(requests)} requests ({shown}) submitted to "
         f"{redact_url(adapter.base_url)}; waiting for it at most {max_wait_s:g}s\n"
@@ -174,7 +172,7 @@ def run_batch(
             try:
                 batch = client.messages.batches.retrieve(batch.id)
             except sdk.AnthropicError as exc:
-                raise adapter._error(exc, f"batch {batch.id} status") from None
+                raise adapter._errors().from_sdk(exc, sdk, f"batch {batch.id} status") from None
             progress.advance(_done(batch) - progress.done)
         progress.advance(len(requests) - progress.done)
     finally:
@@ -182,7 +180,7 @@ def run_batch(
     try:
         lines = list(client.messages.batches.results(batch.id))
     except sdk.AnthropicError as exc:
-        raise adapter._error(exc, f"batch {batch.id} results") from None
+        raise adapter._errors().from_sdk(exc, sdk, f"batch {batch.id} results") from None
     return _map_results(adapter, batch.id, by_id, lines)
 
 
@@ -233,7 +231,7 @@ def _map_results(
             error = getattr(getattr(result, "error", None), "error", None)
             detail = f"{getattr(error, 'type', 'error')}: {getattr(error, 'message', '')}"
             errors[planned.key] = ModelCallError(
-                adapter._redact(
+                adapter._errors().redact(
                     f"{where}: the provider refused this request in batch {batch_id} "
                     f"({detail.strip()}); check the request, or run it without batching"
                 )

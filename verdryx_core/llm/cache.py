@@ -26,12 +26,7 @@ from typing import Any, Final, TypeVar
 
 from verdryx_core.errors import ModelCallError, UsageError
 from verdryx_core.llm.base import Completion, Judgement, ModelAdapter
-from verdryx_core.llm.judge_prompt import (
-    JUDGE_SYSTEM,
-    RECORD_VERDICT_TOOL,
-    TOOL_CHOICE,
-    render_judge_prompt,
-)
+from verdryx_core.llm.call_request import call_request
 from verdryx_core.llm.wire import UNREADABLE_ANSWER
 from verdryx_core.store import Store
 
@@ -155,26 +150,19 @@ class CachedAdapter:
         repeat: int = 0,
     ) -> str:
         """The key of one call; `kind` is "complete", "tools" or "judge"."""
-        system: str | None = None
+        # The call's whole request: for a judge its prompt template, tool and forced choice
+        # are part of the key, so changing them invalidates old verdicts.
+        request = call_request(kind, prompt, tools=tools, output=output, rubric=rubric)
         parameters = dict(_plain(getattr(self.inner, "parameters", {})))
-        if kind == "judge":
-            # The judge's whole request: its prompt template and tool are part of the key, so
-            # changing them invalidates old verdicts.
-            system = JUDGE_SYSTEM
-            prompt = render_judge_prompt(prompt, output or "", rubric or "")
-            tools = [RECORD_VERDICT_TOOL]
-            parameters["tool_choice"] = _plain(TOOL_CHOICE)
-        elif kind == "complete":
-            tools = None
-        elif kind != "tools":
-            raise ValueError(f"unknown call kind {kind!r}")
+        if request.tool_choice is not None:
+            parameters["tool_choice"] = _plain(request.tool_choice)
         material = {
             "format": _KEY_FORMAT,
             "kind": kind,
             "model": self.model,
-            "system": system,
-            "prompt": prompt,
-            "tools": None if tools is None else _plain(list(tools)),
+            "system": request.system,
+            "prompt": request.prompt,
+            "tools": None if request.tools is None else _plain(list(request.tools)),
             "parameters": parameters,
             "repeat": repeat,
         }

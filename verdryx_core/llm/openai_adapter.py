@@ -16,28 +16,21 @@ from __future__ import annotations
 import json
 import threading
 import urllib.parse
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from types import SimpleNamespace
 from typing import Any, Final
 
 from verdryx_core import jsonload
-from verdryx_core.errors import ModelCallError, UsageError, VerdryxError
-from verdryx_core.llm.base import Completion, Judgement
-from verdryx_core.llm.judge_prompt import (
-    JUDGE_SYSTEM,
-    RECORD_VERDICT,
-    RECORD_VERDICT_TOOL,
-    Verdict,
-    parse_verdict,
-    render_judge_prompt,
-)
+from verdryx_core.errors import UsageError
+from verdryx_core.llm.base import CALL_NAMES, Completion, Judgement
+from verdryx_core.llm.call_request import CallRequest
+from verdryx_core.llm.judge_answer import judgement
+from verdryx_core.llm.judge_prompt import RECORD_VERDICT, Verdict, parse_verdict
 from verdryx_core.llm.prices import PriceBook
-from verdryx_core.llm.wire import (
-    UNREADABLE_ANSWER,
-    MalformedAnswer,
-    read_json_object,
-    token_count,
-)
+from verdryx_core.llm.provider_errors import Provider, ProviderErrors, preview
+from verdryx_core.llm.request_adapter import RequestAdapter
+from verdryx_core.llm.usage import TokenUsage
+from verdryx_core.llm.wire import MalformedAnswer, read_json_object, token_count
 from verdryx_core.model import ToolCall
 from verdryx_core.redact import install_log_filter, redact_url
 from verdryx_core.timeouts import DEFAULT_TIMEOUT_S, check_timeout
@@ -59,19 +52,36 @@ _URL_VARIABLE: Final = "OPENAI_BASE_URL"
 #: Sent to a custom endpoint when no key is set: local servers (Ollama, vLLM without
 #: --api-key) ignore it, and the SDK refuses to send no key at all.
 _NO_KEY: Final = "no-key"
-_MESSAGE_PREVIEW: Final = 300
+
+
+def _error_words(body: object) -> tuple[list[str], str | None]:
+    """The kinds (`type`, `code`) and message of an OpenAI error. This SDK hands over the
+    inner error object (`{"message", "type", "code", "param"}`) as `exc.body`; the anthropic
+    SDK the whole document, in another shape: each adapter reads its own."""
+    if not isinstance(body, Mapping):
+        return [], None
+    kinds: list[str] = []
+    for key in ("type", "code"):
+        if isinstance(body.get(key), str) and body[key] not in kinds:
+            kinds.append(body[key])
+    return kinds, body["message"] if isinstance(body.get("message"), str) else None
+
+
+_PROVIDER: Final = Provider(
+    name="OpenAI",
+    module="openai",
+    named="an openai: model",
+    install_hint=INSTALL_HINT,
+    url_variable=_URL_VARIABLE,
+    endpoint="a chat-completions endpoint",
+    base_error="OpenAIError",
+    error_words=_error_words,
+)
 
 
 def import_sdk() -> Any:
     """The `openai` module, or a VerdryxError saying how to install it."""
-    try:
-        import openai
-    except ImportError:
-        raise VerdryxError(
-            "an openai: model was named but the OpenAI SDK is not installed",
-            hint=f"install it with {INSTALL_HINT}, or use {{model}}=stub",
-        ) from None
-    return openai
+    return _PROVIDER.import_sdk()
 
 
 def openai_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
@@ -86,21 +96,22 @@ def openai_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
     return {"type": "function", "function": function}
 
 
-_JUDGE_TOOL: Final = openai_tool(RECORD_VERDICT_TOOL)
-_JUDGE_CHOICE: Final = {"type": "function", "function": {"name": RECORD_VERDICT}}
+def _chat_request(request: CallRequest) -> dict[str, Any]:
+    """A call's request in the chat-completions shape: the system prompt as a system message,
+    each tool as a function tool, a forced tool as a forced function."""
+    messages = [] if request.system is None else [{"role": "system", "content": request.system}]
+    chat: dict[str, Any] = {"messages": [*messages, {"role": "user", "content": request.prompt}]}
+    if request.kind != "complete":
+        chat["tools"] = [openai_tool(tool) for tool in request.tools or ()]
+    if request.tool_choice is not None:
+        chat["tool_choice"] = {
+            "type": "function",
+            "function": {"name": request.tool_choice["name"]},
+        }
+    return chat
 
 
-def _display_url(url: str) -> str:
-    """A URL fit for an error message: any password is masked (verdryx_core.redact)."""
-    return redact_url(url)
-
-
-def _preview(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= _MESSAGE_PREVIEW else text[: _MESSAGE_PREVIEW - 3] + "..."
-
-
-class OpenAIAdapter:
+class OpenAIAdapter(RequestAdapter[Any]):
     """A chat-completions model. Thread-safe: one SDK client (one connection pool) is built
     on first use and shared by every pool thread.
 
@@ -145,7 +156,7 @@ class OpenAIAdapter:
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
-        return f"OpenAIAdapter(model={self.model!r}, base_url={_display_url(self.base_url)!r})"
+        return f"OpenAIAdapter(model={self.model!r}, base_url={redact_url(self.base_url)!r})"
 
     @property
     def parameters(self) -> Mapping[str, Any]:
@@ -156,69 +167,17 @@ class OpenAIAdapter:
             "max_tokens": self.max_tokens,
             "judge_max_tokens": self.judge_max_tokens,
             "temperature": self.temperature,
-            "base_url": _display_url(self.base_url),
+            "base_url": redact_url(self.base_url),
         }
 
     @property
     def _official(self) -> bool:
         return urllib.parse.urlsplit(self.base_url).hostname == "api.openai.com"
 
-    # -- the protocol ----------------------------------------------------------------------
-
-    def complete(self, prompt: str, *, repeat: int = 0) -> Completion:
-        response = self._create(self.max_tokens, [{"role": "user", "content": prompt}])
-        return self._completion(response)
-
-    def complete_with_tools(
-        self, prompt: str, tools: Sequence[Mapping[str, Any]], *, repeat: int = 0
-    ) -> Completion:
-        # Single turn: the function calls of this first response are the trace; no tool is
-        # executed and nothing is sent back.
-        response = self._create(
-            self.max_tokens,
-            [{"role": "user", "content": prompt}],
-            tools=[openai_tool(tool) for tool in tools],
-        )
-        return self._completion(response)
-
-    def judge(self, prompt: str, output: str, rubric: str, *, repeat: int = 0) -> Judgement:
-        try:
-            response = self._create(
-                self.judge_max_tokens,
-                [
-                    {"role": "system", "content": JUDGE_SYSTEM},
-                    {"role": "user", "content": render_judge_prompt(prompt, output, rubric)},
-                ],
-                tools=[_JUDGE_TOOL],
-                tool_choice=_JUDGE_CHOICE,
-            )
-        except ModelCallError as exc:
-            if exc.status is None or not 200 <= exc.status < 300:
-                raise  # refused or unreachable: an infrastructure error, not a verdict
-            # A 2xx answer the judge rules cannot read is unmeasured, like any other
-            # unreadable verdict (docs/models-and-judges.md); its cost is unknown.
-            return Judgement(score=None, unmeasured=f"{UNREADABLE_ANSWER}: {exc}")
-        verdict = self._verdict(response)
-        input_tokens, output_tokens, cost = self._usage(response)
-        return Judgement(
-            score=verdict.score,
-            reason=verdict.reason,
-            unmeasured=verdict.unmeasured,
-            input_tokens=input_tokens,
-            output_tokens=output_tokens,
-            cost_usd=cost,
-        )
-
     # -- reading answers -------------------------------------------------------------------
 
     def _message(self, response: Any) -> tuple[Any, str | None]:
-        choices = getattr(response, "choices", None) or []
-        if not choices:
-            raise ModelCallError(
-                f"model {self.model}: {_display_url(self.base_url)} answered with no choices; "
-                "check that the endpoint speaks the chat-completions API"
-            )
-        choice = choices[0]
+        choice = response.choices[0]  # `_read_completion` checked there is one
         return getattr(choice, "message", None), getattr(choice, "finish_reason", None)
 
     def _calls(self, message: Any) -> list[tuple[str, str]]:
@@ -234,15 +193,19 @@ class OpenAIAdapter:
     def _completion(self, response: Any) -> Completion:
         message, _ = self._message(response)
         calls = self._calls(message)
-        input_tokens, output_tokens, cost = self._usage(response)
+        usage = _token_usage(response)
         return Completion(
             text=str(getattr(message, "content", None) or ""),
             tool_names=tuple(name for name, _ in calls),
-            input_tokens=input_tokens,
-            output_tokens=output_tokens,
-            cost_usd=cost,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output,
+            cost_usd=self._cost(usage),
             tool_calls=tuple(ToolCall(name=name, arguments=_arguments(raw)) for name, raw in calls),
         )
+
+    def _judgement(self, response: Any) -> Judgement:
+        usage = _token_usage(response)
+        return judgement(self._verdict(response), usage, self._cost(usage))
 
     def _verdict(self, response: Any) -> Verdict:
         message, finish = self._message(response)
@@ -259,35 +222,32 @@ class OpenAIAdapter:
                     score=None,
                     unmeasured=(
                         f"judge answer unreadable: {RECORD_VERDICT} arguments are not JSON: "
-                        f"{_preview(raw)!r}"
+                        f"{preview(raw)!r}"
                     ),
                 )
             blocks.append({"type": "tool_use", "name": name, "input": data})
         return parse_verdict(blocks, "max_tokens" if finish == "length" else finish)
 
-    def _usage(self, response: Any) -> tuple[int, int, float]:
-        usage = getattr(response, "usage", None)
-        prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
-        output = int(getattr(usage, "completion_tokens", 0) or 0)
-        details = getattr(usage, "prompt_tokens_details", None)
-        # Cached prompt tokens are part of prompt_tokens, priced at the cache-read rate.
-        cached = min(prompt, int(getattr(details, "cached_tokens", 0) or 0))
+    def _cost(self, usage: TokenUsage) -> float:
         priced_as = self.model if self.prices.is_known(self.model) else self.name
         if not self.prices.is_known(priced_as):
             priced_as = self.model  # the fallback note names the id the user wrote
-        cost = self.prices.cost(priced_as, prompt - cached, output, cache_read_tokens=cached)
-        return prompt, output, cost
+        return usage.cost(self.prices, priced_as)
 
     # -- the wire --------------------------------------------------------------------------
+
+    def _errors(self) -> ProviderErrors:
+        return ProviderErrors(
+            _PROVIDER, self, credential_variable=_KEY_VARIABLE, secrets=(self._api_key,)
+        )
 
     def _get_client(self) -> Any:
         with self._lock:
             if self._client is None:
                 if not self._api_key and self._official:
-                    raise ModelCallError(
-                        f"model {self.model}: no OpenAI credential; set {_KEY_VARIABLE} in the "
-                        "environment (verdryx never takes a key on the command line), or set "
-                        f"{_URL_VARIABLE} to a server that needs none"
+                    raise self._errors().no_credential(
+                        _KEY_VARIABLE,
+                        otherwise=f", or set {_URL_VARIABLE} to a server that needs none",
                     )
                 sdk = import_sdk()
                 self._sdk = sdk
@@ -303,114 +263,41 @@ class OpenAIAdapter:
                 install_log_filter()
             return self._client
 
-    def _create(self, max_tokens: int, messages: list[dict[str, Any]], **request: Any) -> Any:
+    def _create(self, request: CallRequest) -> Any:
         client = self._get_client()
+        chat = _chat_request(request)
         # OpenAI's own API wants max_completion_tokens (reasoning models refuse max_tokens);
         # compatible servers have always taken max_tokens, and not all know the newer name.
         limit = "max_completion_tokens" if self._official else "max_tokens"
-        request[limit] = max_tokens
+        chat[limit] = self.judge_max_tokens if request.kind == "judge" else self.max_tokens
         if self.temperature is not None:
-            request["temperature"] = self.temperature
-        try:
+            chat["temperature"] = self.temperature
+
+        def send() -> tuple[int, str, bytes]:
             # The raw response: the SDK still raises for a 4xx/5xx (after its retries), but a
             # 2xx body is read by verdryx (verdryx_core.llm.wire), so a malformed one is named
             # instead of crashing inside the SDK's parser or reading as an empty answer.
-            raw = client.chat.completions.with_raw_response.create(
-                model=self.name, messages=messages, **request
-            )
-            status = int(raw.status_code)
-            content_type = str(raw.headers.get("content-type") or "")
-            body = raw.content  # the SDK's legacy raw response has read it already
-        except self._sdk.OpenAIError as exc:
-            raise self._error(exc) from None
-        except Exception as exc:  # anything else the SDK or its HTTP stack lets escape
-            raise ModelCallError(
-                self._redact(
-                    f"model {self.model}: the call to {_display_url(self.base_url)} failed "
-                    f"inside the OpenAI SDK ({type(exc).__name__}: {exc})"
-                )
-            ) from None
-        try:
-            return _read_completion(body, content_type)
-        except MalformedAnswer as exc:
-            raise ModelCallError(
-                self._redact(
-                    f"model {self.model}: {_display_url(self.base_url)} answered HTTP {status} "
-                    f"with {exc}; check that the endpoint speaks the chat-completions API"
-                ),
-                status=status,
-            ) from None
+            raw = client.chat.completions.with_raw_response.create(model=self.name, **chat)
+            # The SDK's legacy raw response has read the body already.
+            return int(raw.status_code), str(raw.headers.get("content-type") or ""), raw.content
 
-    def _error(self, exc: Exception) -> ModelCallError:
-        sdk = self._sdk
-        where = _display_url(self.base_url)
-        if isinstance(exc, sdk.APIStatusError):
-            status = int(exc.status_code)
-            detail = self._provider_detail(exc)
-            if status in (401, 403):
-                message = (
-                    f"model {self.model}: {where} refused the credential (HTTP {status}{detail}); "
-                    f"set {_KEY_VARIABLE} to a valid key for this endpoint"
-                )
-            elif status in (408, 409, 429) or status >= 500:
-                if status == 429:
-                    return ModelCallError(
-                        self._redact(
-                            f"model {self.model}: HTTP {status}{detail} from {where}, still "
-                            f"failing after {self.max_retries} retries"
-                        ),
-                        status=status,
-                        hint="lower {concurrency} or raise your rate limit",
-                    )
-                message = (
-                    f"model {self.model}: HTTP {status}{detail} from {where}, still failing "
-                    f"after {self.max_retries} retries; retry later"
-                )
-            else:
-                message = (
-                    f"model {self.model}: {where} rejected the request (HTTP {status}{detail}); "
-                    "check the model id and the request"
-                )
-            return ModelCallError(self._redact(message), status=status)
-        if isinstance(exc, sdk.APITimeoutError):
-            return ModelCallError(
-                self._redact(
-                    f"model {self.model}: {where} did not answer within {self.timeout:g}s, "
-                    f"still failing after {self.max_retries} retries"
-                ),
-                hint="check the endpoint, retry later or raise {timeout}",
-            )
-        elif isinstance(exc, sdk.APIConnectionError):
-            cause = exc.__cause__ or exc
-            message = (
-                f"model {self.model}: cannot reach {where} ({type(cause).__name__}: {cause}), "
-                f"still failing after {self.max_retries} retries; check {_URL_VARIABLE} and "
-                "the network"
-            )
-        else:
-            message = f"model {self.model}: the OpenAI SDK failed: {type(exc).__name__}: {exc}"
-        return ModelCallError(self._redact(message))
+        return self._errors().answer(
+            send, _read_completion, sdk=self._sdk, call=CALL_NAMES[request.kind]
+        )
 
-    def _provider_detail(self, exc: Any) -> str:
-        """`: <error type>: <message>` from an OpenAI error body, plus the request id."""
-        body = getattr(exc, "body", None)
-        parts: list[str] = []
-        if isinstance(body, Mapping):
-            for key in ("type", "code"):
-                if isinstance(body.get(key), str) and body[key] not in parts:
-                    parts.append(body[key])
-            if isinstance(body.get("message"), str):
-                parts.append(_preview(body["message"]))
-        detail = "".join(f": {part}" for part in parts)
-        request_id = getattr(exc, "request_id", None)
-        if request_id:
-            detail += f", request id {request_id}"
-        return detail
 
-    def _redact(self, text: str) -> str:
-        if self._api_key:
-            text = text.replace(self._api_key, "[redacted]")
-        return redact_url(text)
+def _token_usage(response: Any) -> TokenUsage:
+    """A completion's counts (none from a server that sends no usage): its prompt tokens
+    include those read from the prompt cache, billed at the cache-read rate."""
+    usage = getattr(response, "usage", None)
+    prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = min(prompt, int(getattr(details, "cached_tokens", 0) or 0))
+    return TokenUsage(
+        fresh=prompt - cached,
+        output=int(getattr(usage, "completion_tokens", 0) or 0),
+        cache_read=cached,
+    )
 
 
 def _arguments(raw: str) -> dict[str, Any] | None:
@@ -429,6 +316,8 @@ def _read_completion(body: bytes, content_type: str) -> Any:
     choices = data.get("choices")
     if not isinstance(choices, list):
         raise MalformedAnswer("a completion without a 'choices' list")
+    if not choices:
+        raise MalformedAnswer("a completion with no choices")
     for index, choice in enumerate(choices):
         message = choice.get("message") if isinstance(choice, dict) else None
         if not isinstance(message, dict):

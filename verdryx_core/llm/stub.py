@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from verdryx_core.llm.base import Completion, Judgement
+from verdryx_core.llm.judge_answer import judgement
 from verdryx_core.llm.judge_prompt import verdict_from_input
+from verdryx_core.llm.usage import TokenUsage
 from verdryx_core.model import ToolCall
 
 __all__ = ["StubAdapter", "StubCall"]
@@ -127,11 +129,5 @@ class StubAdapter:
             StubCall(kind="judge", prompt=prompt, repeat=repeat, output=output, rubric=rubric)
         )
         verdict = verdict_from_input({"score": self.judge_value, "reason": self.judge_reason})
-        return Judgement(
-            score=verdict.score,
-            reason=verdict.reason,
-            unmeasured=verdict.unmeasured,
-            input_tokens=self.input_tokens,
-            output_tokens=self.output_tokens,
-            cost_usd=self.cost_usd,
-        )
+        usage = TokenUsage(fresh=self.input_tokens, output=self.output_tokens)
+        return judgement(verdict, usage, self.cost_usd)
