@@ -13,7 +13,7 @@ import abc
 import json
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from types import TracebackType
 from typing import Any, ClassVar, Final, Self
 
@@ -80,6 +80,11 @@ class SqlServiceStorage(abc.ABC):
 
     @abc.abstractmethod
     def close(self) -> None: ...
+
+    def _pipelined(self) -> AbstractContextManager[Any]:
+        """Around a write whose statements need no answer before the commit: the backend may
+        send them in one round trip (PostgreSQL's pipeline mode)."""
+        return nullcontext()
 
     def _text_in(self, text: str | None) -> Any:
         """A tenant's free text (task_id, agent_id, summary) as the backend keeps it."""
@@ -236,7 +241,7 @@ class SqlServiceStorage(abc.ABC):
     ) -> None:
         """Append one verdict document (with its `run_id` and `received_at`) and keep its
         bundle, in one transaction."""
-        with self._errors("record a verdict"), self._transaction():
+        with self._errors("record a verdict"), self._lock, self._pipelined(), self._transaction():
             self._lock_ledger()
             if bundle_text is not None and document.get("bundle_hash"):
                 # Content-addressed: the same bundle submitted twice (or by two servers at

@@ -12,7 +12,8 @@ call, and the URL's password kept out of every message. The driver is the option
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Self
 
 from verdryx_core.errors import StoreError
@@ -157,6 +158,18 @@ class PostgresServiceStorage(SqlServiceStorage):
         # (ACCESS SHARE) do not. So a verdict's seq is drawn and committed before the next
         # writer draws one: the ledger grows in seq order, which is what cursors rely on.
         self._execute("LOCK TABLE service_verdicts IN EXCLUSIVE MODE")
+
+    @contextmanager
+    def _pipelined(self) -> Iterator[None]:
+        # One round trip for BEGIN, the lock, the inserts and COMMIT. A statement that fails
+        # surfaces only at the pipeline's end, after the COMMIT was queued (and skipped): the
+        # transaction is still open, aborted, and is rolled back here.
+        try:
+            with self._live().pipeline():
+                yield
+        except self._driver_error:
+            self._rollback()
+            raise
 
     def _text_in(self, text: str | None) -> Any:
         return None if text is None else text.encode("utf-8")
