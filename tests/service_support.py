@@ -1,5 +1,6 @@
 """The real verification service for tests: uvicorn serving the real app on 127.0.0.1, on a
-port the OS picks, over a real SQLite store file; keys made the way `verdryx keys` makes them."""
+port the OS picks, over a real store (a SQLite file, or a fresh PostgreSQL schema when
+VERDRYX_TEST_POSTGRES_URL is set); keys made the way `verdryx keys` makes them."""
 
 from __future__ import annotations
 
@@ -17,8 +18,9 @@ from typing import Any
 import uvicorn
 
 from verdryx_core.contracts import Contract, collect_evidence, contract_from_data
-from verdryx_core.service import SqliteServiceStorage, create_key
+from verdryx_core.service import ServiceStorage, create_key, open_service_storage
 from verdryx_core.service.app import create_app
+from verdryx_core.store import StoreTarget, StoreUrl
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "contracts"
@@ -27,16 +29,38 @@ EXAMPLE = ROOT / "examples" / "contracts"
 @dataclass
 class RunningService:
     url: str
-    db: Path
-    storage: SqliteServiceStorage
+    db: StoreTarget
+    storage: ServiceStorage
 
     def new_key(self, name: str = "tenant") -> str:
         return create_key(self.storage, name)[1]
 
+    @property
+    def db_arg(self) -> str:
+        """The store as `--db` takes it (a URL with its password, if it has one)."""
+        return self.db.url if isinstance(self.db, StoreUrl) else str(self.db)
+
+    def stored_bytes(self) -> bytes:
+        """Everything the store keeps: the SQLite file and its WAL, or every row of every
+        table in the PostgreSQL schema, as text."""
+        if isinstance(self.db, Path):
+            return self.db.read_bytes() + Path(f"{self.db}-wal").read_bytes()
+        import psycopg
+
+        with psycopg.connect(self.db.url, autocommit=True) as connection:
+            tables = connection.execute(
+                "SELECT table_name::text FROM information_schema.tables "
+                "WHERE table_schema = current_schema()"
+            ).fetchall()
+            return b"".join(
+                repr(connection.execute(f'SELECT * FROM "{name}"').fetchall()).encode()
+                for (name,) in tables
+            )
+
 
 @contextmanager
-def running_service(db: Path, **options: Any) -> Iterator[RunningService]:
-    storage = SqliteServiceStorage.open(db)
+def running_service(db: StoreTarget, **options: Any) -> Iterator[RunningService]:
+    storage = open_service_storage(db)
     app = create_app(storage, **options)
     config = uvicorn.Config(
         app, host="127.0.0.1", port=0, log_level="warning", lifespan="off", access_log=False

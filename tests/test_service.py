@@ -1,6 +1,6 @@
 """The hosted verification service, for real: uvicorn on 127.0.0.1 with the real app and a
-real SQLite store, driven by the real client and the `verdryx` command
-(docs/verification-service.md)."""
+real store (a SQLite file, and a fresh PostgreSQL schema when VERDRYX_TEST_POSTGRES_URL is
+set), driven by the real client and the `verdryx` command (docs/verification-service.md)."""
 
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ from tests.service_support import (
     example_workspace,
     running_service,
 )
+from tests.store_support import BACKENDS, store_target
 from verdryx_core.cli import main
 from verdryx_core.contracts import bundle_hash, collect_evidence, contract_from_data
 from verdryx_core.errors import VerdryxError
@@ -39,10 +40,14 @@ CONTRACT_FILE = EXAMPLE / "weekly-report.contract.json"
 WORKSPACE = EXAMPLE / "workspace"
 
 
-@pytest.fixture(scope="module")
-def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningService]:
-    db = tmp_path_factory.mktemp("service") / "verdryx.db"
-    with running_service(db, max_body_bytes=2 * 1024 * 1024) as running:
+@pytest.fixture(scope="module", params=BACKENDS)
+def service(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RunningService]:
+    with (
+        store_target(request.param, tmp_path_factory.mktemp("service")) as db,
+        running_service(db, max_body_bytes=2 * 1024 * 1024) as running,
+    ):
         yield running
 
 
@@ -240,29 +245,29 @@ def test_tenants_never_see_each_others_contracts(service: RunningService) -> Non
 def test_keys_from_the_command_line_and_a_revoked_key_is_refused(
     service: RunningService, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["keys", "create", "--name", "ci-bot", "--db", str(service.db)]) == 0
+    assert main(["keys", "create", "--name", "ci-bot", "--db", service.db_arg]) == 0
     out, err = capsys.readouterr()
     key = out.strip()
     assert key.startswith("vk_live_") and len(key) > 40
     assert "shown only now" in err
-    assert main(["keys", "list", "--db", str(service.db), "--json"]) == 0
+    assert main(["keys", "list", "--db", service.db_arg, "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
     mine = next(item for item in listed if item["name"] == "ci-bot")
     assert key not in json.dumps(listed)  # the key itself is never stored or shown again
     assert mine["prefix"] == key[:12] and mine["revoked_at"] is None
-    stored = (service.db.read_bytes(), Path(f"{service.db}-wal").read_bytes())
-    assert not any(key.encode() in blob for blob in stored)
-    assert hashlib.sha256(key.encode()).hexdigest().encode() in b"".join(stored)
+    stored = service.stored_bytes()
+    assert key.encode() not in stored
+    assert hashlib.sha256(key.encode()).hexdigest().encode() in stored
 
     client = Client(api_key=key, base_url=service.url)
     contract_id = client.create_contract(example_contract())
-    assert main(["keys", "revoke", mine["key_id"], "--db", str(service.db)]) == 0
+    assert main(["keys", "revoke", mine["key_id"], "--db", service.db_arg]) == 0
     assert "revoked" in capsys.readouterr().out
     with pytest.raises(AuthError) as caught:
         client.get_verdict(contract_id)
     assert caught.value.status == 401
     assert "revoked" in str(caught.value)
-    assert main(["keys", "revoke", "key_nope", "--db", str(service.db)]) == 2
+    assert main(["keys", "revoke", "key_nope", "--db", service.db_arg]) == 2
     assert "no API key 'key_nope'" in capsys.readouterr().err
 
 

@@ -20,12 +20,20 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from tests.service_support import RunningService, example_bundle, example_contract, running_service
+from tests.store_support import BACKENDS, store_target
 from verdryx_core.service import Client
 
 
-@pytest.fixture(scope="module")
-def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningService]:
-    with running_service(tmp_path_factory.mktemp("fuzz") / "verdryx.db") as running:
+@pytest.fixture(scope="module", params=BACKENDS)
+def service(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RunningService]:
+    """The server on a SQLite file, and on a fresh PostgreSQL schema (where TEXT cannot hold
+    the NUL characters the fuzzer sends)."""
+    with (
+        store_target(request.param, tmp_path_factory.mktemp("fuzz")) as db,
+        running_service(db) as running,
+    ):
         yield running
 
 

@@ -4,6 +4,7 @@ the `serve` extra and is imported only where it is used."""
 
 from __future__ import annotations
 
+from verdryx_core.service.backends import open_service_storage
 from verdryx_core.service.client import AuthError, Client, VerificationServiceError
 from verdryx_core.service.core import ApiError, VerificationService, contract_id_for
 from verdryx_core.service.keys import KEY_PREFIX, create_key, hash_key
@@ -13,9 +14,10 @@ from verdryx_core.service.storage import (
     LedgerEntry,
     LedgerPage,
     ServiceStorage,
-    SqliteServiceStorage,
     StoredContract,
 )
+from verdryx_core.service.storage_postgres import PostgresServiceStorage
+from verdryx_core.service.storage_sqlite import SqliteServiceStorage
 
 __all__ = [
     "KEY_PREFIX",
@@ -25,6 +27,7 @@ __all__ = [
     "Client",
     "LedgerEntry",
     "LedgerPage",
+    "PostgresServiceStorage",
     "ServiceStorage",
     "SqliteServiceStorage",
     "StoredContract",
@@ -33,5 +36,6 @@ __all__ = [
     "contract_id_for",
     "create_key",
     "hash_key",
+    "open_service_storage",
     "openapi_document",
 ]

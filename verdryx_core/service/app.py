@@ -2,7 +2,8 @@
 
 Imported only by `verdryx serve` and the tests, so installing verdryx without the `serve`
 extra costs nothing. Every answer that is not a success is `{"error": "one message"}`; the
-verification work and SQLite run in the thread pool, never on the event loop.
+verification work and the storage (SQLite or PostgreSQL) run in the thread pool, never on
+the event loop.
 """
 
 from __future__ import annotations
