@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from verdryx_core.graders.base import GradeContext
 from verdryx_core.llm.base import ModelAdapter
+from verdryx_core.llm.call_request import conversation_arguments
 from verdryx_core.model import EvalCase
 
 __all__ = ["ModelOutput", "OutputSource", "Produced", "RecordedOutput", "source_for"]
@@ -69,16 +70,18 @@ class ModelOutput:
     def produce(
         self, case: EvalCase, *, repeat: int, context: GradeContext | None = None
     ) -> Produced:
+        # The case's system prompt and conversation go as written (docs/evalset-reference.md).
+        conversation = conversation_arguments(case.system, case.messages)
         if case.grader == "tool_trace":
             completion = self.adapter.complete_with_tools(
-                case.prompt, list(case.tools or ()), repeat=repeat
+                case.prompt, list(case.tools or ()), repeat=repeat, **conversation
             )
             return Produced(
                 output=list(completion.tool_calls),
                 tokens=completion.tokens,
                 cost_usd=completion.cost_usd,
             )
-        completion = self.adapter.complete(case.prompt, repeat=repeat)
+        completion = self.adapter.complete(case.prompt, repeat=repeat, **conversation)
         return Produced(
             output=completion.text, tokens=completion.tokens, cost_usd=completion.cost_usd
         )

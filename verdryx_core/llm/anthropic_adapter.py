@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Final
 from verdryx_core.errors import ModelCallError
 from verdryx_core.jsonwords import json_kind
 from verdryx_core.llm.base import CALL_NAMES, Completion, Judgement
-from verdryx_core.llm.call_request import CallRequest
+from verdryx_core.llm.call_request import CallRequest, conversation_of
 from verdryx_core.llm.judge_answer import judgement, unreadable_judgement
 from verdryx_core.llm.judge_prompt import parse_verdict
 from verdryx_core.llm.prices import PriceBook
@@ -138,7 +138,7 @@ class AnthropicAdapter(RequestAdapter[dict[str, Any]]):
         }
         if request.system is not None:
             params["system"] = request.system
-        params["messages"] = [{"role": "user", "content": request.prompt}]
+        params["messages"] = conversation_of(request)
         if request.kind != "complete":
             params["tools"] = [dict(tool) for tool in request.tools or ()]
         if request.tool_choice is not None:

@@ -168,10 +168,23 @@ class ModelAdapter(Protocol):
 
     model: str
 
-    def complete(self, prompt: str, *, repeat: int = 0) -> Completion: ...
+    def complete(
+        self,
+        prompt: str,
+        *,
+        repeat: int = 0,
+        system: str | None = None,
+        messages: Sequence[Mapping[str, Any]] | None = None,
+    ) -> Completion: ...
 
     def complete_with_tools(
-        self, prompt: str, tools: Sequence[Mapping[str, Any]], *, repeat: int = 0
+        self,
+        prompt: str,
+        tools: Sequence[Mapping[str, Any]],
+        *,
+        repeat: int = 0,
+        system: str | None = None,
+        messages: Sequence[Mapping[str, Any]] | None = None,
     ) -> Completion: ...
 
     def judge(self, prompt: str, output: str, rubric: str, *, repeat: int = 0) -> Judgement: ...

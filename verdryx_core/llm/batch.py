@@ -87,17 +87,22 @@ def plan_call(
     rubric: str | None = None,
     repeat: int = 0,
     label: str = "",
+    system: str | None = None,
+    messages: Sequence[Mapping[str, Any]] | None = None,
 ) -> PlannedCall:
     """The planned call the protocol call `kind` (with these arguments) would make."""
     adapter = _anthropic(cached)
+    arguments: dict[str, Any] = {
+        "tools": tools,
+        "output": output,
+        "rubric": rubric,
+        "system": system,
+        "messages": messages,
+    }
     return PlannedCall(
-        key=cached.cache_key(
-            kind, prompt, tools=tools, output=output, rubric=rubric, repeat=repeat
-        ),
+        key=cached.cache_key(kind, prompt, repeat=repeat, **arguments),
         kind=kind,
-        params=adapter.request_params(
-            call_request(kind, prompt, tools=tools, output=output, rubric=rubric)
-        ),
+        params=adapter.request_params(call_request(kind, prompt, **arguments)),
         label=label,
     )
 

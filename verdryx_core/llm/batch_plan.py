@@ -46,6 +46,8 @@ def plan_model_calls(model: CachedAdapter, cases: Cases, *, repeat: int = 1) -> 
                     tools=tools,
                     repeat=index,
                     label=f"case {case_key(set_id, case.id)}",
+                    system=case.system,
+                    messages=case.messages,
                 )
             )
     return calls
@@ -59,7 +61,15 @@ def _model_output(model: CachedAdapter | None, case: EvalCase, index: int) -> st
         return None
     kind = _model_kind(case)
     tools = list(case.tools or ()) if kind == "tools" else None
-    answer = model.peek(model.cache_key(kind, case.prompt, tools=tools, repeat=index))
+    key = model.cache_key(
+        kind,
+        case.prompt,
+        tools=tools,
+        repeat=index,
+        system=case.system,
+        messages=case.messages,
+    )
+    answer = model.peek(key)
     if answer is None:
         return None  # failed or not batched: the case makes (or fails) its own call
     return Completion.from_dict(answer).text

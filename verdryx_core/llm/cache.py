@@ -26,7 +26,7 @@ from typing import Any, Final, TypeVar
 
 from verdryx_core.errors import ModelCallError, UsageError
 from verdryx_core.llm.base import Completion, Judgement, ModelAdapter
-from verdryx_core.llm.call_request import call_request
+from verdryx_core.llm.call_request import call_request, conversation_arguments
 from verdryx_core.llm.wire import UNREADABLE_ANSWER
 from verdryx_core.store import Store
 
@@ -148,11 +148,21 @@ class CachedAdapter:
         output: str | None = None,
         rubric: str | None = None,
         repeat: int = 0,
+        system: str | None = None,
+        messages: Sequence[Mapping[str, Any]] | None = None,
     ) -> str:
         """The key of one call; `kind` is "complete", "tools" or "judge"."""
         # The call's whole request: for a judge its prompt template, tool and forced choice
         # are part of the key, so changing them invalidates old verdicts.
-        request = call_request(kind, prompt, tools=tools, output=output, rubric=rubric)
+        request = call_request(
+            kind,
+            prompt,
+            tools=tools,
+            output=output,
+            rubric=rubric,
+            system=system,
+            messages=messages,
+        )
         parameters = dict(_plain(getattr(self.inner, "parameters", {})))
         if request.tool_choice is not None:
             parameters["tool_choice"] = _plain(request.tool_choice)
@@ -166,6 +176,9 @@ class CachedAdapter:
             "parameters": parameters,
             "repeat": repeat,
         }
+        if request.messages is not None:
+            # Only when there is a conversation: a bare prompt keeps the key it always had.
+            material["messages"] = _plain(list(request.messages))
         text = json.dumps(material, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -213,25 +226,44 @@ class CachedAdapter:
 
     # -- the protocol ----------------------------------------------------------------------
 
-    def complete(self, prompt: str, *, repeat: int = 0) -> Completion:
-        key = self.cache_key("complete", prompt, repeat=repeat)
+    def complete(
+        self,
+        prompt: str,
+        *,
+        repeat: int = 0,
+        system: str | None = None,
+        messages: Sequence[Mapping[str, Any]] | None = None,
+    ) -> Completion:
+        key = self.cache_key("complete", prompt, repeat=repeat, system=system, messages=messages)
         return self._answer(
             key,
             "complete",
             prompt,
-            lambda: self.inner.complete(prompt, repeat=repeat),
+            lambda: self.inner.complete(
+                prompt, repeat=repeat, **conversation_arguments(system, messages)
+            ),
             Completion,
         )
 
     def complete_with_tools(
-        self, prompt: str, tools: Sequence[Mapping[str, Any]], *, repeat: int = 0
+        self,
+        prompt: str,
+        tools: Sequence[Mapping[str, Any]],
+        *,
+        repeat: int = 0,
+        system: str | None = None,
+        messages: Sequence[Mapping[str, Any]] | None = None,
     ) -> Completion:
-        key = self.cache_key("tools", prompt, tools=tools, repeat=repeat)
+        key = self.cache_key(
+            "tools", prompt, tools=tools, repeat=repeat, system=system, messages=messages
+        )
         return self._answer(
             key,
             "tools",
             prompt,
-            lambda: self.inner.complete_with_tools(prompt, tools, repeat=repeat),
+            lambda: self.inner.complete_with_tools(
+                prompt, tools, repeat=repeat, **conversation_arguments(system, messages)
+            ),
             Completion,
         )
 

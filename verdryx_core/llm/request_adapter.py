@@ -30,15 +30,30 @@ _Answer = TypeVar("_Answer")
 class RequestAdapter(ABC, Generic[_Answer]):
     model: str
 
-    def complete(self, prompt: str, *, repeat: int = 0) -> Completion:
-        return self._completion(self._create(call_request("complete", prompt)))
+    def complete(
+        self,
+        prompt: str,
+        *,
+        repeat: int = 0,
+        system: str | None = None,
+        messages: Sequence[Mapping[str, Any]] | None = None,
+    ) -> Completion:
+        request = call_request("complete", prompt, system=system, messages=messages)
+        return self._completion(self._create(request))
 
     def complete_with_tools(
-        self, prompt: str, tools: Sequence[Mapping[str, Any]], *, repeat: int = 0
+        self,
+        prompt: str,
+        tools: Sequence[Mapping[str, Any]],
+        *,
+        repeat: int = 0,
+        system: str | None = None,
+        messages: Sequence[Mapping[str, Any]] | None = None,
     ) -> Completion:
         # Single turn: the tool calls of this first answer are the trace; no tool is executed
         # and nothing is sent back.
-        return self._completion(self._create(call_request("tools", prompt, tools=tools)))
+        request = call_request("tools", prompt, tools=tools, system=system, messages=messages)
+        return self._completion(self._create(request))
 
     def judge(self, prompt: str, output: str, rubric: str, *, repeat: int = 0) -> Judgement:
         request = call_request("judge", prompt, output=output, rubric=rubric)

@@ -104,13 +104,28 @@ class StubAdapter:
             cost_usd=self.cost_usd,
         )
 
-    def complete(self, prompt: str, *, repeat: int = 0) -> Completion:
+    # The stub answers from the prompt (a conversation's last user message) alone: a system
+    # prompt or earlier turns are accepted and do not change its deterministic answer.
+    def complete(
+        self,
+        prompt: str,
+        *,
+        repeat: int = 0,
+        system: str | None = None,
+        messages: Sequence[Mapping[str, Any]] | None = None,
+    ) -> Completion:
         self._record(StubCall(kind="complete", prompt=prompt, repeat=repeat))
         text = self.completion if isinstance(self.completion, str) else self.completion(prompt)
         return self._completion(text)
 
     def complete_with_tools(
-        self, prompt: str, tools: Sequence[Mapping[str, Any]], *, repeat: int = 0
+        self,
+        prompt: str,
+        tools: Sequence[Mapping[str, Any]],
+        *,
+        repeat: int = 0,
+        system: str | None = None,
+        messages: Sequence[Mapping[str, Any]] | None = None,
     ) -> Completion:
         tools = tuple(tools)
         self._record(StubCall(kind="tools", prompt=prompt, repeat=repeat, tools=tools))
