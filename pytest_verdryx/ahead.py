@@ -44,8 +44,10 @@ class AheadCalls:
         self.seconds = 0.0
         self.session: pytest.Session | None = None
         self._for_workers_done = False
-        #: The items' calls, while items may still be waiting on them.
-        self._in_flight: Ahead | None = None
+        #: The items' calls made ahead, until `end` counts what no item took.
+        self._ahead: Ahead | None = None
+        #: Whether those calls may still be running (items run as they end).
+        self._in_flight = False
 
     def _may_stop_early(self) -> bool:
         """Whether the session may end before its last item (then calls are not waited for
@@ -94,38 +96,40 @@ class AheadCalls:
             stream=None if streaming else TerminalStream(self.config),
             batch=scoring.settings.batch,
         )
-        scoring.futures = ahead.futures
-        self._in_flight = ahead
+        scoring.futures = ahead.futures  # the same dict: items take theirs out of it
+        self._ahead, self._in_flight = ahead, True
         if not streaming:
             ahead.wait()  # a Ctrl-C here aborts the calls; `end` then counts them
             ahead.finish()
-            self._in_flight = None
+            self._in_flight = False
             self.seconds += ahead.seconds
 
     def end(self, *, interrupted: bool) -> None:
         """The items are done (or stopped): drop the calls not started and wait for those in
         flight, which are paid for; on Ctrl-C wait for nothing. Calls whose item never took
-        them are counted apart (never made, given up in flight, or made and paid for)."""
-        futures = self.scoring.futures
-        ahead, self._in_flight = self._in_flight, None
-        if ahead is not None:
+        them are counted apart (given up in flight, paid for, or never made)."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is None:
+            return
+        if self._in_flight:
+            self._in_flight = False
             if interrupted:
                 ahead.abort()
             else:
                 ahead.stop()
             self.seconds += ahead.seconds
-        given_up = ahead.given_up if ahead is not None else set()
+        # Items take their futures out of `ahead.futures`: what is left, no item took.
+        paid = ahead.scores()
         state = self.scoring.state
-        for key, future in futures.items():
-            if key in given_up:
-                state.calls_given_up += 1
-            elif future.cancelled() or not future.done():
-                state.calls_not_made += 1
-            elif future.exception() is None:
-                score = future.result()
-                state.unscored_calls += 1
-                state.unscored_cost_usd += score.cost_usd + score.judge_cost_usd
-        futures.clear()
+        state.calls_given_up += len(ahead.given_up)
+        state.unscored_calls += len(paid)
+        state.unscored_cost_usd += sum(s.cost_usd + s.judge_cost_usd for s in paid.values())
+        state.calls_not_made += sum(
+            1
+            for key, future in ahead.futures.items()
+            if key not in ahead.given_up and (future.cancelled() or not future.done())
+        )
+        ahead.futures.clear()
 
     def for_workers(self, node_ids: Sequence[str]) -> None:
         """On the xdist controller, once: every model call of the collected cases, into the

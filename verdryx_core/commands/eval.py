@@ -260,19 +260,8 @@ def _score_each(
     try:
         ahead.wait()  # aborts what is in flight on a Ctrl-C
     except KeyboardInterrupt:
-        ended = [ahead.futures.get(entry.key) for entry in work]
-        return (
-            [
-                future.result()
-                for future in ended
-                if future is not None
-                and future.done()
-                and not future.cancelled()
-                and future.exception() is None
-            ],
-            [],
-            True,
-        )
+        ended = ahead.scores()
+        return [ended[entry.key] for entry in work if entry.key in ended], [], True
     ahead.finish()
     scores: list[Score] = []
     failures: list[str] = []

@@ -41,13 +41,8 @@ class Ahead:
     every call), `stop` (drop the calls not started, wait for those in flight) or `abort`
     (Ctrl-C: return at once, abandoning what is in flight)."""
 
-    def __init__(
-        self,
-        scorer: CaseScorer | None = None,
-        pool: CallPool | None = None,
-        futures: dict[str, Future[Score]] | None = None,
-    ) -> None:
-        self.futures: dict[str, Future[Score]] = {} if futures is None else futures
+    def __init__(self, scorer: CaseScorer | None = None, pool: CallPool | None = None) -> None:
+        self.futures: dict[str, Future[Score]] = {}
         #: Wall time from the first call to the end (set when the calls end).
         self.seconds = 0.0
         #: The keys of the calls `abort` found in flight and did not wait for.
@@ -68,12 +63,19 @@ class Ahead:
     def finish(self) -> None:
         self._end(cancel=False, wait=True)
 
-    def stop(self) -> int:
+    def stop(self) -> None:
         """Cancel the calls not started and wait for those in flight (what they paid for is
-        kept); returns how many were never made."""
-        cancelled = self._pool.cancel_pending() if self._pool is not None else 0
+        kept)."""
         self._end(cancel=True, wait=True)
-        return cancelled
+
+    def scores(self) -> dict[str, Score]:
+        """The calls that ended with a score, by key (after a stop or an abort: the ones an
+        interrupted consumer can still use)."""
+        return {
+            key: future.result()
+            for key, future in self.futures.items()
+            if future.done() and not future.cancelled() and future.exception() is None
+        }
 
     def abort(self) -> None:
         """Return now: nothing new starts, and calls in flight are given up (targets are told
