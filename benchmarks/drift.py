@@ -28,7 +28,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from verdryx_core.drift import DEFAULT_ITERATIONS, compute_drift
+from verdryx_core.gating.drift import DEFAULT_ITERATIONS, compute_drift
 
 TARGET_SPEEDUP = 50.0
 TARGET_SECONDS = 1.0

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from verdryx_core.errors import CLI_FLAGS
-from verdryx_core.evalset import load_evalset
+from verdryx_core.evalsets.load import load_evalset
 from verdryx_core.evaluation import CaseScorer
 from verdryx_core.graders import GradeContext, build_graders
 

@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 
-from verdryx_core.drift import DEFAULT_ITERATIONS, DEFAULT_THRESHOLD, GATES, compute_drift
+from verdryx_core.gating.drift import DEFAULT_ITERATIONS, DEFAULT_THRESHOLD, GATES, compute_drift
 
 SIZES = (20, 50, 200, 1_000)
 DROP = 0.05

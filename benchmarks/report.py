@@ -22,8 +22,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from verdryx_core.model import Baseline, EvalRun, Score
-from verdryx_core.report import write_report
+from verdryx_core.reporting.html import write_report
+from verdryx_core.runs import Baseline, EvalRun, Score
 from verdryx_core.store import Store
 
 TARGET_SECONDS = 5.0

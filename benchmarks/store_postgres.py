@@ -25,7 +25,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from verdryx_core.model import EvalRun, Score
+from verdryx_core.runs import EvalRun, Score
 from verdryx_core.store import Store, StoreTarget, StoreUrl
 
 ENV = "VERDRYX_TEST_POSTGRES_URL"

@@ -39,7 +39,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from verdryx_core.traces import BLOCKED_DECISIONS
+from verdryx_core.addons.traces import BLOCKED_DECISIONS
 
 TAGS = ["case_resolved", "escalated", "abandoned", ""]
 LAYOUTS = ("ordered", "scattered")
@@ -138,7 +138,7 @@ VERDRYX = (
     + """
 import argparse, io, json, sys, time, contextlib
 start = time.perf_counter()
-from verdryx_core.commands import cost_per_correct as command
+from verdryx_core.cli.commands import cost_per_correct as command
 parser = argparse.ArgumentParser()
 command.add_arguments(parser)
 out = io.StringIO()

@@ -42,13 +42,13 @@ EXAMPLE = ROOT / "examples" / "contracts"
 VERDRYX = Path(sys.executable).parent / "verdryx"
 QUIET = ("--log-level", "warning")
 
-from verdryx_core.contracts import (  # noqa: E402
+from verdryx_core.addons.contracts import (  # noqa: E402
     Contract,
     collect_evidence,
     contract_from_data,
     verify_bundle,
 )
-from verdryx_core.service import Client, VerificationServiceError  # noqa: E402
+from verdryx_core.addons.service import Client, VerificationServiceError  # noqa: E402
 from verdryx_core.store import StoreUrl, is_store_url  # noqa: E402
 
 

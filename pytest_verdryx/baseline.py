@@ -7,10 +7,10 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from verdryx_core.baselines import find_baseline
 from verdryx_core.evaluation import EvalSettings
-from verdryx_core.gate import check_models
-from verdryx_core.model import Baseline, BaselineCase, EvalRun, Score
+from verdryx_core.gating.baselines import find_baseline
+from verdryx_core.gating.comparison import check_models
+from verdryx_core.runs import Baseline, BaselineCase, EvalRun, Score
 from verdryx_core.store import Store
 
 __all__ = ["BaselineView", "find_session_baseline"]

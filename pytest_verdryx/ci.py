@@ -2,7 +2,7 @@
 JUnit and pytest's summary line count it), GitHub annotations and the job summary.
 
 Runs on the controller only (or without xdist): failed cases are read from the reports that
-reach it, so workers need nothing extra. The rendering itself is `verdryx_core.ci`.
+reach it, so workers need nothing extra. The rendering itself is `verdryx_core.reporting.ci`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from verdryx_core.ci import (
+from verdryx_core.reporting.ci import (
     CaseFailure,
     GateOutcome,
     case_lines,
@@ -21,7 +21,7 @@ from verdryx_core.ci import (
     step_summary,
     verdict_line,
 )
-from verdryx_core.model import EvalRun
+from verdryx_core.runs import EvalRun
 
 __all__ = ["GATE_NODEID", "CiOutputs"]
 

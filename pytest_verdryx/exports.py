@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 
 from pytest_verdryx.options import Settings
-from verdryx_core.ci import verdict_interval
-from verdryx_core.drift import DriftReport
+from verdryx_core.addons.events.otlp import SpanExporter
 from verdryx_core.errors import UsageError
-from verdryx_core.gate import GateResult
-from verdryx_core.model import Baseline, EvalRun
-from verdryx_core.otel import SpanExporter
-from verdryx_core.redact import redact_text, redact_url
+from verdryx_core.gating.comparison import GateResult
+from verdryx_core.gating.drift import DriftReport
+from verdryx_core.reporting.ci import verdict_interval
+from verdryx_core.runs import Baseline, EvalRun
 from verdryx_core.store import Store
+from verdryx_core.untrusted.redact import redact_text, redact_url
 
 __all__ = [
     "add_junit_properties",
@@ -36,7 +36,7 @@ def check_exports(
     Raises VerdryxError."""
     agent_id = settings.agent_id
     if agent_id:
-        from verdryx_core.events import is_canonical_agent_id
+        from verdryx_core.addons.events.log import is_canonical_agent_id
 
         if not is_canonical_agent_id(agent_id):
             raise UsageError(
@@ -87,7 +87,7 @@ def add_junit_properties(
 
 def emit_events(path: str, run: EvalRun, drift: DriftReport | None) -> list[str]:
     """Append the run's events (and a drift event when regressed); returns summary lines."""
-    from verdryx_core.events import EventLog, drift_events, run_events
+    from verdryx_core.addons.events.log import EventLog, drift_events, run_events
 
     lines: list[str] = []
     try:
@@ -116,7 +116,7 @@ def export_spans(
 ) -> str:
     """One span for the run and one for its drift check, in the run's trace; waits at most
     the exporter's timeout. Returns the summary line."""
-    from verdryx_core.otel import run_span_attributes
+    from verdryx_core.addons.events.otlp import run_span_attributes
 
     try:
         exporter.export("eval_run", run.id, run_span_attributes(run), agent_id=run.agent_id)
@@ -135,7 +135,7 @@ def write_html_report(
     store: Store, path: str, run: EvalRun, baseline: Baseline | None, result: GateResult | None
 ) -> str:
     try:
-        from verdryx_core.report import write_report
+        from verdryx_core.reporting.html import write_report
 
         # The session's own gate result, so the page never disagrees with the exit status.
         written = write_report(store, Path(path), run_id=run.id, baseline=baseline, result=result)

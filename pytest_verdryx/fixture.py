@@ -13,10 +13,11 @@ import pytest
 from pytest_verdryx.options import worded
 from pytest_verdryx.outcome import outcome_for
 from pytest_verdryx.scoring import ItemScoring
+from verdryx_core.cases import EvalCase
 from verdryx_core.errors import VerdryxError
 from verdryx_core.evaluation import decided
 from verdryx_core.graders import GradeContext
-from verdryx_core.model import EvalCase, Score
+from verdryx_core.runs import Score
 
 __all__ = ["VerdryxCase", "custom_case_identity"]
 

@@ -18,10 +18,11 @@ from pytest_verdryx.longrepr import CaseCrash, CaseFailureRepr
 from pytest_verdryx.options import worded
 from pytest_verdryx.outcome import CaseBelowBar, outcome_for
 from pytest_verdryx.scoring import ItemScoring, scoring_of
+from verdryx_core.cases import EvalCase
 from verdryx_core.errors import EvalSetError, ModelCallError, VerdryxError
-from verdryx_core.evalset import EvalSet, load_evalset
+from verdryx_core.evalsets.load import EvalSet, load_evalset
 from verdryx_core.graders import GradeContext
-from verdryx_core.model import EvalCase, Score
+from verdryx_core.runs import Score
 
 __all__ = ["EvalCaseItem", "EvalSetFile"]
 

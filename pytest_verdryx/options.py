@@ -14,11 +14,11 @@ from typing import Any, Final
 
 import pytest
 
-from verdryx_core.ci.provenance import default_run_group
-from verdryx_core.drift import DEFAULT_THRESHOLD, GATES
 from verdryx_core.errors import VerdryxError
 from verdryx_core.evaluation import DEFAULT_MIN_SCORE, EvalSettings, judge_in_effect
-from verdryx_core.sharding import ShardSpec, parse_shard
+from verdryx_core.gating.drift import DEFAULT_THRESHOLD, GATES
+from verdryx_core.gating.sharding import ShardSpec, parse_shard
+from verdryx_core.reporting.ci.provenance import default_run_group
 
 __all__ = [
     "DEFAULT_PATTERNS",

@@ -9,9 +9,10 @@ import difflib
 import pytest
 
 from pytest_verdryx.baseline import BaselineView
+from verdryx_core.cases import EvalCase
 from verdryx_core.evaluation import DEFAULT_MIN_SCORE, stability
-from verdryx_core.model import EvalCase, Score
-from verdryx_core.text import printable
+from verdryx_core.runs import Score
+from verdryx_core.untrusted.text import printable
 
 __all__ = ["CaseBelowBar", "failure_text", "outcome_for"]
 
@@ -91,5 +92,5 @@ def failure_text(score: Score, bar: float, case: EvalCase | None) -> str:
     if score.reason:
         lines.append(f"reason: {score.reason}")
     # An agent's output may hold NUL or terminal escapes: shown escaped, never raw
-    # (verdryx_core.text).
+    # (verdryx_core.untrusted.text).
     return printable("\n".join(lines))

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from pytest_verdryx.fixture import VerdryxCase
-from pytest_verdryx.hooks import VerdryxPlugin
 from pytest_verdryx.items import EvalSetFile
 from pytest_verdryx.options import add_options, read_settings
 from pytest_verdryx.scoring import scoring_of
+from pytest_verdryx.session import VerdryxPlugin
 
 __all__ = [
     "pytest_addhooks",

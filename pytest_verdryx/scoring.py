@@ -13,10 +13,11 @@ import pytest
 from pytest_verdryx.baseline import BaselineView
 from pytest_verdryx.options import Settings, worded
 from pytest_verdryx.state import SessionState
+from verdryx_core.cases import EvalCase
 from verdryx_core.errors import VerdryxError
 from verdryx_core.evaluation import CaseScorer, Pipeline, stability
 from verdryx_core.graders import GradeContext
-from verdryx_core.model import EvalCase, Score
+from verdryx_core.runs import Score
 
 __all__ = ["SCORING_KEY", "ItemScoring", "scoring_of"]
 
@@ -36,7 +37,7 @@ class ItemScoring:
         self.state = state
         self.baseline = baseline
         self.run_id = run_id
-        #: node id -> a score being computed ahead (see `pytest_verdryx.ahead`).
+        #: node id -> a score being computed ahead (see `pytest_verdryx.prefetch`).
         self.futures: dict[str, Future[Score]] = {}
         #: This session's items, once collected (the scorer is built for their cases).
         self.items: list[pytest.Item] = []
@@ -124,7 +125,7 @@ class ItemScoring:
         if case is not None and case.needs_model:
             self.state.live_cases += 1  # its output came from the model or a target
         if case is not None and case.grader == "contract":
-            from verdryx_core.contracts.history import promise_of
+            from verdryx_core.addons.contracts.history import promise_of
 
             self.state.contract_ids[score.key] = promise_of(case)
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from verdryx_core.evaluation import CallTally, stability
-from verdryx_core.model import Score
+from verdryx_core.runs import Score
 
 __all__ = ["SessionState"]
 

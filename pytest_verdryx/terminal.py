@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_verdryx.end import SessionEnd
+from pytest_verdryx.finish import SessionEnd
 from pytest_verdryx.options import FLAGS
 from pytest_verdryx.shard import gate_hint
-from verdryx_core.breakdown import breakdown_lines, compute_breakdown
-from verdryx_core.model import EvalRun, Score
-from verdryx_core.summary import (
+from verdryx_core.gating.breakdown import breakdown_lines, compute_breakdown
+from verdryx_core.reporting.summary import (
     fmt_score,
     fmt_usd,
     gate_lines,
@@ -21,7 +20,8 @@ from verdryx_core.summary import (
     run_lines,
     unmeasured_lines,
 )
-from verdryx_core.text import printable
+from verdryx_core.runs import EvalRun, Score
+from verdryx_core.untrusted.text import printable
 
 __all__ = ["next_step", "write_summary"]
 
@@ -77,7 +77,8 @@ def write_summary(tr: Any, end: SessionEnd) -> None:
     if run.unmeasured:
         tr.write_line("unmeasured (skipped, counted apart):")
         for line in unmeasured_lines(run.unmeasured):
-            # Reasons quote providers and outputs: escaped, one line each (verdryx_core.text).
+            # Reasons quote providers and outputs: escaped, one line each
+            # (verdryx_core.untrusted.text).
             tr.write_line(printable(line, keep_newlines=False))
     if end.stored and end.store_path is not None:
         tr.write_line(f"stored: {run.id} in {end.store_path}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pytest_verdryx.ahead import AheadCalls
+from pytest_verdryx.prefetch import AheadCalls
 from pytest_verdryx.state import SessionState
 
 __all__ = ["PAYLOAD_KEY", "XdistHooks"]

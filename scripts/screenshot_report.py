@@ -31,8 +31,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from verdryx_core.model import Baseline, EvalRun, Score
-from verdryx_core.report import write_report
+from verdryx_core.reporting.html import write_report
+from verdryx_core.runs import Baseline, EvalRun, Score
 from verdryx_core.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent

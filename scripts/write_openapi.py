@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from verdryx_core.service.openapi import openapi_document
+from verdryx_core.addons.service.openapi import openapi_document
 
 TARGET = Path(__file__).resolve().parent.parent / "docs" / "verification-service.openapi.json"
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from verdryx_core.model import Baseline, EvalRun, Score
+from verdryx_core.runs import Baseline, EvalRun, Score
 from verdryx_core.store import Store
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from verdryx_core.model import EvalRun
+from verdryx_core.runs import EvalRun
 from verdryx_core.store import Store
 
 TOOLS = [

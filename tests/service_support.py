@@ -17,9 +17,9 @@ from typing import Any
 
 import uvicorn
 
-from verdryx_core.contracts import Contract, collect_evidence, contract_from_data
-from verdryx_core.service import ServiceStorage, create_key, open_service_storage
-from verdryx_core.service.app import create_app
+from verdryx_core.addons.contracts import Contract, collect_evidence, contract_from_data
+from verdryx_core.addons.service import ServiceStorage, create_key, open_service_storage
+from verdryx_core.addons.service.app import create_app
 from verdryx_core.store import StoreTarget, StoreUrl
 
 ROOT = Path(__file__).resolve().parent.parent

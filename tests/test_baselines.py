@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from verdryx_core.baselines import (
+from verdryx_core.errors import UsageError, VerdryxError
+from verdryx_core.gating.baselines import (
     BASELINE_DIR,
     baseline_file,
     check_label,
@@ -20,8 +21,7 @@ from verdryx_core.baselines import (
     read_baseline_file,
     write_baseline_file,
 )
-from verdryx_core.errors import UsageError, VerdryxError
-from verdryx_core.model import Baseline, EvalRun, Score
+from verdryx_core.runs import Baseline, EvalRun, Score
 from verdryx_core.store import Store
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from verdryx_core.ci import Provenance, ci_provenance, default_run_group, git_provenance
-from verdryx_core.ci import provenance as provenance_module
+from verdryx_core.reporting.ci import Provenance, ci_provenance, default_run_group, git_provenance
+from verdryx_core.reporting.ci import provenance as provenance_module
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 

@@ -11,7 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from verdryx_core.ci import (
+from verdryx_core.gating.comparison import CaseDelta, GateResult, compare_to_baseline
+from verdryx_core.gating.drift import DriftReport, PairedStats
+from verdryx_core.reporting.ci import (
     CaseFailure,
     GateOutcome,
     case_lines,
@@ -23,9 +25,7 @@ from verdryx_core.ci import (
     verdict_interval,
     verdict_line,
 )
-from verdryx_core.drift import DriftReport, PairedStats
-from verdryx_core.gate import CaseDelta, GateResult, compare_to_baseline
-from verdryx_core.model import Baseline, EvalRun, Score
+from verdryx_core.runs import Baseline, EvalRun, Score
 
 WHEN = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 

@@ -12,8 +12,8 @@ from design_documents import EVAL_KEYS, RUNS_KEYS, SCORE_KEYS
 
 from tests.history_support import GOOD, history_store, make_run
 from verdryx_core.cli import main
-from verdryx_core.gate import compare_to_baseline
-from verdryx_core.model import Baseline
+from verdryx_core.gating.comparison import compare_to_baseline
+from verdryx_core.runs import Baseline
 from verdryx_core.store import Store
 
 #: docs/cli.md, `runs`: the stable keys, plus the verdict.
@@ -343,7 +343,7 @@ def test_report_baseline_from_a_committed_file(
     base_run = make_run("r1", GOOD, day=0)
     with Store.open(db) as store:
         store.save_run(make_run("r2", GOOD, day=1))
-    from verdryx_core.baselines import write_baseline_file
+    from verdryx_core.gating.baselines import write_baseline_file
 
     write_baseline_file(tmp_path, Baseline.from_run(base_run, id="b", label="main"))
     out_path = tmp_path / "r.html"

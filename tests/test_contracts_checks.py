@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from verdryx_core.contracts import (
+from verdryx_core.addons.contracts import (
     CheckError,
     CheckResult,
     ContractError,
@@ -22,8 +22,8 @@ from verdryx_core.contracts import (
     contract_from_data,
     run_check,
 )
-from verdryx_core.contracts.paths import resolve_under
-from verdryx_core.contracts.workspace import WorkspaceSource, base_directory
+from verdryx_core.addons.contracts.paths import resolve_under
+from verdryx_core.addons.contracts.workspace import WorkspaceSource, base_directory
 from verdryx_core.errors import UsageError
 
 FAST = Limits(sqlite_timeout_s=0.05, regex_timeout_s=0.2)

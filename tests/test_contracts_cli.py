@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
+from verdryx_core.addons.contracts import ContractError
+from verdryx_core.addons.contracts.grader import ContractGrader
+from verdryx_core.cases import EvalCase
 from verdryx_core.cli import main
-from verdryx_core.contracts import ContractError
-from verdryx_core.evalset import load_evalset
+from verdryx_core.evalsets.load import load_evalset
 from verdryx_core.graders import GradeContext, build_graders
-from verdryx_core.graders.contract import ContractGrader
-from verdryx_core.model import EvalCase
 from verdryx_core.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent

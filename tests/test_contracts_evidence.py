@@ -17,7 +17,7 @@ import rfc8785
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from verdryx_core.contracts import (
+from verdryx_core.addons.contracts import (
     BUNDLE_FORMAT,
     BundleError,
     Contract,

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from verdryx_core.contracts import (
+from verdryx_core.addons.contracts import (
     CHECK_TYPES,
     CheckResult,
     Contract,
@@ -44,7 +44,11 @@ def error_of(payload: object, **kwargs: Any) -> ContractError:
 
 
 def test_the_schema_is_packaged_and_is_a_valid_2020_12_schema() -> None:
-    text = resources.files("verdryx_core.contracts").joinpath("contract.schema.json").read_text()
+    text = (
+        resources.files("verdryx_core.addons.contracts")
+        .joinpath("contract.schema.json")
+        .read_text()
+    )
     schema = json.loads(text)
     jsonschema.Draft202012Validator.check_schema(schema)
     assert schema == contract_schema()

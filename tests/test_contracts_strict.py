@@ -17,8 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from verdryx_core.cli import main
-from verdryx_core.contracts import (
+from verdryx_core.addons.contracts import (
     BundleError,
     ContractError,
     JSONTextError,
@@ -32,6 +31,7 @@ from verdryx_core.contracts import (
     parse_json,
     verify_bundle,
 )
+from verdryx_core.cli import main
 
 VERDRYX = Path(sys.executable).parent / "verdryx"
 
@@ -180,7 +180,7 @@ def test_claims_the_caps_contradict_are_fail_naming_the_artifact(
     by_path = {artifact["path"]: artifact for artifact in sealed["artifacts"]}
     edit(by_path["out/r.md" if "content" in words else "out"])
     # Recompute every hash: only the caps can tell the bundle lies.
-    from verdryx_core.contracts.evidence import _section_digests
+    from verdryx_core.addons.contracts.evidence import _section_digests
 
     for artifact in sealed["artifacts"]:
         for section, digest in _section_digests(artifact).items():
@@ -236,7 +236,7 @@ def test_the_fast_validator_agrees_with_jsonschema(
     where: str, key: str, value: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     """The compiled fast path must accept exactly what the reference validator accepts."""
-    from verdryx_core.contracts.evidence import _fast_validator, _validator
+    from verdryx_core.addons.contracts.evidence import _fast_validator, _validator
 
     bundle = copy.deepcopy(_sample_bundle(tmp_path_factory))
     by_path = {artifact["path"]: artifact for artifact in bundle["artifacts"]}
@@ -284,6 +284,7 @@ def test_validating_a_bundle_leaves_the_published_schema_as_it_is(sealed: dict[s
         (
             Path(__file__).resolve().parent.parent
             / "verdryx_core"
+            / "addons"
             / "contracts"
             / "bundle.schema.json"
         ).read_text(encoding="utf-8")

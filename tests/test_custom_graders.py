@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 from plugin_support import stored_runs
 
+from verdryx_core.cases import EvalCase
 from verdryx_core.errors import CLI_FLAGS, EvalSetError
-from verdryx_core.evalset import load_evalset
+from verdryx_core.evalsets.load import load_evalset
 from verdryx_core.evaluation import CaseScorer
 from verdryx_core.graders import (
     Grade,
@@ -28,7 +29,6 @@ from verdryx_core.graders import (
     unregister_grader,
 )
 from verdryx_core.graders.registry import refresh_entry_points
-from verdryx_core.model import EvalCase
 
 CONTEXT = GradeContext(eval_set_id="s")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_verdryx.options import OPTIONS
-from verdryx_core.evalset import evalset_schema
+from verdryx_core.evalsets.load import evalset_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"

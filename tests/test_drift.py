@@ -19,8 +19,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from verdryx_core import drift
-from verdryx_core.drift import (
+from verdryx_core.errors import UsageError
+from verdryx_core.gating import drift
+from verdryx_core.gating.drift import (
     DEFAULT_CONFIDENCE,
     DEFAULT_ITERATIONS,
     DEFAULT_THRESHOLD,
@@ -29,7 +30,6 @@ from verdryx_core.drift import (
     _bootstrap_means,
     compute_drift,
 )
-from verdryx_core.errors import UsageError
 
 ROOT = Path(__file__).resolve().parent.parent
 Z_MDE = NormalDist().inv_cdf(0.975) + NormalDist().inv_cdf(0.8)
@@ -452,7 +452,7 @@ def test_drift_report_is_frozen() -> None:
 def test_drift_needs_no_scipy_at_runtime() -> None:
     code = (
         "import sys; sys.modules['scipy'] = None\n"
-        "from verdryx_core.drift import compute_drift\n"
+        "from verdryx_core.gating.drift import compute_drift\n"
         "print(compute_drift([0.1, 0.2], [0.8, 0.9]).verdict)\n"
     )
     result = subprocess.run(

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
+from verdryx_core.cases import GRADER_KINDS, EvalCase
 from verdryx_core.errors import EvalSetError, VerdryxError
-from verdryx_core.evalset import EvalSet, evalset_schema, load_evalset
-from verdryx_core.model import GRADER_KINDS, EvalCase
+from verdryx_core.evalsets.load import EvalSet, evalset_schema, load_evalset
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -360,7 +360,7 @@ def test_the_fast_and_the_wording_validators_agree(document: dict[str, object]) 
     import fastjsonschema
     import jsonschema
 
-    from verdryx_core.evalset import evalset_schema
+    from verdryx_core.evalsets.load import evalset_schema
 
     schema = evalset_schema()
     try:
@@ -376,7 +376,7 @@ def test_the_fast_and_the_wording_validators_agree(document: dict[str, object]) 
 def test_the_fast_validator_leaves_the_published_schema_as_it_is() -> None:
     import copy
 
-    from verdryx_core import evalset
+    from verdryx_core.evalsets import load as evalset
 
     before = copy.deepcopy(evalset.evalset_schema())
     evalset._fast_validator.cache_clear()

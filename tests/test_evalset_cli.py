@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from verdryx_core.cli import main
-from verdryx_core.naturalsort import natural_key
-from verdryx_core.report import write_report
+from verdryx_core.reporting.html import write_report
+from verdryx_core.reporting.naturalsort import natural_key
 from verdryx_core.store import Store
 
 IDS = ["HumanEval/106", "HumanEval/18", "HumanEval/2", "HumanEval/0"]

@@ -14,9 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from verdryx_core.cases import EvalCase
 from verdryx_core.errors import EvalSetError
-from verdryx_core.evalset import load_evalset
-from verdryx_core.model import EvalCase
+from verdryx_core.evalsets.load import load_evalset
 
 TOOL = {"name": "lookup", "description": "d", "input_schema": {"type": "object"}}
 
@@ -423,7 +423,7 @@ def test_every_format_knows_the_line_each_case_starts_on(tmp_path: Path) -> None
 def test_json_case_lines_agree_with_the_indented_layout(
     prompts: list[str], description: str
 ) -> None:
-    from verdryx_core.evalset_files import json_case_lines
+    from verdryx_core.evalsets.formats import json_case_lines
 
     document = {
         "id": "s",

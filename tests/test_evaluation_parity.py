@@ -20,7 +20,7 @@ from fakes.typryx_server import FakeTypryx
 from plugin_support import TOOLS, stored_runs, write_evalset
 
 from verdryx_core.cli import main
-from verdryx_core.model import EvalRun
+from verdryx_core.runs import EvalRun
 from verdryx_core.store import Store
 
 MODEL = "claude-parity-1"  # in no built-in price book: only the price file prices it

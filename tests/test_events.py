@@ -25,8 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from verdryx_core import cli
-from verdryx_core.errors import UsageError
-from verdryx_core.events import (
+from verdryx_core.addons.events.log import (
     SCHEMA,
     EventLog,
     canonical_bytes,
@@ -38,7 +37,8 @@ from verdryx_core.events import (
     run_events,
     verify_chain,
 )
-from verdryx_core.model import EvalRun, Score
+from verdryx_core.errors import UsageError
+from verdryx_core.runs import EvalRun, Score
 
 FIXTURES = Path(__file__).parent / "fixtures" / "events"
 SCHEMA_DOC = json.loads((FIXTURES / "agent-event.v0.2.schema.json").read_text(encoding="utf-8"))

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from fakes.anthropic_server import FakeAnthropic, message_reply
 
-from verdryx_core.evalset import evalset_from_data
+from verdryx_core.cases import ToolCall
+from verdryx_core.evalsets.load import evalset_from_data
 from verdryx_core.graders import GradeContext, build_graders
-from verdryx_core.model import ToolCall
 from verdryx_core.targets import Target, TargetCase, TargetRunner
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -21,15 +21,15 @@ from fuzz_support import (
 from hypothesis import given
 from hypothesis import strategies as st
 
-from verdryx_core.baselines import read_baseline_file
-from verdryx_core.contracts.evidence import load_bundle
-from verdryx_core.contracts.validate import load_contract
+from verdryx_core.addons.contracts.evidence import load_bundle
+from verdryx_core.addons.contracts.validate import load_contract
+from verdryx_core.addons.events.log import EventLog, verify_chain
+from verdryx_core.addons.traces.records import read_csv, read_ndjson
 from verdryx_core.errors import VerdryxError
-from verdryx_core.evalset import load_evalset
-from verdryx_core.events import EventLog, verify_chain
+from verdryx_core.evalsets.load import load_evalset
+from verdryx_core.gating.baselines import read_baseline_file
 from verdryx_core.llm.prices import PriceBook
-from verdryx_core.text import is_valid_text
-from verdryx_core.traces.records import read_csv, read_ndjson
+from verdryx_core.untrusted.text import is_valid_text
 
 _names = itertools.count()
 

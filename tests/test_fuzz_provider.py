@@ -19,10 +19,10 @@ from fuzz_support import FUZZ, arbitrary_json, assert_one_printable_line, docume
 from hypothesis import given
 from hypothesis import strategies as st
 
+from verdryx_core.addons.typed.client import TypryxClient
 from verdryx_core.errors import ModelCallError
 from verdryx_core.llm.anthropic_adapter import AnthropicAdapter
-from verdryx_core.text import is_valid_text
-from verdryx_core.typryx import TypryxClient
+from verdryx_core.untrusted.text import is_valid_text
 
 TOOLS = [{"name": "lookup", "description": "d", "input_schema": {"type": "object"}}]
 

@@ -14,10 +14,10 @@ import pytest
 from junitparser import Error, Failure, JUnitXml
 
 from tests.store_support import BACKENDS, store_target
-from verdryx_core.baselines import write_baseline_file
 from verdryx_core.cli import main
-from verdryx_core.model import Baseline, EvalRun, Score
-from verdryx_core.sharding import shard_of
+from verdryx_core.gating.baselines import write_baseline_file
+from verdryx_core.gating.sharding import shard_of
+from verdryx_core.runs import Baseline, EvalRun, Score
 from verdryx_core.store import Store, StoreTarget
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)

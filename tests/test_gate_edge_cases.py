@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from verdryx_core.cli import main
-from verdryx_core.model import Baseline, EvalRun, Score
+from verdryx_core.runs import Baseline, EvalRun, Score
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -16,12 +16,12 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from verdryx_core.cases import DEFAULT_OUTCOME_SCORES, EvalCase
 from verdryx_core.graders.base import Grade, GradeContext
 from verdryx_core.graders.exact import ExactGrader
 from verdryx_core.graders.outcome_tag import OutcomeTagGrader
 from verdryx_core.graders.regex import RegexGrader, compile_pattern
 from verdryx_core.graders.tool_trace import ToolTraceGrader, lcs_length, trace_score
-from verdryx_core.model import DEFAULT_OUTCOME_SCORES, EvalCase
 
 CONTEXT = GradeContext(eval_set_id="s")
 

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from verdryx_core.errors import CLI_FLAGS
-from verdryx_core.evalset import evalset_from_data, load_evalset
+from verdryx_core.evalsets.load import evalset_from_data, load_evalset
 from verdryx_core.evaluation import CaseScorer
 from verdryx_core.evaluation.sources import ModelOutput
 from verdryx_core.graders import GradeContext, build_graders
@@ -28,7 +28,7 @@ from verdryx_core.graders.f1 import f1_score
 from verdryx_core.graders.json_output import json_score
 from verdryx_core.graders.numeric import numeric_score, read_number
 from verdryx_core.llm import StubAdapter
-from verdryx_core.model import CheckResult, EvalRun, Score
+from verdryx_core.runs import CheckResult, EvalRun, Score
 from verdryx_core.store import Store
 
 CONTEXT = GradeContext(eval_set_id="s")

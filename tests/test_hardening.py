@@ -18,21 +18,21 @@ from fakes.openai_server import Reply as OpenAIReply
 from fakes.typryx_server import FakeTypryx
 from fakes.typryx_server import Reply as TypryxReply
 
-from verdryx_core import jsonload
-from verdryx_core.baselines import BaselineFileError, baseline_schema, read_baseline_file
+from verdryx_core.addons.events.log import verify_chain
+from verdryx_core.addons.traces.errors import TraceError
+from verdryx_core.addons.traces.records import read_ndjson
+from verdryx_core.addons.typed.client import TypryxClient
 from verdryx_core.cli import main
 from verdryx_core.errors import EvalSetError, ModelCallError, UsageError, VerdryxError
-from verdryx_core.evalset import load_evalset
-from verdryx_core.events import verify_chain
+from verdryx_core.evalsets.load import load_evalset
+from verdryx_core.gating.baselines import BaselineFileError, baseline_schema, read_baseline_file
 from verdryx_core.llm.anthropic_adapter import AnthropicAdapter
 from verdryx_core.llm.prices import PriceBook
-from verdryx_core.model import Baseline, EvalRun, Score
-from verdryx_core.redact import install_log_filter, redact_text
+from verdryx_core.runs import Baseline, EvalRun, Score
 from verdryx_core.store import Store
-from verdryx_core.text import clean_text, first_invalid_text, printable
-from verdryx_core.traces.errors import TraceError
-from verdryx_core.traces.records import read_ndjson
-from verdryx_core.typryx import TypryxClient
+from verdryx_core.untrusted import jsonparse as jsonload
+from verdryx_core.untrusted.redact import install_log_filter, redact_text
+from verdryx_core.untrusted.text import clean_text, first_invalid_text, printable
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 TOOLS = [{"name": "lookup", "description": "d", "input_schema": {"type": "object"}}]
@@ -483,7 +483,7 @@ def test_the_log_filter_covers_child_loggers_created_before_install() -> None:
 def test_an_otlp_endpoint_with_credentials_is_redacted_and_sent_as_basic_auth() -> None:
     from fakes.otlp_collector import FakeCollector
 
-    from verdryx_core.otel import SpanExporter
+    from verdryx_core.addons.events.otlp import SpanExporter
 
     with FakeCollector() as collector:
         endpoint = collector.url.replace("http://", "http://otel:t0ps3cret@")

@@ -19,6 +19,7 @@ from fakes.anthropic_server import (
     message_reply,
 )
 
+from verdryx_core.cases import EvalCase, ToolCall
 from verdryx_core.errors import ModelCallError, VerdryxError
 from verdryx_core.graders.base import GradeContext
 from verdryx_core.graders.tool_trace import ToolTraceGrader
@@ -31,7 +32,6 @@ from verdryx_core.llm import (
     make_adapter,
 )
 from verdryx_core.llm.judge_prompt import JUDGE_SYSTEM, RECORD_VERDICT_TOOL
-from verdryx_core.model import EvalCase, ToolCall
 
 MODEL = "claude-haiku-4-5"
 TOOLS = [

@@ -253,8 +253,8 @@ def test_completion_type_round_trips_through_the_cache(fake: FakeAnthropic, stor
 
 
 def test_a_runs_cases_planned_as_two_batches(fake: FakeAnthropic, store: Store) -> None:
+    from verdryx_core.cases import EvalCase
     from verdryx_core.llm.batch_plan import batch_run_calls
-    from verdryx_core.model import EvalCase
 
     cases = [
         ("s", EvalCase(id="plain", prompt="say hi", expected="hi")),

@@ -13,6 +13,7 @@ from fakes.anthropic_server import FakeAnthropic, RecordedRequest, Reply, messag
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from verdryx_core.cases import EvalCase
 from verdryx_core.errors import UsageError
 from verdryx_core.graders import build_graders
 from verdryx_core.graders.base import Grade, GradeContext
@@ -25,7 +26,6 @@ from verdryx_core.llm.judge_prompt import (
     render_judge_prompt,
     verdict_from_input,
 )
-from verdryx_core.model import EvalCase
 
 MODEL = "claude-haiku-4-5"
 CONTEXT = GradeContext(eval_set_id="support")

@@ -15,6 +15,7 @@ from fakes.openai_server import (
     error_reply,
 )
 
+from verdryx_core.cases import EvalCase, ToolCall
 from verdryx_core.errors import ModelCallError, UsageError, VerdryxError
 from verdryx_core.graders.base import GradeContext
 from verdryx_core.graders.tool_trace import ToolTraceGrader
@@ -28,7 +29,6 @@ from verdryx_core.llm import (
     make_adapter,
 )
 from verdryx_core.llm.judge_prompt import JUDGE_SYSTEM, RECORD_VERDICT_TOOL
-from verdryx_core.model import EvalCase, ToolCall
 from verdryx_core.store import Store
 
 MODEL = "openai:gpt-4o-mini"

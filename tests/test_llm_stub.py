@@ -7,8 +7,8 @@ import threading
 
 import pytest
 
+from verdryx_core.cases import ToolCall
 from verdryx_core.llm import Completion, Judgement, StubAdapter, StubCall
-from verdryx_core.model import ToolCall
 
 TOOLS = ({"name": "search", "input_schema": {"type": "object"}}, {"name": "refund"})
 

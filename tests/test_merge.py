@@ -13,7 +13,7 @@ import pytest
 
 from tests.store_support import BACKENDS, store_target
 from verdryx_core.cli import main
-from verdryx_core.model import Baseline, EvalRun, Score
+from verdryx_core.runs import Baseline, EvalRun, Score
 from verdryx_core.store import Store, StoreTarget
 
 T0 = datetime(2026, 2, 1, 8, 0, tzinfo=UTC)

@@ -20,9 +20,7 @@ from fakes.otlp_collector import FakeCollector
 from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from verdryx_core.errors import UsageError
-from verdryx_core.model import EvalRun, Score
-from verdryx_core.otel import (
+from verdryx_core.addons.events.otlp import (
     SpanExporter,
     build_payload,
     resolve_otlp_endpoint,
@@ -31,6 +29,8 @@ from verdryx_core.otel import (
     trace_id,
     traces_url,
 )
+from verdryx_core.errors import UsageError
+from verdryx_core.runs import EvalRun, Score
 
 ATTRIBUTES = {
     "model": "claude-x",
@@ -183,7 +183,7 @@ def test_a_loopback_collector_receives_the_span() -> None:
 SUBPROCESS = textwrap.dedent(
     """
     import sys, time
-    from verdryx_core.otel import SpanExporter
+    from verdryx_core.addons.events.otlp import SpanExporter
     exporter = SpanExporter(sys.argv[1], timeout=float(sys.argv[2]))
     exporter.export("eval_run", "run-sub", {"cases": 1})
     started = time.monotonic()

@@ -15,8 +15,8 @@ from fakes.anthropic_server import FakeAnthropic
 from plugin_support import stored_runs, write_evalset
 
 from verdryx_core.cli import main
+from verdryx_core.reporting.summary import fmt_usd
 from verdryx_core.store import Store
-from verdryx_core.summary import fmt_usd
 
 AGENT = "agent://acme.example/bot"
 OTHER = "agent://acme.example/other"

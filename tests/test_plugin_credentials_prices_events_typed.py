@@ -18,8 +18,8 @@ from fakes.typryx_server import DEFAULT_KEY as TYPRYX_KEY
 from fakes.typryx_server import FakeTypryx
 from plugin_support import FULL, PARTIAL, exact_case, stored_runs, trace_case, write_evalset
 
-from verdryx_core.events import EventLog, chain_hash, verify_chain
-from verdryx_core.otel import trace_id
+from verdryx_core.addons.events.log import EventLog, chain_hash, verify_chain
+from verdryx_core.addons.events.otlp import trace_id
 
 MODEL = "claude-haiku-4-5"  # $1 / $5 per million input / output tokens
 SECRET = "sk-ant-audit-SECRET-7f3e9b21"

@@ -21,7 +21,7 @@ from fakes.anthropic_server import FakeAnthropic, RecordedRequest, Reply, messag
 from junitparser import JUnitXml
 from plugin_support import stored_runs, write_evalset
 
-from verdryx_core.summary import fmt_usd
+from verdryx_core.reporting.summary import fmt_usd
 
 MODEL = "claude-haiku-4-5"  # $1 / $5 per million input / output tokens
 #: What one fake answer costs: 10 input and 5 output tokens.

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from plugin_support import exact_case, stored_runs, write_evalset
 
-from verdryx_core.gate import select_window
+from verdryx_core.gating.comparison import select_window
 from verdryx_core.store import Store
 
 XDIST_MODES = [pytest.param([], id="no-xdist"), pytest.param(["-n", "2"], id="xdist-2")]

@@ -11,7 +11,7 @@ from fakes.otlp_collector import FakeCollector
 from fakes.typryx_server import DEFAULT_KEY, FakeTypryx
 from plugin_support import FULL, PARTIAL, exact_case, stored_runs, trace_case, write_evalset
 
-from verdryx_core.events import verify_chain
+from verdryx_core.addons.events.log import verify_chain
 
 SCHEMA = json.loads(
     (Path(__file__).parent / "fixtures" / "events" / "agent-event.v0.2.schema.json").read_text()

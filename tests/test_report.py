@@ -19,10 +19,10 @@ from scipy import stats
 
 from tests.history_support import GOOD, history_store, make_run, make_score
 from verdryx_core.errors import UsageError
-from verdryx_core.gate import compare_to_baseline
-from verdryx_core.model import Baseline, BaselineCase
-from verdryx_core.report import build_report_html, collect_report, write_report
-from verdryx_core.report._html import _baseline_band
+from verdryx_core.gating.comparison import compare_to_baseline
+from verdryx_core.reporting.html import build_report_html, collect_report, write_report
+from verdryx_core.reporting.html._html import _baseline_band
+from verdryx_core.runs import Baseline, BaselineCase
 from verdryx_core.store import Store
 
 SVG = re.compile(r"<svg\b.*?</svg>", re.S)
@@ -364,7 +364,7 @@ def test_without_the_traces_package_the_section_is_skipped_with_a_note(
     history: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Another engineer's package, imported lazily: a missing one must not break the report.
-    monkeypatch.setitem(sys.modules, "verdryx_core.traces", None)
+    monkeypatch.setitem(sys.modules, "verdryx_core.addons.traces", None)
     page = report_of(history, tmp_path, traces=tmp_path / "whatever")
     assert "Cost per outcome skipped" in page
     assert "REGRESSED" in page

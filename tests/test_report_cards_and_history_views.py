@@ -16,8 +16,8 @@ import pytest
 
 from tests.history_support import GOOD, make_run
 from verdryx_core.cli import main
-from verdryx_core.model import Baseline
-from verdryx_core.report import write_report
+from verdryx_core.reporting.html import write_report
+from verdryx_core.runs import Baseline
 from verdryx_core.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -12,7 +12,7 @@ from types import ModuleType
 import pytest
 
 from tests.history_support import history_store
-from verdryx_core.report import write_report
+from verdryx_core.reporting.html import write_report
 from verdryx_core.store import Store
 
 CHROMIUM = Path("/usr/bin/chromium")

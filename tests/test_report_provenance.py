@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from tests.history_support import GOOD, make_run
-from verdryx_core.report import write_report
+from verdryx_core.reporting.html import write_report
 from verdryx_core.store import Store
 
 SHAS = ["1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d", "9f8e7d6c5b4a39281706f5e4d3c2b1a098765432"]

@@ -30,10 +30,15 @@ from tests.service_support import (
     running_service,
 )
 from tests.store_support import BACKENDS, store_target
+from verdryx_core.addons.contracts import bundle_hash, collect_evidence, contract_from_data
+from verdryx_core.addons.service import (
+    AuthError,
+    Client,
+    VerificationServiceError,
+    openapi_document,
+)
 from verdryx_core.cli import main
-from verdryx_core.contracts import bundle_hash, collect_evidence, contract_from_data
 from verdryx_core.errors import VerdryxError
-from verdryx_core.service import AuthError, Client, VerificationServiceError, openapi_document
 
 VERDRYX = Path(sys.executable).parent / "verdryx"
 CONTRACT_FILE = EXAMPLE / "weekly-report.contract.json"

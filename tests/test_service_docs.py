@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from verdryx_core.addons.service import openapi_document
 from verdryx_core.cli import build_parser
-from verdryx_core.service import openapi_document
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "verification-service.md"
 

@@ -21,7 +21,7 @@ from schemathesis.specs.openapi.checks import (
 
 from tests.service_support import RunningService, example_bundle, example_contract, running_service
 from tests.store_support import BACKENDS, store_target
-from verdryx_core.service import Client
+from verdryx_core.addons.service import Client
 
 
 @pytest.fixture(scope="module", params=BACKENDS)

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from tests.service_support import example_bundle, example_contract, example_workspace, free_port
 from tests.store_support import fresh_schema, needs_postgres
-from verdryx_core.service import Client, PostgresServiceStorage
+from verdryx_core.addons.service import Client, PostgresServiceStorage
 from verdryx_core.store import Store, StoreUrl
 
 VERDRYX = Path(sys.executable).parent / "verdryx"

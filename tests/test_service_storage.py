@@ -19,9 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.store_support import BACKENDS, fresh_schema, needs_postgres, store_target
-from verdryx_core.cli import main
-from verdryx_core.errors import StoreError
-from verdryx_core.service import (
+from verdryx_core.addons.service import (
     PostgresServiceStorage,
     ServiceStorage,
     SqliteServiceStorage,
@@ -31,7 +29,9 @@ from verdryx_core.service import (
     hash_key,
     open_service_storage,
 )
-from verdryx_core.service.storage import now_iso
+from verdryx_core.addons.service.storage import now_iso
+from verdryx_core.cli import main
+from verdryx_core.errors import StoreError
 from verdryx_core.store import Store, StoreTarget, StoreUrl
 
 #: A NUL in an agent id (a contract may carry one): PostgreSQL's TEXT cannot hold it.

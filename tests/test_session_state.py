@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from pytest_verdryx.state import SessionState
-from verdryx_core.model import Score
+from verdryx_core.runs import Score
 
 
 def _score(case_id: str, value: float, bar: float, samples: tuple[float, ...] = ()) -> Score:

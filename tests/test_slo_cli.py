@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from verdryx_core.cli import main
-from verdryx_core.model import EvalRun, Score
+from verdryx_core.runs import EvalRun, Score
 from verdryx_core.store import Store
 
 A = "agent://acme/support"

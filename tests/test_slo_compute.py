@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from verdryx_core.slo import (
+from verdryx_core.addons.slo import (
     SLIS,
     RunTable,
     SloInputError,

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import binomtest
 
-from verdryx_core.slo import (
+from verdryx_core.addons.slo import (
     SloInputError,
     budget_remaining,
     burn_rate,

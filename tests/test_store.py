@@ -41,7 +41,7 @@ from tests.store_support import (
     table_count,
 )
 from verdryx_core.errors import StoreError, UsageError, VerdryxError
-from verdryx_core.model import Baseline, BaselineCase, EvalRun, Score
+from verdryx_core.runs import Baseline, BaselineCase, EvalRun, Score
 from verdryx_core.store import (
     SCHEMA_VERSION,
     Store,
@@ -863,7 +863,7 @@ def test_redact_hides_every_password_form() -> None:
 WRITER = """
 import sys
 from datetime import UTC, datetime, timedelta
-from verdryx_core.model import EvalRun, Score
+from verdryx_core.runs import EvalRun, Score
 from verdryx_core.store import Store, StoreUrl
 
 url, writer, runs, cases = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])

@@ -20,7 +20,7 @@ from tests.history_support import history_store
 from tests.plugin_support import exact_case, write_evalset
 from tests.store_support import fresh_schema, needs_postgres
 from verdryx_core.cli import main
-from verdryx_core.model import EvalRun, Score
+from verdryx_core.runs import EvalRun, Score
 from verdryx_core.store import Store, StoreUrl
 
 SECRET = "pw-Zq81x"

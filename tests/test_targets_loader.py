@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from verdryx_core.model import EvalCase
+from verdryx_core.cases import EvalCase
 from verdryx_core.targets import Target, TargetCase, TargetLoadError, load_target
 
 _names = itertools.count()

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from verdryx_core.model import ToolCall
+from verdryx_core.cases import ToolCall
 from verdryx_core.targets import TargetResult, TargetResultError, TargetUsage, normalise_result
 
 

@@ -18,8 +18,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from verdryx_core.cases import EvalCase, ToolCall
 from verdryx_core.errors import CLI_FLAGS
-from verdryx_core.evalset import load_evalset
+from verdryx_core.evalsets.load import load_evalset
 from verdryx_core.evaluation import CaseScorer
 from verdryx_core.evaluation.sources import ModelOutput
 from verdryx_core.graders import GradeContext, build_graders
@@ -30,7 +31,6 @@ from verdryx_core.graders.tool_trace import (
     matching_size,
     trace_score,
 )
-from verdryx_core.model import EvalCase, ToolCall
 
 CONTEXT = GradeContext(eval_set_id="s")
 MODES = ("ordered", "unordered", "subset", "superset")

@@ -16,16 +16,16 @@ import pyarrow.parquet as pq
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from verdryx_core.traces import (
+from verdryx_core.addons.traces import (
     BLOCKED_DECISIONS,
     cost_report,
     cost_report_for,
     read_parquet_runs,
     reduce_traces,
 )
-from verdryx_core.traces.parquet import iter_trace_batches, trace_files
-from verdryx_core.traces.reduction import COST_COLUMNS, RunReducer
-from verdryx_core.traces.run_codes import HashIndex, RunCoder, split_words
+from verdryx_core.addons.traces.parquet import iter_trace_batches, trace_files
+from verdryx_core.addons.traces.reduction import COST_COLUMNS, RunReducer
+from verdryx_core.addons.traces.run_codes import HashIndex, RunCoder, split_words
 
 SCHEMA = pa.schema(
     [

@@ -17,8 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from verdryx_core.errors import VerdryxError
-from verdryx_core.traces import (
+from verdryx_core.addons.traces import (
     TraceError,
     cost_per_outcome,
     cost_report_for,
@@ -27,6 +26,7 @@ from verdryx_core.traces import (
     read_csv,
     read_ndjson,
 )
+from verdryx_core.errors import VerdryxError
 
 
 def test_ndjson_skips_blank_lines_and_passes_records_through(tmp_path: Path) -> None:
@@ -189,7 +189,7 @@ def test_without_pyarrow_records_work_and_traces_say_how_to_install(tmp_path: Pa
         f"""
         import sys
         sys.modules["pyarrow"] = None
-        from verdryx_core.traces import cost_report_for, TracesExtraMissing
+        from verdryx_core.addons.traces import cost_report_for, TracesExtraMissing
         from verdryx_core.errors import VerdryxError
         print(cost_report_for({str(tmp_path / "runs.ndjson")!r}).overall.count)
         try:

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from verdryx_core.traces import (
+from verdryx_core.addons.traces import (
     BLOCKED_DECISIONS,
     REFUSED_DECISIONS,
     RunReducer,
@@ -27,7 +27,7 @@ from verdryx_core.traces import (
     reduce_traces,
     reduced_records,
 )
-from verdryx_core.traces._prefetch import prefetch
+from verdryx_core.addons.traces._readahead import read_ahead
 
 SCHEMA = pa.schema(
     [
@@ -363,12 +363,12 @@ def test_prefetch_passes_items_errors_and_stops_early() -> None:
                 raise TraceError(f"broken at {i}")
             yield i
 
-    assert list(prefetch(source(None))) == list(range(10))
+    assert list(read_ahead(source(None))) == list(range(10))
     seen = []
     with pytest.raises(TraceError, match="broken at 3"):
-        for item in prefetch(source(3)):
+        for item in read_ahead(source(3)):
             seen.append(item)
     assert seen == [0, 1, 2]
-    early = prefetch(source(None), depth=1)
+    early = read_ahead(source(None), depth=1)
     assert next(early) == 0
     early.close()  # joins the worker; a hang here would time the test out

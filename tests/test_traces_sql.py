@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from verdryx_core.traces import BLOCKED_DECISIONS, cost_report_for
+from verdryx_core.addons.traces import BLOCKED_DECISIONS, cost_report_for
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "cost-per-outcome.md"

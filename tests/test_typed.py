@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from fakes.typryx_server import DEFAULT_KEY, FakeTypryx, Reply, Template
 
+from verdryx_core.addons.typed.client import TypryxClient, read_key_file, resolve_key_file
+from verdryx_core.addons.typed.grader import LABEL_SOURCE, TypedGradeError, TypedGrader
+from verdryx_core.cases import EvalCase
 from verdryx_core.errors import ModelCallError, UsageError, VerdryxError
 from verdryx_core.graders import build_graders
 from verdryx_core.graders.base import GradeContext
-from verdryx_core.graders.typed import LABEL_SOURCE, TypedGradeError, TypedGrader
-from verdryx_core.model import EvalCase
-from verdryx_core.typryx import TypryxClient, read_key_file, resolve_key_file
 
 CONTEXT = GradeContext(eval_set_id="support", run_id="run-42")
 
@@ -302,9 +302,9 @@ KEY_SCRIPT = textwrap.dedent(
     import sys
     from verdryx_core.errors import VerdryxError
     from verdryx_core.graders.base import GradeContext
-    from verdryx_core.graders.typed import TypedGrader
-    from verdryx_core.model import EvalCase
-    from verdryx_core.typryx import TypryxClient, read_key_file
+    from verdryx_core.addons.typed.grader import TypedGrader
+    from verdryx_core.cases import EvalCase
+    from verdryx_core.addons.typed.client import TypryxClient, read_key_file
 
     url, key_file = sys.argv[1], sys.argv[2]
     client = TypryxClient(url, read_key_file(key_file))

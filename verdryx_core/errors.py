@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-from verdryx_core.text import printable
+from verdryx_core.untrusted.text import printable
 
 __all__ = [
     "CLI_FLAGS",

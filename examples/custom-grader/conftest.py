@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from verdryx_core.cases import EvalCase
 from verdryx_core.graders import Grade, GradeContext, register_grader
-from verdryx_core.model import EvalCase
 
 
 class KeywordsGrader:

@@ -6,11 +6,11 @@ pool -> Score (pass bar decided once) -> run assembly -> saving. See docs/archit
 
 from __future__ import annotations
 
-from verdryx_core.evaluation.ahead import Ahead, Work, call_ahead, score_all, start_ahead
 from verdryx_core.evaluation.assembly import assemble_run
 from verdryx_core.evaluation.bar import pass_bar, stability
 from verdryx_core.evaluation.calls import CacheEntry, CallTally, ModelCalls
 from verdryx_core.evaluation.pipeline import Pipeline
+from verdryx_core.evaluation.prefetch import Ahead, Work, call_ahead, score_all, start_ahead
 from verdryx_core.evaluation.saving import Promises, promises_of, save_run
 from verdryx_core.evaluation.scoring import CaseScorer, decided, missing_grader_reason
 from verdryx_core.evaluation.settings import (

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 from verdryx_core import __version__
 from verdryx_core.evaluation.settings import EvalSettings
-from verdryx_core.model import EvalRun, Score
+from verdryx_core.runs import EvalRun, Score
 
 __all__ = ["assemble_run"]
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from verdryx_core.cases import EvalCase
 from verdryx_core.evaluation.scoring import CaseScorer
 from verdryx_core.evaluation.sources import ModelOutput
 from verdryx_core.llm.batch import BatchResult
 from verdryx_core.llm.batch_plan import batch_run_calls
 from verdryx_core.llm.cache import CachedAdapter
 from verdryx_core.llm.progress import TextStream
-from verdryx_core.model import EvalCase
 
 __all__ = ["batch_ahead"]
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
+from verdryx_core.addons.typed.client import TypryxClient
+from verdryx_core.cases import EvalCase
 from verdryx_core.errors import UsageError
 from verdryx_core.evaluation.calls import CallTally, ModelCalls
 from verdryx_core.evaluation.scoring import CaseScorer
@@ -18,9 +20,7 @@ from verdryx_core.evaluation.sources import ModelOutput, OutputSource
 from verdryx_core.evaluation.target_output import TargetOutput, target_of
 from verdryx_core.graders import build_graders
 from verdryx_core.llm.cache import REFRESH
-from verdryx_core.model import EvalCase
 from verdryx_core.store import Store
-from verdryx_core.typryx import TypryxClient
 
 __all__ = ["Pipeline"]
 
@@ -47,7 +47,7 @@ class Pipeline:
         if not settings.typed_url:
             return None
         if self._typed is None:
-            from verdryx_core.typryx import read_key_file
+            from verdryx_core.addons.typed.client import read_key_file
 
             if not settings.typed_key_file:
                 raise UsageError(

@@ -13,13 +13,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
+from verdryx_core.cases import EvalCase
 from verdryx_core.evaluation.bar import pass_bar
 from verdryx_core.evaluation.sources import OutputSource, source_for
 from verdryx_core.graders.base import Grade, GradeContext, Grader
 from verdryx_core.graders.display import expected_text, output_text
 from verdryx_core.graders.missing import missing_grader_reason
 from verdryx_core.graders.registry import default_min_score
-from verdryx_core.model import CheckResult, EvalCase, Score
+from verdryx_core.runs import CheckResult, Score
 
 __all__ = ["CaseScorer", "decided", "missing_grader_reason"]
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from verdryx_core.cases import EvalCase
 from verdryx_core.graders.base import GradeContext
 from verdryx_core.llm.base import ModelAdapter
 from verdryx_core.llm.call_request import conversation_arguments
-from verdryx_core.model import EvalCase
 
 __all__ = ["ModelOutput", "OutputSource", "Produced", "RecordedOutput", "source_for"]
 

@@ -15,10 +15,10 @@ from concurrent.futures import CancelledError
 from pathlib import Path
 from typing import Any, Final
 
+from verdryx_core.cases import EvalCase
 from verdryx_core.errors import VerdryxError
 from verdryx_core.evaluation.sources import OutputSource, Produced
 from verdryx_core.graders.base import GradeContext
-from verdryx_core.model import EvalCase
 from verdryx_core.store import Store
 from verdryx_core.targets import Target, TargetCache, TargetCase, TargetRunner
 

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from verdryx_core.model import CheckResult, EvalCase
+from verdryx_core.cases import EvalCase
+from verdryx_core.runs import CheckResult
 
 __all__ = ["Grade", "GradeContext", "Grader"]
 

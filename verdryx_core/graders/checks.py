@@ -13,9 +13,10 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, ClassVar, final
 
+from verdryx_core.cases import EvalCase
 from verdryx_core.graders.base import Grade, GradeContext, Grader
 from verdryx_core.graders.missing import missing_grader_reason
-from verdryx_core.model import CheckResult, EvalCase
+from verdryx_core.runs import CheckResult
 
 __all__ = ["ChecksGrader", "checks_reason", "weighted_mean"]
 

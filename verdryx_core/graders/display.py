@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from verdryx_core.model import CHECKS_GRADER, EvalCase, ToolCall
+from verdryx_core.cases import CHECKS_GRADER, EvalCase, ToolCall
 
 __all__ = ["expected_text", "output_text"]
 

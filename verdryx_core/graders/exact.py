@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, final
 
+from verdryx_core.cases import EvalCase
 from verdryx_core.graders.base import Grade, GradeContext
 from verdryx_core.graders.text import normalize
-from verdryx_core.model import EvalCase
 
 __all__ = ["ExactGrader", "exact_score"]
 

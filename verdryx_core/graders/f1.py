@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, ClassVar, final
 
+from verdryx_core.cases import EvalCase
 from verdryx_core.graders.base import Grade, GradeContext
 from verdryx_core.graders.text import squad_tokens
-from verdryx_core.model import EvalCase
 
 __all__ = ["F1Grader", "f1_score"]
 

@@ -17,10 +17,10 @@ from typing import Any, ClassVar, Final, final
 
 import jsonschema
 
-from verdryx_core import jsonload
+from verdryx_core.cases import EvalCase
 from verdryx_core.graders.base import Grade, GradeContext
 from verdryx_core.graders.values import value_matches
-from verdryx_core.model import EvalCase
+from verdryx_core.untrusted import jsonparse as jsonload
 
 __all__ = ["JsonGrader", "json_score", "parse_output", "resolve_path"]
 
@@ -34,7 +34,7 @@ def parse_output(text: str) -> tuple[bool, Any]:
     if fenced:
         stripped = fenced.group(1).strip()
     try:
-        # Depth-limited (verdryx_core.jsonload): an agent's `[` x 100,000 is not JSON here,
+        # Depth-limited (untrusted/jsonparse.py): an agent's `[` x 100,000 is not JSON here,
         # not a RecursionError that loses the case.
         return True, jsonload.loads(stripped, parse_constant=_no_constant)
     except ValueError:

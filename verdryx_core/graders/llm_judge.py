@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, final
 
+from verdryx_core.cases import EvalCase
 from verdryx_core.errors import UsageError
 from verdryx_core.graders.base import Grade, GradeContext
 from verdryx_core.llm.base import Judgement, ModelAdapter
-from verdryx_core.model import EvalCase
 
 __all__ = ["LLMJudgeGrader"]
 

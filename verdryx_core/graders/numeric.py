@@ -13,8 +13,8 @@ import re
 from collections.abc import Mapping
 from typing import Any, ClassVar, Final, final
 
+from verdryx_core.cases import EvalCase
 from verdryx_core.graders.base import Grade, GradeContext
-from verdryx_core.model import EvalCase
 
 __all__ = ["NumericGrader", "numeric_score", "read_number"]
 

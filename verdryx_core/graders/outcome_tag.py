@@ -6,8 +6,8 @@ import logging
 from collections.abc import Mapping
 from typing import Any, ClassVar, final
 
+from verdryx_core.cases import DEFAULT_OUTCOME_SCORES, EvalCase
 from verdryx_core.graders.base import Grade, GradeContext
-from verdryx_core.model import DEFAULT_OUTCOME_SCORES, EvalCase
 
 __all__ = ["OutcomeTagGrader"]
 

@@ -16,8 +16,8 @@ from typing import Any, ClassVar, Final, final
 
 import regex
 
+from verdryx_core.cases import EvalCase
 from verdryx_core.graders.base import Grade, GradeContext
-from verdryx_core.model import EvalCase
 
 __all__ = ["DEFAULT_REGEX_TIMEOUT_S", "RegexGrader", "compile_pattern"]
 

@@ -18,9 +18,9 @@ from functools import cache
 from importlib import metadata
 from typing import Any, ClassVar, Final, final
 
+from verdryx_core.cases import CHECKS_GRADER, GRADER_KINDS, EvalCase
 from verdryx_core.errors import VerdryxError
 from verdryx_core.graders.base import Grade, GradeContext, Grader
-from verdryx_core.model import CHECKS_GRADER, GRADER_KINDS, EvalCase
 
 __all__ = [
     "ENTRY_POINT_GROUP",

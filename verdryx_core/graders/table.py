@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
+from verdryx_core.cases import CHECKS_GRADER, GRADER_KINDS
 from verdryx_core.errors import CLI_FLAGS
 from verdryx_core.graders.base import Grader
 from verdryx_core.graders.checks import ChecksGrader
@@ -17,11 +18,10 @@ from verdryx_core.graders.outcome_tag import OutcomeTagGrader
 from verdryx_core.graders.regex import RegexGrader
 from verdryx_core.graders.registry import custom_grader_names, is_grader, load_custom_grader
 from verdryx_core.graders.tool_trace import ToolTraceGrader
-from verdryx_core.model import CHECKS_GRADER, GRADER_KINDS
 
 if TYPE_CHECKING:
+    from verdryx_core.addons.typed.client import TypryxClient
     from verdryx_core.llm.base import ModelAdapter
-    from verdryx_core.typryx import TypryxClient
 
 __all__ = ["GraderTable", "build_graders"]
 
@@ -82,7 +82,7 @@ def build_graders(
         "f1": F1Grader(),
     }
     # Free and deterministic, so always present; imported lazily like the paid graders.
-    from verdryx_core.graders.contract import ContractGrader
+    from verdryx_core.addons.contracts.grader import ContractGrader
 
     graders["contract"] = ContractGrader()
     if judge is not None:
@@ -90,7 +90,7 @@ def build_graders(
 
         graders["llm_judge"] = LLMJudgeGrader(judge)
     if typed_client is not None:
-        from verdryx_core.graders.typed import TypedGrader
+        from verdryx_core.addons.typed.grader import TypedGrader
 
         graders["typed"] = TypedGrader(typed_client)
     return GraderTable(graders, flags)

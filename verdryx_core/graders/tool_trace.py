@@ -24,9 +24,9 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Final, final
 
+from verdryx_core.cases import EvalCase, ToolCall
 from verdryx_core.graders.base import Grade, GradeContext
 from verdryx_core.graders.values import members_match
-from verdryx_core.model import EvalCase, ToolCall
 
 __all__ = [
     "ARGUMENT_MATCHES",

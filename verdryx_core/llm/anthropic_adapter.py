@@ -23,8 +23,8 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
+from verdryx_core.cases import ToolCall
 from verdryx_core.errors import ModelCallError
-from verdryx_core.jsonwords import json_kind
 from verdryx_core.llm.base import CALL_NAMES, Completion, Judgement
 from verdryx_core.llm.call_request import CallRequest, conversation_of
 from verdryx_core.llm.judge_answer import judgement, unreadable_judgement
@@ -34,9 +34,9 @@ from verdryx_core.llm.provider_errors import Provider, ProviderErrors
 from verdryx_core.llm.request_adapter import RequestAdapter
 from verdryx_core.llm.usage import TokenUsage
 from verdryx_core.llm.wire import MalformedAnswer, read_json_object, token_count
-from verdryx_core.model import ToolCall
-from verdryx_core.redact import install_log_filter, redact_url
 from verdryx_core.timeouts import DEFAULT_TIMEOUT_S, check_timeout
+from verdryx_core.untrusted.jsonwords import json_kind
+from verdryx_core.untrusted.redact import install_log_filter, redact_url
 
 if TYPE_CHECKING:
     import anthropic
@@ -201,7 +201,7 @@ class AnthropicAdapter(RequestAdapter[dict[str, Any]]):
                 self._sdk = sdk
                 self._client = sdk.Anthropic(**kwargs)
                 # The SDK and httpx log each request's URL at INFO; a user:password in
-                # ANTHROPIC_BASE_URL must not reach a log handler (verdryx_core.redact).
+                # ANTHROPIC_BASE_URL must not reach a log handler (verdryx_core.untrusted.redact).
                 install_log_filter()
             return self._client
 

@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, runtime_checkable
 
-from verdryx_core.model import ToolCall
-from verdryx_core.text import clean_text, clean_value
+from verdryx_core.cases import ToolCall
+from verdryx_core.untrusted.text import clean_text, clean_value
 
 __all__ = ["CALL_KINDS", "CALL_NAMES", "Completion", "Judgement", "ModelAdapter"]
 
@@ -45,7 +45,7 @@ class Completion:
     cached: bool = False
 
     def __post_init__(self) -> None:
-        # The text rule (verdryx_core.text): a provider's answer may hold a lone surrogate (a
+        # The text rule (untrusted/text.py): a provider's answer may hold a lone surrogate (a
         # JSON escape); cleaned here, where it enters, so the cache, the grade and the store
         # all hold the same valid text and none of them fails to encode it.
         object.__setattr__(self, "text", clean_text(self.text))

@@ -28,7 +28,7 @@ from verdryx_core.llm.base import CALL_NAMES, Completion, Judgement
 from verdryx_core.llm.cache import CachedAdapter
 from verdryx_core.llm.call_request import call_request
 from verdryx_core.llm.progress import Progress, TextStream
-from verdryx_core.redact import redact_url
+from verdryx_core.untrusted.redact import redact_url
 
 __all__ = [
     "BATCH_PRICE_FACTOR",

@@ -13,12 +13,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from verdryx_core.cases import EvalCase, case_key
 from verdryx_core.llm.anthropic_adapter import AnthropicAdapter
 from verdryx_core.llm.base import Completion
 from verdryx_core.llm.batch import BatchResult, PlannedCall, plan_call, prefetch_batch
 from verdryx_core.llm.cache import CachedAdapter
 from verdryx_core.llm.progress import TextStream
-from verdryx_core.model import EvalCase, case_key
 
 __all__ = ["batch_run_calls", "plan_judge_calls", "plan_model_calls"]
 

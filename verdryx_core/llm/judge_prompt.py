@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from verdryx_core.text import clean_text
+from verdryx_core.untrusted.text import clean_text
 
 __all__ = [
     "JUDGE_SYSTEM",
@@ -87,7 +87,7 @@ def neutralise(text: str) -> str:
 def render_judge_prompt(prompt: str, output: str, rubric: str) -> str:
     """The judge's user message: task, rubric, then the output as inert data.
 
-    The output passes the text rule first (verdryx_core.text): an agent's lone surrogate
+    The output passes the text rule first (verdryx_core.untrusted.text): an agent's lone surrogate
     cannot be sent as UTF-8, so it goes to the judge as U+FFFD, as it is stored."""
     output = clean_text(output)
     return (

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from types import SimpleNamespace
 from typing import Any, Final
 
-from verdryx_core import jsonload
+from verdryx_core.cases import ToolCall
 from verdryx_core.errors import UsageError
 from verdryx_core.llm.base import CALL_NAMES, Completion, Judgement
 from verdryx_core.llm.call_request import CallRequest, conversation_of
@@ -31,9 +31,9 @@ from verdryx_core.llm.provider_errors import Provider, ProviderErrors, preview
 from verdryx_core.llm.request_adapter import RequestAdapter
 from verdryx_core.llm.usage import TokenUsage
 from verdryx_core.llm.wire import MalformedAnswer, read_json_object, token_count
-from verdryx_core.model import ToolCall
-from verdryx_core.redact import install_log_filter, redact_url
 from verdryx_core.timeouts import DEFAULT_TIMEOUT_S, check_timeout
+from verdryx_core.untrusted import jsonparse as jsonload
+from verdryx_core.untrusted.redact import install_log_filter, redact_url
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -259,7 +259,7 @@ class OpenAIAdapter(RequestAdapter[Any]):
                     # Bounds connecting and every wait for bytes, on each attempt.
                     timeout=self.timeout,
                 )
-                # The SDK and httpx log each request's URL at INFO (verdryx_core.redact).
+                # The SDK and httpx log each request's URL at INFO (verdryx_core.untrusted.redact).
                 install_log_filter()
             return self._client
 

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Self
 
-from verdryx_core import jsonload
 from verdryx_core.errors import UsageError
+from verdryx_core.untrusted import jsonparse as jsonload
 
 __all__ = ["DEFAULT_PRICES", "FALLBACK_PRICE", "ModelPrice", "PriceBook"]
 

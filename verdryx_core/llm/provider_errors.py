@@ -19,7 +19,7 @@ from typing import Any, Final, Protocol, TypeVar
 
 from verdryx_core.errors import ModelCallError, VerdryxError
 from verdryx_core.llm.wire import MalformedAnswer
-from verdryx_core.redact import redact_url
+from verdryx_core.untrusted.redact import redact_url
 
 __all__ = ["Provider", "ProviderErrors", "named_call", "preview"]
 

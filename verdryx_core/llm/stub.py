@@ -11,11 +11,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from verdryx_core.cases import ToolCall
 from verdryx_core.llm.base import Completion, Judgement
 from verdryx_core.llm.judge_answer import judgement
 from verdryx_core.llm.judge_prompt import verdict_from_input
 from verdryx_core.llm.usage import TokenUsage
-from verdryx_core.model import ToolCall
 
 __all__ = ["StubAdapter", "StubCall"]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from verdryx_core import jsonload
-from verdryx_core.jsonwords import json_kind
+from verdryx_core.untrusted import jsonparse as jsonload
+from verdryx_core.untrusted.jsonwords import json_kind
 
 __all__ = ["UNREADABLE_ANSWER", "MalformedAnswer", "read_json_object", "token_count"]
 

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from typing import Any, ClassVar, Final
 
 from verdryx_core.errors import StoreError, UsageError
-from verdryx_core.model import Baseline, BaselineCase, EvalRun, Score, iso_utc, parse_iso
+from verdryx_core.runs import Baseline, BaselineCase, EvalRun, Score, iso_utc, parse_iso
 from verdryx_core.store.base import CacheEntry, RunSummary, Store
 from verdryx_core.store.target import redact
 

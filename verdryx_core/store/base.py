@@ -16,7 +16,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import Any, ClassVar, Final, Self
 
-from verdryx_core.model import Baseline, EvalRun, Score, iso_utc
+from verdryx_core.runs import Baseline, EvalRun, Score, iso_utc
 from verdryx_core.store.target import StoreTarget, StoreUrl, is_store_url
 
 __all__ = ["SCHEMA_VERSION", "CacheEntry", "RunSummary", "Store"]

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from verdryx_core.errors import UsageError
-from verdryx_core.model import Baseline, EvalRun
+from verdryx_core.runs import Baseline, EvalRun
 from verdryx_core.store.base import CacheEntry, Store
 
 __all__ = ["MergeResult", "merge_stores"]

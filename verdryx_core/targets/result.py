@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from verdryx_core.model import ToolCall
+from verdryx_core.cases import ToolCall
 from verdryx_core.targets.errors import TargetResultError
 
 __all__ = ["TargetResult", "TargetUsage", "normalise_result"]

@@ -1,0 +1,169 @@
+"""TokenFuse Parquet segments: listed, streamed by file and row group, and reduced per run."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from verdryx_core.addons.traces._arrow import require_pyarrow
+from verdryx_core.addons.traces._readahead import read_ahead
+from verdryx_core.addons.traces.errors import TraceError
+from verdryx_core.addons.traces.reduction import (
+    COST_COLUMNS,
+    DETAIL_COLUMNS,
+    ReducedRuns,
+    RunReducer,
+)
+from verdryx_core.addons.traces.runs import reduced_records
+
+__all__ = [
+    "BATCH_ROWS",
+    "iter_trace_batches",
+    "read_parquet",
+    "read_parquet_runs",
+    "reduce_traces",
+    "trace_files",
+]
+
+#: Rows per record batch handed to the reduction: large enough that numpy's per-call
+#: overhead vanishes, small enough that a batch is a few megabytes.
+BATCH_ROWS: Final = 1 << 17
+
+#: Read as dictionaries: per row group each distinct run id / tag is decoded once and the
+#: rows arrive as integer codes, which is what the reduction groups by anyway.
+_STRING_COLUMNS: Final = ("run_id", "outcome", "decision", "agent_id", "key_id")
+
+#: Row groups up to this size are decoded in one call; larger ones batch by batch.
+_WHOLE_GROUP_ROWS: Final = 1 << 20
+
+
+def trace_files(path: str | Path) -> list[Path]:
+    """The segments of a trace: every `*.parquet` directly inside a directory, sorted by
+    name (other files ignored), or the one `.parquet` file given."""
+    path = Path(path)
+    if path.is_dir():
+        return sorted(
+            (child for child in path.iterdir() if child.suffix.lower() == ".parquet"),
+            key=lambda child: child.name,
+        )
+    if not path.exists():
+        raise TraceError(
+            f"{str(path)!r} does not exist; expected a .parquet file or a directory of them"
+        )
+    return [path]
+
+
+def iter_trace_batches(
+    files: Sequence[Path],
+    columns: Sequence[str],
+    *,
+    batch_rows: int = BATCH_ROWS,
+    run_dictionary: Callable[[], bool] | None = None,
+) -> Iterator[tuple[str, Any]]:
+    """`(where, batch)` over files in order and row groups in order: only one row group's
+    columns are in memory at a time. A file that lacks a column yields batches without it.
+    String columns arrive dictionary-encoded; `run_id` too unless `run_dictionary()`, asked
+    before each row group, says no (see `RunReducer.wants_run_dictionary`)."""
+    _, _, pq = require_pyarrow("reading Parquet traces")
+    import pyarrow
+
+    for file in files:
+        try:
+            metadata = pq.read_metadata(file)
+            names = metadata.schema.to_arrow_schema().names
+            segment = _Segment(pq, file, metadata, names)
+            segment.handle(run_dictionary is None or run_dictionary())
+        except (pyarrow.ArrowException, OSError) as exc:
+            raise TraceError(
+                f"{file}: not a readable Parquet file ({exc}); expected a TokenFuse "
+                "calls-*.parquet segment (remove or repair the file)"
+            ) from exc
+        wanted = [name for name in columns if name in names]
+        try:
+            for group in range(metadata.num_row_groups):
+                handle = segment.handle(run_dictionary is None or run_dictionary())
+                yield from _row_group(
+                    handle, group, wanted, f"{file} (row group {group})", batch_rows
+                )
+        finally:
+            segment.close()
+
+
+class _Segment:
+    """One segment file, with a handle per way of reading run_id (opened when needed)."""
+
+    def __init__(self, pq: Any, file: Path, metadata: Any, names: list[str]) -> None:
+        self._pq, self._file, self._metadata = pq, file, metadata
+        self._strings = [name for name in _STRING_COLUMNS if name in names]
+        self._handles: dict[bool, Any] = {}
+
+    def handle(self, run_dictionary: bool) -> Any:
+        if run_dictionary not in self._handles:
+            wanted = [n for n in self._strings if run_dictionary or n != "run_id"]
+            self._handles[run_dictionary] = self._pq.ParquetFile(
+                self._file, metadata=self._metadata, read_dictionary=wanted
+            )
+        return self._handles[run_dictionary]
+
+    def close(self) -> None:
+        for handle in self._handles.values():
+            handle.close()
+
+
+def _row_group(
+    handle: Any, group: int, wanted: list[str], where: str, batch_rows: int
+) -> Iterator[tuple[str, Any]]:
+    import pyarrow
+
+    rows = handle.metadata.row_group(group).num_rows
+    if not wanted:
+        # Still counted: a null step falls back to the global row index.
+        yield where, pyarrow.RecordBatch.from_arrays([pyarrow.nulls(rows)], names=["_"])
+        return
+    try:
+        if rows <= _WHOLE_GROUP_ROWS:
+            # One call decodes the columns in parallel; a batch at a time is slower.
+            batches = handle.read_row_group(group, columns=wanted).to_batches(batch_rows)
+        else:
+            # A very large row group is streamed so memory stays at a batch.
+            batches = handle.iter_batches(batch_size=batch_rows, row_groups=[group], columns=wanted)
+        for batch in batches:
+            yield where, batch
+    except (pyarrow.ArrowException, OSError) as exc:
+        raise TraceError(
+            f"{where}: cannot be decoded ({exc}); the segment is damaged, remove or repair it"
+        ) from exc
+
+
+def reduce_traces(
+    path: str | Path, *, detail: bool = False, keep_loose: bool = True, ordered: bool = True
+) -> ReducedRuns:
+    """Stream a trace file or directory through the run reduction (see `RunReducer`)."""
+    files = trace_files(path)
+    reducer = RunReducer(detail=detail, keep_loose=keep_loose, ordered=ordered)
+    columns = DETAIL_COLUMNS if detail else COST_COLUMNS
+    batches = iter_trace_batches(
+        files, columns, run_dictionary=lambda: reducer.wants_run_dictionary
+    )
+    # Three stages, each on its own thread, in read order: decode a row group, reduce it
+    # on its own (`prepare`), fold it into the state (`absorb`, here).
+    decoded = read_ahead(batches)
+    prepared = read_ahead(reducer.prepare(batch, source=where) for where, batch in decoded)
+    try:
+        for item in prepared:
+            reducer.absorb(item)
+    finally:
+        prepared.close()  # first: its thread stops pulling from `decoded`
+        decoded.close()
+    return reducer.finish()
+
+
+def read_parquet(path: str | Path) -> list[dict[str, Any]]:
+    """One `{"outcome", "cost_usd"}` record per run, then per run-less tagged call."""
+    return reduced_records(reduce_traces(path), detail=False)
+
+
+def read_parquet_runs(path: str | Path) -> list[dict[str, Any]]:
+    """The full per-run record the SLO reads (reference section 5.3)."""
+    return reduced_records(reduce_traces(path, detail=True), detail=True)

@@ -1,0 +1,1 @@
+"""The `typed` grader: a typed verdict from the typryx service (docs/typed-grader.md)."""

@@ -1,0 +1,322 @@
+"""What an eval set holds: its cases (`EvalCase`), their checks and tool calls, and the
+identity cases are compared by over time (`case_key`).
+
+All are frozen; each crosses process and file boundaries through `to_dict` / `from_dict`,
+which produce and accept only JSON-ready builtins (xdist workers send these).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+__all__ = [
+    "CHECKS_GRADER",
+    "DEFAULT_OUTCOME_SCORES",
+    "GRADER_KINDS",
+    "MODEL_FREE_GRADERS",
+    "OPTION_FIELDS",
+    "Check",
+    "EvalCase",
+    "ToolCall",
+    "case_key",
+]
+
+#: Declaration order is the order error messages list them in.
+GRADER_KINDS: Final = (
+    "exact",
+    "regex",
+    "outcome_tag",
+    "llm_judge",
+    "tool_trace",
+    "typed",
+    "contract",
+    "contains",
+    "icontains",
+    "json",
+    "numeric",
+    "f1",
+)
+
+#: The grader kind of a case graded by several `checks` (never written in a file).
+CHECKS_GRADER: Final = "checks"
+
+#: Grader options a case (or a check, or a set's `defaults`) may carry as fields of its own;
+#: they travel on `EvalCase.options`. `options` itself is the free-form object of a custom
+#: grader.
+OPTION_FIELDS: Final = (
+    "ignore_case",
+    "normalize_whitespace",
+    "ignore_punctuation",
+    "unicode_normalize",
+    "schema",
+    "fields",
+    "tolerance",
+    "relative",
+    "argument_match",
+    "tool_match",
+    "options",
+)
+
+#: Graders whose output never comes from the model under evaluation.
+MODEL_FREE_GRADERS: Final = frozenset({"outcome_tag", "contract"})
+
+DEFAULT_OUTCOME_SCORES: Final[Mapping[str, float]] = {
+    "case_resolved": 1.0,
+    "escalated": 0.5,
+    "abandoned": 0.0,
+}
+
+
+def case_key(eval_set_id: str, case_id: str) -> str:
+    """The identity cases are compared by over time: eval set id and case id."""
+    return f"{eval_set_id}::{case_id}"
+
+
+def _canonical_hash(payload: object) -> str:
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCall:
+    """One tool call: its name and the arguments it was called with (None: not recorded).
+
+    `str()` is its compact JSON, so a trace joined for display reads as JSON objects.
+    """
+
+    name: str
+    arguments: Mapping[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"name": self.name}
+        if self.arguments is not None:
+            data["arguments"] = dict(self.arguments)
+        return data
+
+    @classmethod
+    def from_value(cls, value: Any, *, made: bool = False) -> ToolCall:
+        """From a name, a `{"name", "arguments"}` mapping, or a ToolCall. A call `made` (a
+        recorded or answered one) written as an object without arguments had none, `{}`; an
+        expected one without arguments leaves them unchecked, None. A bare name is None."""
+        if isinstance(value, ToolCall):
+            return value
+        if isinstance(value, Mapping):
+            arguments = value.get("arguments")
+            if isinstance(arguments, Mapping):
+                return cls(name=str(value["name"]), arguments=dict(arguments))
+            return cls(name=str(value["name"]), arguments={} if made else None)
+        return cls(name=str(value))
+
+    def __str__(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Check:
+    """One check of a multi-check case: a grader, what it expects, its options and weight."""
+
+    grader: str
+    expected: str | None = None
+    rubric: str | None = None
+    weight: float = 1.0
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"grader": self.grader}
+        if self.expected is not None:
+            data["expected"] = self.expected
+        if self.rubric is not None:
+            data["rubric"] = self.rubric
+        if self.weight != 1.0:
+            data["weight"] = self.weight
+        data.update(self.options)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Check:
+        return cls(
+            grader=data["grader"],
+            expected=data.get("expected"),
+            rubric=data.get("rubric"),
+            weight=float(data.get("weight", 1.0)),
+            options={name: data[name] for name in OPTION_FIELDS if name in data},
+        )
+
+
+def _tool_calls_out(calls: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    return [dict(call) for call in calls]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EvalCase:
+    """One case of an eval set, validated by `verdryx_core.evalsets.load` (set defaults applied)."""
+
+    id: str
+    #: What the model is asked; when a file gives `messages` and no `prompt`, the content of
+    #: the last user message.
+    prompt: str
+    grader: str = "exact"
+    #: The grader's expectation as text (a numeric or json expectation as its JSON text).
+    expected: str | None = None
+    rubric: str | None = None
+    tools: tuple[Mapping[str, Any], ...] | None = None
+    expected_tools: tuple[str, ...] | None = None
+    #: `[{"name", "arguments"?}]`: the calls expected (arguments absent: not checked).
+    expected_tool_calls: tuple[Mapping[str, Any], ...] | None = None
+    #: Several acceptable call sequences; the best-scoring one counts.
+    expected_tool_calls_any: tuple[tuple[Mapping[str, Any], ...], ...] | None = None
+    #: A recorded output (str; for tool_trace a list of names or ToolCall) graded without a model.
+    output: Any = None
+    min_score: float | None = None
+    tags: tuple[str, ...] = ()
+    contract: Mapping[str, Any] | None = None
+    #: Grader options (`OPTION_FIELDS`), as written on the case or inherited from the set.
+    options: Mapping[str, Any] = field(default_factory=dict)
+    #: A multi-check case's checks (then `grader` is "checks").
+    checks: tuple[Check, ...] | None = None
+    system: str | None = None
+    messages: tuple[Mapping[str, Any], ...] | None = None
+    metadata: Mapping[str, Any] | None = None
+    #: `module:callable` of the agent under test (the set's value when the case has none).
+    target: str | None = None
+
+    @property
+    def needs_model(self) -> bool:
+        """Whether grading this case asks the model under evaluation for an output."""
+        return self.output is None and self.grader not in MODEL_FREE_GRADERS
+
+    def fingerprint(self) -> str:
+        """A content hash of what this case measures; the recorded output is what is measured,
+        so it is left out (a new recording is a new measurement, not a different case)."""
+        payload: dict[str, Any] = {
+            # An outcome_tag case's prompt is its recorded outcome: the thing measured.
+            "prompt": None if self.grader == "outcome_tag" else self.prompt,
+            "grader": self.grader,
+            "expected": self.expected,
+            "rubric": self.rubric,
+            "tools": list(self.tools) if self.tools is not None else None,
+            "expected_tools": (
+                list(self.expected_tools) if self.expected_tools is not None else None
+            ),
+            "contract": self.contract,
+        }
+        # Newer fields enter only when set, so a case written before them keeps its
+        # fingerprint (and its baseline comparison).
+        extra: dict[str, Any] = {
+            "expected_tool_calls": (
+                _tool_calls_out(self.expected_tool_calls)
+                if self.expected_tool_calls is not None
+                else None
+            ),
+            "expected_tool_calls_any": (
+                [_tool_calls_out(calls) for calls in self.expected_tool_calls_any]
+                if self.expected_tool_calls_any is not None
+                else None
+            ),
+            "options": dict(self.options) or None,
+            "checks": [c.to_dict() for c in self.checks] if self.checks is not None else None,
+            "system": self.system,
+            "messages": [dict(m) for m in self.messages] if self.messages is not None else None,
+            "metadata": self.metadata,
+            "target": self.target,
+        }
+        payload.update({name: value for name, value in extra.items() if value is not None})
+        return _canonical_hash(payload)
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"id": self.id, "prompt": self.prompt, "grader": self.grader}
+        for name in ("expected", "rubric", "min_score", "contract"):
+            value = getattr(self, name)
+            if value is not None:
+                data[name] = value
+        if self.output is not None:
+            data["output"] = (
+                [_output_item(item) for item in self.output]
+                if isinstance(self.output, list | tuple)
+                else self.output
+            )
+        if self.tools is not None:
+            data["tools"] = [dict(tool) for tool in self.tools]
+        if self.expected_tools is not None:
+            data["expected_tools"] = list(self.expected_tools)
+        if self.expected_tool_calls is not None:
+            data["expected_tool_calls"] = _tool_calls_out(self.expected_tool_calls)
+        if self.expected_tool_calls_any is not None:
+            data["expected_tool_calls_any"] = [
+                _tool_calls_out(calls) for calls in self.expected_tool_calls_any
+            ]
+        if self.tags:
+            data["tags"] = list(self.tags)
+        data.update(self.options)
+        if self.checks is not None:
+            data["checks"] = [check.to_dict() for check in self.checks]
+        for name in ("system", "metadata", "target"):
+            value = getattr(self, name)
+            if value is not None:
+                data[name] = value
+        if self.messages is not None:
+            data["messages"] = [dict(message) for message in self.messages]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> EvalCase:
+        """Build from already-validated data (see `evalset.load_evalset` for validation)."""
+        tools = data.get("tools")
+        expected_tools = data.get("expected_tools")
+        calls = data.get("expected_tool_calls")
+        calls_any = data.get("expected_tool_calls_any")
+        output = data.get("output")
+        checks = data.get("checks")
+        messages = data.get("messages")
+        grader = data.get("grader") or (CHECKS_GRADER if checks is not None else "exact")
+        prompt = data.get("prompt")
+        if prompt is None:
+            prompt = _last_user_content(messages or ())
+        return cls(
+            id=data["id"],
+            prompt=prompt,
+            grader=grader,
+            expected=data.get("expected"),
+            rubric=data.get("rubric"),
+            tools=tuple(tools) if tools is not None else None,
+            expected_tools=tuple(expected_tools) if expected_tools is not None else None,
+            expected_tool_calls=tuple(calls) if calls is not None else None,
+            expected_tool_calls_any=(
+                tuple(tuple(seq) for seq in calls_any) if calls_any is not None else None
+            ),
+            output=_output_in(output, grader),
+            min_score=data.get("min_score"),
+            tags=tuple(data.get("tags") or ()),
+            contract=data.get("contract"),
+            options={name: data[name] for name in OPTION_FIELDS if name in data},
+            checks=tuple(Check.from_dict(c) for c in checks) if checks is not None else None,
+            system=data.get("system"),
+            messages=tuple(messages) if messages is not None else None,
+            metadata=data.get("metadata"),
+            target=data.get("target"),
+        )
+
+
+def _last_user_content(messages: Iterable[Mapping[str, Any]]) -> str:
+    contents = [str(m.get("content", "")) for m in messages if m.get("role") == "user"]
+    return contents[-1] if contents else ""
+
+
+def _output_item(item: Any) -> Any:
+    return item.to_dict() if isinstance(item, ToolCall) else item
+
+
+def _output_in(output: Any, grader: str) -> Any:
+    if not isinstance(output, list | tuple):
+        return output
+    if grader == "tool_trace":
+        # Recorded calls become ToolCall records: their text in a stored score is JSON.
+        return [
+            ToolCall.from_value(item, made=True) if isinstance(item, Mapping) else item
+            for item in output
+        ]
+    return list(output)

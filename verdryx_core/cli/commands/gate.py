@@ -1,0 +1,183 @@
+"""`verdryx gate --group ID --baseline LABEL`: a sharded CI run's shards assembled into one run
+and gated once (docs/sharding.md); exit 1 on `regressed`, 2 when the gate is refused."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+from verdryx_core.cli.commands._common import add_db_argument, add_json_argument, print_json
+from verdryx_core.errors import UsageError, VerdryxError
+from verdryx_core.gating.baselines import BASELINE_DIR, check_label, find_baseline
+from verdryx_core.gating.comparison import compare_to_baseline
+from verdryx_core.gating.drift import DEFAULT_THRESHOLD, GATES
+from verdryx_core.gating.run_group import AssembledGroup, assemble_group
+from verdryx_core.reporting.ci import GateOutcome, gate_annotation, step_summary, verdict_line
+from verdryx_core.reporting.ci.gate_junit import write_gate_junit
+from verdryx_core.reporting.summary import gate_lines
+from verdryx_core.runs import EvalRun
+from verdryx_core.store import Store, describe, resolve_store_path
+
+NAME = "gate"
+HELP = (
+    "assemble a run group's shard runs into one run and gate it against a baseline; "
+    "exits 1 on a regressed verdict, 2 when a shard is missing or the gate is refused"
+)
+
+#: Refused: the same code as every other usage error of the CLI (docs/cli.md).
+EXIT_REFUSED = 2
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--group", required=True, help="the run group its shards were stored under")
+    parser.add_argument("--baseline", required=True, help="baseline id or label")
+    parser.add_argument(
+        "--shards",
+        type=int,
+        metavar="N",
+        help="the shard count expected (default: the count the shard runs carry)",
+    )
+    parser.add_argument("--gate", choices=GATES, default="significant", help="verdict rule")
+    parser.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD)
+    parser.add_argument("--min-effect", type=float, default=0.0)
+    parser.add_argument("--allow-model-change", action="store_true")
+    parser.add_argument(
+        "--root", default=".", help="where .verdryx/baselines/ lives (default: current dir)"
+    )
+    parser.add_argument(
+        "--junitxml", metavar="PATH", help="write a JUnit XML file with the gate testcase"
+    )
+    add_db_argument(parser)
+    add_json_argument(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    began = time.monotonic()
+    assembled: AssembledGroup | None = None
+    try:
+        assembled, gate = _judge(args)
+    except VerdryxError as exc:
+        gate = GateOutcome(baseline=args.baseline, refused=str(exc))
+    run_ = assembled.run if assembled is not None else None
+    if args.junitxml:
+        write_gate_junit(
+            Path(args.junitxml),
+            run_,
+            gate,
+            extra=_group_properties(args, assembled),
+            elapsed=time.monotonic() - began,
+        )
+    _ci_outputs(args, run_, gate)
+    if gate.refused is not None:
+        if args.json:
+            print_json({"group": args.group, "verdict": "refused", "refused": gate.refused})
+        print(f"error: {gate.refused}", file=sys.stderr)
+        return EXIT_REFUSED
+    assert assembled is not None and gate.result is not None
+    result = gate.result
+    if args.json:
+        document = result.report.to_dict() if result.report else {"verdict": None}
+        document |= {
+            "run_id": assembled.run.id,
+            "group": args.group,
+            "shards": assembled.total,
+            "shard_run_ids": [shard.id for shard in assembled.shard_runs],
+            "cases": len(assembled.run.scores),
+            "matched": result.matched,
+            "added": list(result.added),
+            "removed": list(result.removed),
+            "changed": list(result.changed),
+            "note": result.note,
+        }
+        print_json(document)
+    else:
+        print()
+        print(
+            f"  Gate of run group {args.group}: {assembled.total} shard"
+            f"{'s' if assembled.total != 1 else ''} assembled into run {assembled.run.id} "
+            f"({len(assembled.run.scores)} cases) vs baseline {gate.baseline}"
+        )
+        if assembled.superseded:
+            print(
+                f"  (a shard was stored more than once; its newest run counts, not "
+                f"{', '.join(assembled.superseded)})"
+            )
+        for line in gate_lines(result):
+            print(f"  {line}")
+        print()
+    return 1 if result.regressed else 0
+
+
+def _judge(args: argparse.Namespace) -> tuple[AssembledGroup, GateOutcome]:
+    target = resolve_store_path(args.db)
+    if isinstance(target, Path) and not target.is_file():
+        # Opening would create an empty store and then report every shard missing.
+        raise UsageError(
+            f"no store at {describe(target)}; name the store the shards wrote (--db), or merge "
+            "their stores into one first (verdryx merge)"
+        )
+    with Store.open(target) as store:
+        baseline = find_baseline(args.baseline, store=store, root=Path(args.root))
+        assembled = assemble_group(store, args.group, shards=args.shards)
+        # Stored before the verdict: the assembled run is a whole measurement whatever the
+        # gate then says (a refused comparison included), and `verdryx show` can explain it.
+        store.save_run(assembled.run)
+    result = compare_to_baseline(
+        [assembled.run],
+        baseline,
+        gate=args.gate,
+        threshold=args.threshold,
+        min_effect=args.min_effect,
+        allow_model_change=args.allow_model_change,
+    )
+    return assembled, GateOutcome(baseline=baseline.label or baseline.id, result=result)
+
+
+def _group_properties(args: argparse.Namespace, assembled: AssembledGroup | None) -> dict[str, str]:
+    properties = {"verdryx.run_group": args.group}
+    if assembled is not None:
+        properties["verdryx.shards"] = str(assembled.total)
+    return properties
+
+
+def _baseline_file(args: argparse.Namespace) -> str | None:
+    """The committed baseline file, relative to the root, when there is one (annotations pin
+    a refused or regressed gate to it)."""
+    try:
+        relative = BASELINE_DIR / f"{check_label(args.baseline)}.json"
+    except UsageError:
+        return None
+    return relative.as_posix() if (Path(args.root) / relative).is_file() else None
+
+
+def _ci_outputs(args: argparse.Namespace, run_: EvalRun | None, gate: GateOutcome) -> None:
+    """Under GitHub Actions: the annotation on stdout and the job summary (docs/ci.md)."""
+    if os.environ.get("GITHUB_ACTIONS") != "true":
+        return
+    line = gate_annotation(gate, file=_baseline_file(args))
+    if line is not None:
+        print(line)
+    summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not summary_path:
+        return
+    if run_ is not None:
+        text = step_summary(run_, gate)
+    else:
+        text = (
+            f"## verdryx: REFUSED against baseline {_markdown(gate.baseline)}\n\n"
+            f"{_markdown(verdict_line(gate))}\n"
+        )
+    try:
+        with open(summary_path, "a", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as exc:  # the summary is a view: it never changes the verdict
+        print(f"warning: job summary not written to {summary_path}: {exc}", file=sys.stderr)
+
+
+def _markdown(text: str) -> str:
+    for char in ("\\", "|", "*", "_", "<", ">", "[", "]", "`"):
+        text = text.replace(char, "\\" + char)
+    return text.replace("\r", " ").replace("\n", " ")

@@ -1,0 +1,128 @@
+"""The `verdryx` console script: argparse in front, one module per command behind.
+
+Each module in `verdryx_core.cli.commands` (not starting with `_`) is a command: it defines
+`NAME`, `HELP`, `add_arguments(parser)` and `run(args) -> int`. Adding a command is adding
+a module; this file never changes for it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import pkgutil
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+from typing import NoReturn
+
+from verdryx_core import __version__
+from verdryx_core.cli import commands
+from verdryx_core.errors import VerdryxError
+from verdryx_core.untrusted.text import PrintableStream, clean_text, printable
+
+__all__ = ["build_parser", "main"]
+
+#: Usage errors and unreadable input (docs/cli.md).
+EXIT_USAGE = 2
+
+#: Arguments that name files: kept byte for byte (a file name need not be UTF-8).
+_PATH_ARGUMENTS = frozenset(
+    {
+        "base_path",
+        "bundle",
+        "bundle_out",
+        "contract",
+        "db",
+        "evalsets",
+        "events",
+        "file",
+        "input",
+        "junitxml",
+        "output",
+        "root",
+        "scores_db",
+        "traces",
+        "write_file",
+    }
+)
+
+
+def _command_modules() -> list[ModuleType]:
+    names = sorted(
+        info.name
+        for info in pkgutil.iter_modules(commands.__path__)
+        if not info.name.startswith("_")
+    )
+    return [importlib.import_module(f"{commands.__name__}.{name}") for name in names]
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors are one line on stderr and exit 2 (docs/cli.md), not a usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        # The message quotes the user's argument, which may hold anything (an undecodable byte
+        # arrives as a lone surrogate): printable, one line.
+        line = printable(f"error: {message} (see `{self.prog} --help`)", keep_newlines=False)
+        self.exit(EXIT_USAGE, line + "\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="verdryx",
+        description="Grade an agent's outputs, store every run, and gate on quality drift.",
+    )
+    parser.add_argument("--version", action="version", version=f"verdryx {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module in _command_modules():
+        sub = subparsers.add_parser(module.NAME, help=module.HELP, description=module.HELP)
+        module.add_arguments(sub)
+        # A command whose exit codes carry meaning (verify: 2 is FLAG) names its own.
+        sub.set_defaults(_run=module.run, _usage_exit=getattr(module, "USAGE_EXIT", EXIT_USAGE))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        code = getattr(args, "_usage_exit", EXIT_USAGE)
+        command = f"verdryx {args.command}" if getattr(args, "command", None) else "verdryx"
+        print(
+            printable(
+                f"error: unrecognized arguments: {' '.join(unknown)} (see `{command} --help`)",
+                keep_newlines=False,
+            ),
+            file=sys.stderr,
+        )
+        return code
+    if getattr(args, "_run", None) is None:
+        parser.print_help()
+        return EXIT_USAGE
+    _clean_arguments(args)
+    try:
+        # What a command prints may quote stored outputs, ids and file names: escaped on the
+        # way out (verdryx_core.untrusted.text), never printed raw.
+        with contextlib.redirect_stdout(PrintableStream(sys.stdout)):
+            return int(args._run(args))
+    except VerdryxError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `verdryx runs | head` is not an error
+        return 0
+
+
+def _clean_arguments(args: argparse.Namespace) -> None:
+    """Ids, labels and model names with an undecodable byte (Python hands it over as a lone
+    surrogate) get U+FFFD in its place, by the text rule (untrusted/text.py): they then match
+    nothing and are reported as unknown, instead of crashing the store's query."""
+    for name, value in vars(args).items():
+        if name in _PATH_ARGUMENTS:
+            continue
+        if isinstance(value, str):
+            setattr(args, name, clean_text(value))
+        elif isinstance(value, list):
+            setattr(args, name, [clean_text(v) if isinstance(v, str) else v for v in value])

@@ -1,0 +1,332 @@
+"""The eval set rules a JSON Schema cannot say, and the set's `defaults` applied to cases.
+
+`effective_case` merges the defaults into a case; `check_case` checks the merged case and
+returns it normalised for `EvalCase.from_dict` (a numeric or JSON expectation as its JSON
+text). Each failure is one `EvalSetError` naming the file, the line, the case and the field.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import jsonschema
+
+from verdryx_core.cases import GRADER_KINDS, OPTION_FIELDS
+from verdryx_core.errors import EvalSetError
+from verdryx_core.graders.regex import compile_pattern
+from verdryx_core.graders.registry import custom_grader_names, is_grader
+from verdryx_core.graders.text import TEXT_OPTIONS
+from verdryx_core.untrusted import jsonparse as jsonload
+from verdryx_core.untrusted.jsonwords import item_label
+
+__all__ = ["OPTIONS_BY_GRADER", "check_case", "check_defaults", "effective_case"]
+
+#: Which options each built-in grader takes; a custom grader takes `options`.
+OPTIONS_BY_GRADER: Final[Mapping[str, frozenset[str]]] = {
+    "exact": frozenset(TEXT_OPTIONS),
+    "contains": frozenset(TEXT_OPTIONS),
+    "icontains": frozenset(TEXT_OPTIONS),
+    "json": frozenset({"schema", "fields"}),
+    "numeric": frozenset({"tolerance", "relative"}),
+    "tool_trace": frozenset({"argument_match", "tool_match"}),
+}
+_CUSTOM_OPTIONS: Final = frozenset({"options"})
+_TOOL_FIELDS: Final = ("tools", "expected_tools", "expected_tool_calls", "expected_tool_calls_any")
+_EXPECTATIONS: Final = ("expected_tools", "expected_tool_calls", "expected_tool_calls_any")
+#: Graders a check may use: each grades the case's one text output.
+_NOT_IN_CHECKS: Final = frozenset({"tool_trace", "outcome_tag", "contract"})
+_NEEDS_EXPECTED: Final = frozenset({"exact", "regex", "contains", "icontains", "numeric", "f1"})
+#: Anthropic's rule for tool names.
+TOOL_NAME: Final = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
+def _accepts(grader: str) -> frozenset[str]:
+    if grader in GRADER_KINDS:
+        return OPTIONS_BY_GRADER.get(grader, frozenset())
+    return _CUSTOM_OPTIONS
+
+
+def _apply_options(target: dict[str, Any], defaults: Mapping[str, Any], grader: str) -> None:
+    accepted = _accepts(grader)
+    for name in OPTION_FIELDS:
+        if name in defaults and name in accepted and name not in target:
+            target[name] = defaults[name]
+
+
+def effective_case(
+    case: Mapping[str, Any], defaults: Mapping[str, Any], target: str | None
+) -> dict[str, Any]:
+    """The case with the set's defaults filled in where it sets nothing of its own. Options
+    go only to cases (and checks) whose grader takes them, tools only to tool_trace cases."""
+    merged = dict(case)
+    if not defaults and target is None:
+        return merged
+    if "grader" not in merged and "checks" not in merged and "grader" in defaults:
+        merged["grader"] = defaults["grader"]
+    grader = merged.get("grader", "exact")
+    for name in ("min_score", "system"):
+        if name in defaults:
+            merged.setdefault(name, defaults[name])
+    if "tools" in defaults and grader == "tool_trace" and "checks" not in merged:
+        merged.setdefault("tools", defaults["tools"])
+    if isinstance(merged.get("checks"), list):
+        checks = []
+        for check in merged["checks"]:
+            if isinstance(check, Mapping):
+                check = dict(check)
+                _apply_options(check, defaults, str(check.get("grader")))
+            checks.append(check)
+        merged["checks"] = checks
+    else:
+        _apply_options(merged, defaults, grader)
+    if target is not None:
+        merged.setdefault("target", target)
+    return merged
+
+
+def known_graders_text() -> str:
+    custom = custom_grader_names()
+    text = ", ".join(GRADER_KINDS)
+    return text + (f"; registered: {', '.join(custom)}" if custom else "")
+
+
+def check_defaults(defaults: Mapping[str, Any], path: str | Path, line: int | None) -> None:
+    def fail(field: str, message: str) -> EvalSetError:
+        return EvalSetError(path, message, field=f"defaults.{field}", line=line)
+
+    grader = defaults.get("grader")
+    if grader is not None and not is_grader(grader):
+        raise fail("grader", f"{grader!r} is not a grader; expected one of {known_graders_text()}")
+    if "tools" in defaults:
+        _check_tools(defaults["tools"], lambda f, m: fail(f, m), "tools")
+    if "schema" in defaults:
+        _check_json_schema(defaults["schema"], lambda m: fail("schema", m))
+
+
+def _check_tools(tools: Sequence[Any], fail: Any, field: str) -> list[str]:
+    names: list[str] = []
+    for index, tool in enumerate(tools):
+        where = f"{field}[{index}]"
+        name = tool.get("name")
+        if not isinstance(name, str):
+            raise fail(f"{where}.name", "required but missing; a tool has a string 'name'")
+        if not TOOL_NAME.match(name):
+            raise fail(
+                f"{where}.name",
+                f"{name!r} is not a usable tool name: 1 to 64 letters, digits, '_' or '-'",
+            )
+        if name in names:
+            raise fail(f"{where}.name", f"tool {name!r} is offered twice")
+        if "input_schema" not in tool:
+            hint = (
+                " ('parameters' is the OpenAI shape; rename it to 'input_schema')"
+                if "parameters" in tool
+                else ""
+            )
+            raise fail(f"{where}.input_schema", f"required but missing{hint}; add it")
+        if not isinstance(tool["input_schema"], Mapping):
+            raise fail(f"{where}.input_schema", "expected object, a JSON Schema of the input")
+        names.append(name)
+    return names
+
+
+def _check_json_schema(schema: Any, fail: Any) -> None:
+    try:
+        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        cls.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise fail(f"not a valid JSON Schema: {exc.message}") from None
+
+
+def _expected_text(grader: str, expected: Any, fail: Any, field: str) -> str | None:
+    """The expectation as the grader reads it, or an error naming what was expected."""
+    if expected is None:
+        return None
+    if grader == "numeric":
+        if isinstance(expected, bool):
+            raise fail(field, "expected a number, got a boolean")
+        if isinstance(expected, int | float):
+            return json.dumps(expected)
+        try:
+            number = float(str(expected))
+        except ValueError:
+            raise fail(field, f"grader 'numeric' expects a number, got {expected!r}") from None
+        if not math.isfinite(number):
+            raise fail(field, f"grader 'numeric' expects a finite number, got {expected!r}")
+        return str(expected).strip()
+    if grader == "json":
+        if isinstance(expected, str):
+            try:
+                jsonload.loads(expected)
+            except ValueError as exc:
+                raise fail(
+                    field,
+                    f"a string expectation of grader 'json' is JSON text, and this is not ({exc})",
+                ) from None
+            return expected
+        return json.dumps(expected, ensure_ascii=False, sort_keys=True)
+    if grader in GRADER_KINDS and not isinstance(expected, str):
+        raise fail(field, f"expected string for grader {grader!r}, got {type(expected).__name__}")
+    return expected if isinstance(expected, str) else json.dumps(expected, ensure_ascii=False)
+
+
+def _check_grading(
+    spec: dict[str, Any], grader: str, fail: Any, prefix: str, *, in_check: bool
+) -> None:
+    """The rules one grader puts on its expectation and options (a case or a check)."""
+    accepted = _accepts(grader)
+    for name in OPTION_FIELDS:
+        if name in spec and name not in accepted:
+            owners = sorted(g for g, opts in OPTIONS_BY_GRADER.items() if name in opts)
+            where = ", ".join(owners) if owners else "a custom grader"
+            raise fail(f"{prefix}{name}", f"only valid with grader {where} (this is {grader!r})")
+    if grader in _NEEDS_EXPECTED and "expected" not in spec:
+        raise fail(f"{prefix}expected", f"grader {grader!r} requires the field 'expected'")
+    spec["expected"] = _expected_text(grader, spec.get("expected"), fail, f"{prefix}expected")
+    if spec["expected"] is None:
+        del spec["expected"]
+    if grader == "regex":
+        try:
+            compile_pattern(spec["expected"])
+        except ValueError as exc:
+            raise fail(f"{prefix}expected", str(exc)) from None
+    if grader == "llm_judge" and not spec.get("rubric"):
+        raise fail(f"{prefix}rubric", "grader 'llm_judge' requires a non-empty 'rubric'")
+    if "schema" in spec:
+        _check_json_schema(spec["schema"], lambda m: fail(f"{prefix}schema", m))
+    if in_check and "rubric" in spec and grader != "llm_judge":
+        raise fail(f"{prefix}rubric", f"only valid with grader 'llm_judge' (this is {grader!r})")
+
+
+def check_case(
+    case: dict[str, Any], index: int, path: str | Path, line: int | None
+) -> dict[str, Any]:
+    """Check one case (defaults applied); returns it normalised for `EvalCase.from_dict`."""
+    label = item_label(case, index)
+
+    def fail(field: str, message: str) -> EvalSetError:
+        return EvalSetError(path, message, case=label, field=field, line=line)
+
+    checks = case.get("checks")
+    if checks is not None and "grader" in case:
+        raise fail("checks", "a case has either 'grader' or 'checks', not both")
+    grader = case.get("grader", "exact") if checks is None else "checks"
+    if checks is None and not is_grader(grader):
+        raise fail("grader", f"{grader!r} is not a grader; expected one of {known_graders_text()}")
+    if "prompt" not in case and (grader == "outcome_tag" or "messages" not in case):
+        why = "" if grader == "outcome_tag" else " (or give 'messages')"
+        raise fail("prompt", f"required but missing{why}; add it")
+    output = case.get("output")
+    messages = case.get("messages")
+    if messages and output is None and messages[-1]["role"] != "user":
+        raise fail(
+            f"messages[{len(messages) - 1}].role",
+            "the last message must be from the user when no output is recorded (the model "
+            "answers it)",
+        )
+    if grader == "tool_trace":
+        _check_tool_case(case, fail)
+    else:
+        for name in _TOOL_FIELDS:
+            if name in case:
+                raise fail(name, f"only valid with grader 'tool_trace' (this case is {grader!r})")
+        if isinstance(output, list) and (grader in GRADER_KINDS or checks is not None):
+            raise fail("output", f"a recorded output is a string for grader {grader!r}")
+    if checks is not None:
+        for name in OPTION_FIELDS:
+            if name in case:
+                raise fail(name, "a multi-check case sets options on each check, not on the case")
+        for number, check in enumerate(checks):
+            prefix = f"checks[{number}]."
+            kind = check["grader"]
+            if not is_grader(kind):
+                raise fail(
+                    f"{prefix}grader",
+                    f"{kind!r} is not a grader; expected one of {known_graders_text()}",
+                )
+            if kind in _NOT_IN_CHECKS:
+                raise fail(
+                    f"{prefix}grader",
+                    f"grader {kind!r} cannot be a check (checks grade one text output); "
+                    "give it a case of its own",
+                )
+            _check_grading(check, kind, fail, prefix, in_check=True)
+    else:
+        _check_grading(case, grader, fail, "", in_check=False)
+    if grader == "contract":
+        if "contract" not in case:
+            raise fail("contract", "grader 'contract' requires the field 'contract'")
+        # A bad contract is a collection error now, not an error at grading time.
+        from verdryx_core.addons.contracts.validate import contract_from_data
+        from verdryx_core.errors import VerdryxError
+
+        try:
+            contract_from_data(case["contract"], source="contract", default_task_id=case["id"])
+        except VerdryxError as exc:
+            raise fail("contract", str(exc)) from None
+    elif "contract" in case:
+        raise fail("contract", f"only valid with grader 'contract' (this case is {grader!r})")
+    return case
+
+
+def _check_tool_case(case: Mapping[str, Any], fail: Any) -> None:
+    given = [name for name in _EXPECTATIONS if name in case]
+    if not given:
+        raise fail(
+            "expected_tools",
+            "grader 'tool_trace' requires the field 'expected_tools' (names) or "
+            "'expected_tool_calls' (names and arguments) or 'expected_tool_calls_any'",
+        )
+    if len(given) > 1:
+        raise fail(
+            given[1], f"give one of {', '.join(_EXPECTATIONS)}, not both {given[0]!r} and it"
+        )
+    output = case.get("output")
+    if "tools" not in case and output is None:
+        raise fail(
+            "tools",
+            "grader 'tool_trace' requires the field 'tools' (the tools offered to the model) "
+            "unless the output is recorded",
+        )
+    if output is not None and not isinstance(output, list):
+        raise fail(
+            "output",
+            "a recorded tool_trace output is the list of calls made (names or {name, arguments})",
+        )
+    offered = _check_tools(case["tools"], fail, "tools") if "tools" in case else None
+    field = given[0]
+    if field == "expected_tools":
+        lists = [[(f"expected_tools[{i}]", name, None) for i, name in enumerate(case[field])]]
+    elif field == "expected_tool_calls":
+        lists = [
+            [
+                (f"{field}[{i}].name", c["name"], c.get("arguments"))
+                for i, c in enumerate(case[field])
+            ]
+        ]
+    else:
+        lists = [
+            [(f"{field}[{j}][{i}].name", c["name"], c.get("arguments")) for i, c in enumerate(seq)]
+            for j, seq in enumerate(case[field])
+        ]
+    wants_arguments = False
+    for calls in lists:
+        for where, name, arguments in calls:
+            wants_arguments = wants_arguments or arguments is not None
+            if offered is not None and name not in offered:
+                raise fail(
+                    where,
+                    f"tool {name!r} is expected but not offered in 'tools' "
+                    f"(offered: {', '.join(offered)})",
+                )
+    if wants_arguments and isinstance(output, list) and any(isinstance(o, str) for o in output):
+        raise fail(
+            "output",
+            "the recorded calls are names only, and the case expects arguments; record "
+            "{name, arguments} objects, or expect names with 'expected_tools'",
+        )

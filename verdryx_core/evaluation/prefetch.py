@@ -1,0 +1,169 @@
+"""Calls made ahead: every case that talks to the network is started in the bounded pool
+before the first result is needed; the rest are scored inline, where a pool would only add
+overhead. Results keep the order of the work, whatever order calls finish in.
+
+Two ways to consume them: wait for all of them behind a progress line (`call_ahead`), or
+start them and let each consumer wait on its own (`start_ahead`), so a consumer that stops
+early (pytest's `-x`) can cancel the calls not yet started (`Ahead.stop`).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import io
+import time
+from collections.abc import Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
+
+from verdryx_core.cases import EvalCase
+from verdryx_core.evaluation.batching import batch_ahead
+from verdryx_core.evaluation.scoring import CaseScorer
+from verdryx_core.evaluation.target_output import TargetOutput
+from verdryx_core.graders.base import GradeContext
+from verdryx_core.llm.pool import CallPool
+from verdryx_core.llm.progress import Progress, TextStream
+from verdryx_core.runs import Score
+
+__all__ = ["Ahead", "Work", "call_ahead", "score_all", "start_ahead"]
+
+
+@dataclass(frozen=True, slots=True)
+class Work:
+    """One case to score: `key` names it for whoever waits on it (a node id, a position)."""
+
+    key: str
+    case: EvalCase
+    context: GradeContext
+
+
+class Ahead:
+    """Calls started in the pool, by work key. Ends one of three ways: `finish` (wait for
+    every call), `stop` (drop the calls not started, wait for those in flight) or `abort`
+    (Ctrl-C: return at once, abandoning what is in flight)."""
+
+    def __init__(self, scorer: CaseScorer | None = None, pool: CallPool | None = None) -> None:
+        self.futures: dict[str, Future[Score]] = {}
+        #: Wall time from the first call to the end (set when the calls end).
+        self.seconds = 0.0
+        #: The keys of the calls `abort` found in flight and did not wait for.
+        self.given_up: set[str] = set()
+        self._scorer = scorer
+        self._pool = pool
+        self._started = time.perf_counter()
+        self._ended = pool is None
+
+    def wait(self) -> None:
+        """Wait for every call; a Ctrl-C aborts them and is raised on."""
+        try:
+            concurrent.futures.wait(self.futures.values())
+        except KeyboardInterrupt:
+            self.abort()
+            raise
+
+    def finish(self) -> None:
+        self._end(cancel=False, wait=True)
+
+    def stop(self) -> None:
+        """Cancel the calls not started and wait for those in flight (what they paid for is
+        kept)."""
+        self._end(cancel=True, wait=True)
+
+    def scores(self) -> dict[str, Score]:
+        """The calls that ended with a score, by key (after a stop or an abort: the ones an
+        interrupted consumer can still use)."""
+        return {
+            key: future.result()
+            for key, future in self.futures.items()
+            if future.done() and not future.cancelled() and future.exception() is None
+        }
+
+    def abort(self) -> None:
+        """Return now: nothing new starts, and calls in flight are given up (targets are told
+        to stop; model calls are abandoned with their threads)."""
+        if self._ended:
+            return
+        self.given_up = {key for key, future in self.futures.items() if future.running()}
+        for future in self.futures.values():
+            future.cancel()
+        if self._scorer is not None:
+            # Pool threads may be waiting on target calls that never return: free them now.
+            self._scorer.abort()
+        self._end(cancel=True, wait=False)
+
+    def _end(self, *, cancel: bool, wait: bool) -> None:
+        if self._ended:
+            return
+        self._ended = True
+        assert self._pool is not None
+        self._pool.close(cancel=cancel, wait=wait)
+        self.seconds = time.perf_counter() - self._started
+
+
+def start_ahead(
+    scorer: CaseScorer,
+    work: Sequence[Work],
+    *,
+    concurrency: int,
+    stream: TextStream | None,
+    batch: bool = False,
+) -> Ahead:
+    """Start the remote cases of `work` in the bounded pool and return at once. With a
+    `stream`, a progress line counts them; with `batch`, the model and judge calls are first
+    sent as Message Batches (and waited for), so the pool then finds their answers in the
+    cache."""
+    remote = [entry for entry in work if scorer.is_remote(entry.case)]
+    if not remote:
+        return Ahead()
+    if batch:
+        batch_ahead(
+            scorer,
+            [(entry.context.eval_set_id, entry.case) for entry in remote],
+            stream=stream if stream is not None else io.StringIO(),
+        )
+    # The agent under test is not "the model": the line says whose calls it counts.
+    label = "target calls" if isinstance(scorer.live, TargetOutput) else "model calls"
+    progress = Progress(len(remote), stream=stream, label=label) if stream is not None else None
+    pool = CallPool(concurrency, progress=progress)
+    ahead = Ahead(scorer, pool)
+    try:
+        for entry in remote:
+            ahead.futures[entry.key] = pool.submit(scorer.score, entry.case, entry.context)
+    except KeyboardInterrupt:
+        ahead.abort()
+        raise
+    return ahead
+
+
+def call_ahead(
+    scorer: CaseScorer,
+    work: Sequence[Work],
+    *,
+    concurrency: int,
+    stream: TextStream,
+    batch: bool = False,
+) -> Ahead:
+    """Score the remote cases of `work` in the bounded pool, and wait for all of them.
+    A Ctrl-C cancels what has not started and gives up on what is in flight."""
+    ahead = start_ahead(scorer, work, concurrency=concurrency, stream=stream, batch=batch)
+    ahead.wait()
+    ahead.finish()
+    return ahead
+
+
+def score_all(
+    scorer: CaseScorer,
+    work: Sequence[Work],
+    *,
+    concurrency: int,
+    stream: TextStream,
+    batch: bool = False,
+) -> list[Score]:
+    """Every case of `work` scored, in the order given: remote ones ahead, the rest inline."""
+    ahead = call_ahead(scorer, work, concurrency=concurrency, stream=stream, batch=batch)
+    return [
+        ahead.futures[entry.key].result()
+        if entry.key in ahead.futures
+        else scorer.score(entry.case, entry.context)
+        for entry in work
+    ]

@@ -1,0 +1,235 @@
+"""Finding and saving baselines: in the store, and as committed files under the rootdir.
+
+A committed `.verdryx/baselines/LABEL.json` lets a fresh CI runner with an empty store gate:
+lookup is the store first, then that folder.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, Final
+
+import jsonschema
+
+from verdryx_core.atomic import write_text_atomic
+from verdryx_core.errors import UsageError
+from verdryx_core.runs import Baseline
+from verdryx_core.store import Store
+from verdryx_core.untrusted import jsonparse as jsonload
+from verdryx_core.untrusted.jsonwords import item_label, json_kind
+from verdryx_core.untrusted.text import first_invalid_text
+
+__all__ = [
+    "BASELINE_DIR",
+    "BaselineFileError",
+    "baseline_file",
+    "baseline_schema",
+    "check_label",
+    "find_baseline",
+    "known_labels",
+    "read_baseline_file",
+    "write_baseline_file",
+]
+
+BASELINE_DIR: Final = Path(".verdryx") / "baselines"
+_LABEL: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+
+
+def check_label(label: str) -> str:
+    if not _LABEL.match(label):
+        raise UsageError(
+            f"baseline label {label!r} is not usable: use letters, digits, '.', '_' or '-' "
+            "(it names a file), starting with a letter or digit"
+        )
+    return label
+
+
+def baseline_file(root: Path, label: str) -> Path:
+    return root / BASELINE_DIR / f"{check_label(label)}.json"
+
+
+def write_baseline_file(root: Path, baseline: Baseline) -> Path:
+    """Write the reviewable baseline file atomically (never a half-written file in the repo)."""
+    path = baseline_file(root, baseline.label)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(baseline.to_dict(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    write_text_atomic(path, text)
+    return path
+
+
+class BaselineFileError(UsageError):
+    """A committed baseline file is unreadable or invalid; names the file, case and field."""
+
+    def __init__(
+        self, path: object, message: str, *, case: str | None = None, field: str | None = None
+    ) -> None:
+        where = str(path)
+        if case is not None:
+            where += f": case {case}"
+        if field is not None:
+            where += f": field '{field}'"
+        self.path, self.case, self.field = str(path), case, field
+        super().__init__(
+            f"{where}: {message}", hint="fix the file or re-create it with {save_baseline}"
+        )
+
+
+@cache
+def baseline_schema() -> dict[str, Any]:
+    """The published baseline file JSON Schema."""
+    text = resources.files("verdryx_core.schemas").joinpath("baseline.schema.json").read_text()
+    return json.loads(text)
+
+
+@cache
+def _validator() -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(baseline_schema())
+
+
+def read_baseline_file(path: Path) -> Baseline:
+    """Read and validate a committed baseline as strictly as an eval set: the JSON Schema
+    (numbers in [0, 1], never `true`; no unknown field), then no case twice and valid text."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BaselineFileError(path, f"cannot read: {exc}") from None
+    try:
+        data = jsonload.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise BaselineFileError(
+            path, f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        ) from None
+    except _NonFiniteNumber as exc:
+        raise BaselineFileError(path, f"{exc.args[0]} is not a JSON number") from None
+    return baseline_from_data(data, path)
+
+
+class _NonFiniteNumber(ValueError):
+    pass
+
+
+def _reject_constant(name: str) -> Any:
+    raise _NonFiniteNumber(name)
+
+
+def baseline_from_data(data: object, path: Path | str) -> Baseline:
+    if not isinstance(data, dict):
+        raise BaselineFileError(
+            path, f"top level must be a JSON object (a baseline), got {json_kind(data)}"
+        )
+    invalid = first_invalid_text(data)
+    if invalid is not None:
+        case, field = _locate(data, invalid[0])
+        raise BaselineFileError(
+            path, f"'{invalid[1]}' is not valid Unicode (a lone surrogate)", case=case, field=field
+        )
+    errors = sorted(
+        _validator().iter_errors(data), key=lambda e: [str(part) for part in e.absolute_path]
+    )
+    if errors:
+        error = errors[0]
+        location = list(error.absolute_path)
+        named = _named_field(error)
+        case, field = _locate(data, [*location, named] if named else location)
+        raise BaselineFileError(path, _describe(error), case=case, field=field)
+    seen: dict[tuple[str, str], int] = {}
+    for index, item in enumerate(data["cases"]):
+        key = (item["eval_set_id"], item["case_id"])
+        if key in seen:
+            raise BaselineFileError(
+                path,
+                f"duplicate case: #{seen[key] + 1} is the same eval set and case id "
+                "(a baseline holds one score per case)",
+                case=_case_label(item, index),
+                field="case_id",
+            )
+        seen[key] = index
+    try:
+        return Baseline.from_dict(data)
+    except ValueError as exc:  # created_at is not an ISO-8601 time
+        raise BaselineFileError(path, f"not an ISO-8601 time ({exc})", field="created_at") from None
+
+
+def _case_label(item: object, index: int) -> str:
+    if isinstance(item, Mapping) and isinstance(item.get("case_id"), str):
+        return item_label({"id": item["case_id"]}, index)
+    return f"#{index + 1}"
+
+
+def _locate(data: Mapping[str, Any], location: Any) -> tuple[str | None, str | None]:
+    parts = list(location)
+    case: str | None = None
+    if len(parts) >= 2 and parts[0] == "cases" and isinstance(parts[1], int):
+        case = _case_label(data["cases"][parts[1]], parts[1])
+        parts = parts[2:]
+    field = "".join(str(p) if i == 0 else f"[{p}]" for i, p in enumerate(parts)) or None
+    return case, field
+
+
+def _named_field(error: jsonschema.ValidationError) -> str | None:
+    # `required` and `additionalProperties` are reported on the object holding the field.
+    instance = error.instance
+    if not isinstance(instance, Mapping):
+        return None
+    # The stubs type these attributes as "maybe unset"; a reported error always has them.
+    required: Any = error.validator_value
+    schema: Any = error.schema
+    if error.validator == "required":
+        return next((name for name in required if name not in instance), None)
+    if error.validator == "additionalProperties":
+        known = schema.get("properties", {})
+        return next((name for name in instance if name not in known), None)
+    return None
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    schema: Any = error.schema
+    if error.validator == "required":
+        return "required but missing"
+    if error.validator == "additionalProperties":
+        known = ", ".join(sorted(schema.get("properties", {})))
+        return f"not a known field; expected only {known}"
+    if error.validator == "type":
+        expected = error.validator_value
+        expected_text = " or ".join(expected) if isinstance(expected, list) else expected
+        return f"expected {expected_text}, got {json_kind(error.instance)}"
+    if error.validator in ("minimum", "maximum"):
+        value: Any = error.instance
+        shown = repr(value) if isinstance(value, float) or abs(value) < 10**12 else "a huge number"
+        return f"{shown} is not in [0, 1]"
+    if error.validator == "minLength":
+        return "must not be empty"
+    return error.message
+
+
+def known_labels(store: Store | None, root: Path | None) -> list[str]:
+    labels: set[str] = set()
+    if store is not None:
+        labels.update(label or id_ for id_, label, _, _ in store.list_baselines())
+    if root is not None and (root / BASELINE_DIR).is_dir():
+        labels.update(path.stem for path in (root / BASELINE_DIR).glob("*.json"))
+    return sorted(labels)
+
+
+def find_baseline(id_or_label: str, *, store: Store | None, root: Path | None) -> Baseline:
+    """The store first, then the committed file; an unknown name lists the known ones."""
+    if store is not None:
+        found = store.get_baseline(id_or_label)
+        if found is not None:
+            return found
+    if root is not None and _LABEL.match(id_or_label):
+        path = baseline_file(root, id_or_label)
+        if path.is_file():
+            return read_baseline_file(path)
+    labels = known_labels(store, root)
+    if labels:
+        raise UsageError(f"unknown baseline {id_or_label!r}; known baselines: {', '.join(labels)}")
+    raise UsageError(
+        f"unknown baseline {id_or_label!r}; known baselines: none yet",
+        hint="save one with {save_baseline}",
+    )

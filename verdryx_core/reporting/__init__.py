@@ -1,0 +1,2 @@
+"""What a run looks like to people and to CI: summary lines, CI annotations and job
+summaries, the HTML report."""

@@ -1,0 +1,41 @@
+"""What CI sees: annotations, the job summary, case locations and run provenance (no pytest)."""
+
+from __future__ import annotations
+
+from verdryx_core.reporting.ci.annotations import (
+    case_annotation,
+    escape_data,
+    escape_property,
+    gate_annotation,
+    github_annotations,
+)
+from verdryx_core.reporting.ci.failures import CaseFailure
+from verdryx_core.reporting.ci.locate import case_lines, json_case_lines
+from verdryx_core.reporting.ci.provenance import (
+    Provenance,
+    ci_provenance,
+    default_run_group,
+    git_provenance,
+)
+from verdryx_core.reporting.ci.step_summary import step_summary
+from verdryx_core.reporting.ci.verdict import GateOutcome, Interval, verdict_interval, verdict_line
+
+__all__ = [
+    "CaseFailure",
+    "GateOutcome",
+    "Interval",
+    "Provenance",
+    "case_annotation",
+    "case_lines",
+    "ci_provenance",
+    "default_run_group",
+    "escape_data",
+    "escape_property",
+    "gate_annotation",
+    "git_provenance",
+    "github_annotations",
+    "json_case_lines",
+    "step_summary",
+    "verdict_interval",
+    "verdict_line",
+]

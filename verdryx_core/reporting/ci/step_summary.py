@@ -1,0 +1,133 @@
+"""The Markdown a GitHub job page shows (`$GITHUB_STEP_SUMMARY`): verdict, delta and interval,
+the cases that dropped most, the failed cases and the spend. See docs/ci.md."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from verdryx_core.reporting.ci.failures import CaseFailure
+from verdryx_core.reporting.ci.verdict import GateOutcome, verdict_interval, verdict_line
+from verdryx_core.reporting.summary import fmt_score, fmt_usd
+from verdryx_core.runs import EvalRun
+
+__all__ = ["step_summary"]
+
+#: Rows per table: a job page is read, not searched; the HTML report has everything.
+_ROWS = 10
+_BADGE = {
+    "regressed": "REGRESSED",
+    "refused": "REFUSED",
+    "on-track": "ON-TRACK",
+    "not-compared": "NOT COMPARED",
+}
+
+
+def step_summary(
+    run: EvalRun,
+    gate: GateOutcome | None,
+    failures: Sequence[CaseFailure] = (),
+    *,
+    passed: int | None = None,
+    failed: int | None = None,
+    xfailed: int = 0,
+    rows: int = _ROWS,
+) -> str:
+    """The summary of one run, ending with a newline (it is appended to a shared file)."""
+    heading = (
+        f"## verdryx: {_BADGE[gate.verdict]} against baseline {_text(gate.baseline)}"
+        if gate is not None
+        else "## verdryx: no baseline named"
+    )
+    lines = [heading, ""]
+    if gate is not None:
+        lines += [_text(verdict_line(gate)), ""]
+    lines += ["| | |", "|---|---|"]
+    lines.append(f"| run | {_code(run.id)} (model {_code(run.model)}) |")
+    measured = len(run.measured)
+    lines.append(f"| mean score | {fmt_score(run.mean_score)} over {measured} measured cases |")
+    if passed is not None and failed is not None:
+        lines.append(
+            f"| cases | {passed} passed, {failed} failed, {xfailed} below the bar as in the "
+            f"baseline, {len(run.unmeasured)} unmeasured |"
+        )
+    elif run.unmeasured:
+        lines.append(f"| unmeasured | {len(run.unmeasured)} (counted apart, never as 0) |")
+    lines += _gate_rows(gate)
+    lines.append(
+        f"| spend | {fmt_usd(run.total_cost_usd)} (model {fmt_usd(run.model_cost_usd)}, "
+        f"judge {fmt_usd(run.judge_cost_usd)}), {run.total_tokens} tokens |"
+    )
+    lines += _drops(gate, rows)
+    lines += _failures(failures, rows)
+    return "\n".join(lines) + "\n"
+
+
+def _gate_rows(gate: GateOutcome | None) -> list[str]:
+    if gate is None or gate.result is None or gate.result.report is None:
+        return []
+    result = gate.result
+    report = result.report
+    assert report is not None
+    interval = verdict_interval(report)
+    shown = (
+        f"[{interval.low:+.3f}, {interval.high:+.3f}] "
+        f"({'paired' if interval.paired else 'two-sample'}, n={interval.n})"
+        if interval is not None
+        else "n/a (fewer than 2 scores on a side)"
+    )
+    return [
+        f"| baseline {_text(gate.baseline)} | {report.baseline_mean:.3f} over "
+        f"{result.matched} matched cases |",
+        f"| delta | {report.delta:+.3f} |",
+        f"| 95% CI | {shown} |",
+        f"| verdict | **{report.verdict}** (gate: {report.gate}) |",
+    ]
+
+
+def _drops(gate: GateOutcome | None, rows: int) -> list[str]:
+    if gate is None or gate.result is None:
+        return []
+    drops = [item for item in gate.result.deltas if item.delta < 0]
+    if not drops:
+        return []
+    lines = ["", f"### Cases that dropped most ({len(drops)} dropped)", ""]
+    lines += ["| case | baseline | current | change |", "|---|---:|---:|---:|"]
+    lines += [
+        f"| {_code(item.key)} | {item.baseline:.3f} | {item.current:.3f} | {item.delta:+.3f} |"
+        for item in drops[:rows]
+    ]
+    if len(drops) > rows:
+        lines.append(f"| ... and {len(drops) - rows} more | | | |")
+    return lines
+
+
+def _failures(failures: Sequence[CaseFailure], rows: int) -> list[str]:
+    if not failures:
+        return []
+    lines = ["", f"### Failed cases ({len(failures)})", ""]
+    for failure in failures[:rows]:
+        where = failure.file or ""
+        if where and failure.line is not None:
+            where += f":{failure.line}"
+        first = failure.message.splitlines()[0] if failure.message else ""
+        at = f" ({_code(where)})" if where else ""
+        lines.append(f"- {_code(failure.key)}{at}: {_text(first)}")
+    if len(failures) > rows:
+        lines.append(f"- ... and {len(failures) - rows} more")
+    return lines
+
+
+def _code(text: str) -> str:
+    """An inline code span that survives backticks in the text, and pipes in a table."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text.replace('|', chr(92) + '|')}{pad}{fence}"
+
+
+def _text(text: str) -> str:
+    """Plain text in Markdown: no table breaks, no stray emphasis or HTML."""
+    for char in ("\\", "|", "*", "_", "<", ">", "[", "]", "`"):
+        text = text.replace(char, "\\" + char)
+    return text.replace("\r", " ").replace("\n", " ")

@@ -1,0 +1,75 @@
+"""The gate's outcome in one sentence, and the interval the verdict rested on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from verdryx_core.gating.comparison import GateResult
+from verdryx_core.gating.drift import DriftReport
+
+__all__ = ["GateOutcome", "Interval", "verdict_interval", "verdict_line"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GateOutcome:
+    """What the gate did against baseline `baseline`: judged (`result`) or refused (why)."""
+
+    baseline: str
+    result: GateResult | None = None
+    refused: str | None = None
+
+    @property
+    def regressed(self) -> bool:
+        return self.refused is None and self.result is not None and self.result.regressed
+
+    @property
+    def verdict(self) -> str:
+        """`regressed`, `on-track`, `refused`, or `not-compared` (no case matched)."""
+        if self.refused is not None:
+            return "refused"
+        if self.result is None or self.result.report is None:
+            return "not-compared"
+        return self.result.report.verdict
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Interval:
+    low: float
+    high: float
+    #: True when over per-case differences of matched cases (the paired comparison).
+    paired: bool
+    n: int
+
+    def __str__(self) -> str:
+        kind = f"paired, n={self.n}" if self.paired else f"two-sample, n={self.n}"
+        return f"95% CI ({kind}) [{self.low:+.3f}, {self.high:+.3f}]"
+
+
+def verdict_interval(report: DriftReport) -> Interval | None:
+    """The interval the verdict used: paired when at least two cases matched, as
+    `compute_drift` decides; two-sample otherwise; None with fewer than two scores a side."""
+    paired = report.paired
+    if paired is not None and paired.ci_low is not None and paired.ci_high is not None:
+        return Interval(low=paired.ci_low, high=paired.ci_high, paired=True, n=paired.n)
+    if report.ci_low is not None and report.ci_high is not None:
+        return Interval(low=report.ci_low, high=report.ci_high, paired=False, n=report.n)
+    return None
+
+
+def verdict_line(gate: GateOutcome) -> str:
+    """One line: what a JUnit failure message, an annotation and a summary heading say."""
+    name = gate.baseline
+    if gate.refused is not None:
+        return f"verdryx gate refused against baseline {name}: {gate.refused}"
+    result = gate.result
+    if result is None or result.report is None:
+        note = result.note if result is not None else "no run to compare"
+        return f"verdryx gate: nothing compared against baseline {name}: {note}"
+    report = result.report
+    interval = verdict_interval(report)
+    shown = str(interval) if interval is not None else "CI n/a (fewer than 2 scores on a side)"
+    return (
+        f"verdryx gate: {report.verdict.upper()} against baseline {name}: "
+        f"mean {report.mean_score:.3f} (baseline {report.baseline_mean:.3f}), "
+        f"delta {report.delta:+.3f}, {shown}"
+    )

@@ -1,0 +1,152 @@
+"""Words for results: the lines both faces print (the CLI and the pytest terminal summary)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from verdryx_core.errors import CLI_FLAGS, word_hint
+from verdryx_core.gating.comparison import GateResult
+from verdryx_core.runs import EvalRun, Score
+
+__all__ = [
+    "fmt_score",
+    "fmt_usd",
+    "gate_lines",
+    "repeat_note",
+    "run_lines",
+    "unmeasured_lines",
+]
+
+
+def fmt_score(value: float | None) -> str:
+    return "unmeasured" if value is None else f"{value:.3f}"
+
+
+def fmt_usd(value: float) -> str:
+    if value == 0:
+        return "$0"
+    return f"${value:.4f}" if value >= 0.01 else f"${value:.6f}"
+
+
+def run_lines(
+    run: EvalRun, *, passed: int | None = None, failed: int | None = None, xfailed: int = 0
+) -> list[str]:
+    measured = len(run.measured)
+    asked = len(run.scores)
+    mean = run.mean_score
+    mean_text = (
+        f"{mean:.3f} over {measured} case{'s' if measured != 1 else ''}"
+        if mean is not None
+        else f"unmeasured (0 of {asked} cases measured)"
+    )
+    lines = [
+        f"run {run.id}  model={run.model}"
+        + (f"  judge={run.judge_model}" if run.judge_model else "")
+    ]
+    lines.append(f"mean score: {mean_text}")
+    if passed is not None and failed is not None:
+        known = f", {xfailed} below the bar as in the baseline" if xfailed else ""
+        lines.append(
+            f"cases: {passed} passed, {failed} failed{known}, {len(run.unmeasured)} unmeasured"
+        )
+    elif run.unmeasured:
+        lines.append(f"unmeasured: {len(run.unmeasured)} of {asked} (counted apart, never as 0)")
+    cost = run.total_cost_usd
+    cost_line = (
+        f"tokens: {run.total_tokens}   cost: {fmt_usd(cost)} "
+        f"(model {fmt_usd(run.model_cost_usd)}, judge {fmt_usd(run.judge_cost_usd)})"
+    )
+    passing = sum(1 for score in run.scores if score.passed)
+    if cost > 0:
+        per = fmt_usd(cost / passing) if passing else "n/a (no case passed)"
+        cost_line += f"   per passing case: {per}"
+    lines.append(cost_line)
+    return lines
+
+
+def repeat_note(repeat: int, live_cases: int, flags: Mapping[str, str] = CLI_FLAGS) -> str | None:
+    """The one line saying repeats were asked for and change nothing: no scored case's output
+    was live (a model or target call), and a recorded output is one fixed measurement."""
+    if repeat <= 1 or live_cases > 0:
+        return None
+    flag = word_hint("{repeat}", flags)
+    return f"{flag} {repeat} changes nothing here: every case's output is recorded"
+
+
+def unmeasured_lines(scores: Sequence[Score], *, limit: int = 10) -> list[str]:
+    lines = [f"  {score.key}: {score.unmeasured}" for score in scores[:limit]]
+    if len(scores) > limit:
+        lines.append(f"  ... and {len(scores) - limit} more")
+    return lines
+
+
+def gate_lines(
+    result: GateResult,
+    *,
+    worst: int = 5,
+    list_limit: int = 10,
+    flags: Mapping[str, str] = CLI_FLAGS,
+    repeats_help: bool = True,
+) -> list[str]:
+    """The gate's lines; `flags`: how the face printing them spells its settings;
+    `repeats_help`: whether some case's output is live (see `repeat_note`)."""
+    baseline = result.baseline
+    name = baseline.label or baseline.id
+    lines: list[str] = []
+    if result.model_change:
+        allowed = word_hint("allowed by {allow_model_change}", flags)
+        lines.append(f"WARNING: {result.model_change} ({allowed})")
+    report = result.report
+    if report is None:
+        lines.append(f"baseline {name}: {result.note}")
+    else:
+        lines.append(
+            f"baseline {name}: {report.baseline_mean:.3f} over {result.matched} matched "
+            f"case{'s' if result.matched != 1 else ''}   current: {report.mean_score:.3f}"
+            + (f" (window of {report.window} runs)" if report.window > 1 else "")
+        )
+        interval = _interval(report)
+        lines.append(f"delta: {report.delta:+.3f}   {interval}")
+        if report.mde is not None and report.mde > 0:
+            lines.append(
+                f"smallest drop these {result.matched} cases can detect (80% power): "
+                f"{report.mde:.3f}"
+            )
+        sentence = report.inconclusive_sentence(flags, repeats_help=repeats_help)
+        if sentence:
+            lines.append(sentence)
+        lines.append(f"verdict: {report.verdict.upper()}  (gate: {report.gate})")
+    for title, keys in (
+        ("added since the baseline (not compared)", result.added),
+        ("removed since the baseline", result.removed),
+        ("changed since the baseline (not compared)", result.changed),
+    ):
+        if keys:
+            shown = ", ".join(keys[:list_limit])
+            more = f" and {len(keys) - list_limit} more" if len(keys) > list_limit else ""
+            lines.append(f"{title}: {len(keys)}: {shown}{more}")
+    drops = [item for item in result.deltas if item.delta < 0][:worst]
+    if drops and report is not None and report.verdict == "regressed":
+        lines.append("worst regressed cases:")
+        lines.extend(
+            f"  {item.key}: {item.baseline:.3f} -> {item.current:.3f} ({item.delta:+.3f})"
+            for item in drops
+        )
+    return lines
+
+
+def _interval(report: object) -> str:
+    paired = getattr(report, "paired", None)
+    if paired is not None and paired.ci_low is not None:
+        t = "n/a" if paired.t_statistic is None else f"{paired.t_statistic:+.2f}"
+        return (
+            f"95% CI (paired, n={paired.n}): [{paired.ci_low:+.3f}, {paired.ci_high:+.3f}]   "
+            f"paired t: {t}"
+        )
+    ci_low = getattr(report, "ci_low", None)
+    ci_high = getattr(report, "ci_high", None)
+    if ci_low is not None and ci_high is not None:
+        t_stat = getattr(report, "t_statistic", None)
+        t = "n/a" if t_stat is None else f"{t_stat:+.2f}"
+        return f"95% CI: [{ci_low:+.3f}, {ci_high:+.3f}]   Welch t: {t}"
+    return "CI: n/a (fewer than 2 scores on a side)"

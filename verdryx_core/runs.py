@@ -1,0 +1,425 @@
+"""What a run produced: one `Score` per case, the `EvalRun` that holds them, and the
+`Baseline` a run is compared with.
+
+All are frozen; each crosses process and file boundaries through `to_dict` / `from_dict`,
+which produce and accept only JSON-ready builtins (xdist workers send these).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from verdryx_core.cases import case_key
+from verdryx_core.untrusted.text import clean_text
+
+__all__ = [
+    "Baseline",
+    "BaselineCase",
+    "CheckResult",
+    "EvalRun",
+    "Score",
+    "iso_utc",
+    "parse_iso",
+    "pool_values",
+]
+
+
+def iso_utc(moment: datetime) -> str:
+    """ISO-8601 in UTC; a naive datetime is taken to be UTC already."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat()
+
+
+def parse_iso(text: str) -> datetime:
+    moment = datetime.fromisoformat(text)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckResult:
+    """What one check of a multi-check case scored (kept on the Score, shown and stored)."""
+
+    grader: str
+    weight: float
+    value: float | None
+    unmeasured: str | None = None
+    reason: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "grader": self.grader,
+            "weight": self.weight,
+            "value": self.value,
+            "unmeasured": self.unmeasured,
+            "reason": self.reason,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CheckResult:
+        value = data.get("value")
+        return cls(
+            grader=data["grader"],
+            weight=float(data.get("weight", 1.0)),
+            value=None if value is None else float(value),
+            unmeasured=data.get("unmeasured"),
+            reason=data.get("reason"),
+        )
+
+
+_SCORE_TEXT: Final = (
+    "case_id",
+    "eval_set_id",
+    "grader",
+    "unmeasured",
+    "output",
+    "expected",
+    "reason",
+)
+_RUN_TEXT: Final = ("id", "model", "judge_model", "agent_id", "plugin_version")
+
+
+def _clean_fields(instance: object, names: tuple[str, ...]) -> None:
+    for name in names:
+        value = getattr(instance, name)
+        if isinstance(value, str):
+            cleaned = clean_text(value)
+            if cleaned is not value:
+                object.__setattr__(instance, name, cleaned)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Score:
+    """The graded result of one case in one run.
+
+    `value` is None exactly when the case was unmeasured, and `unmeasured` then says why:
+    an unmeasured case is counted apart, never as 0.0.
+    """
+
+    case_id: str
+    eval_set_id: str
+    value: float | None
+    grader: str
+    tokens: int = 0
+    #: Spend on the model under evaluation.
+    cost_usd: float = 0.0
+    #: Spend on grading (the LLM judge, the typed verdict service), kept apart from model spend.
+    judge_cost_usd: float = 0.0
+    unmeasured: str | None = None
+    #: `EvalCase.fingerprint()` of the case as graded; "" for custom cases without content.
+    fingerprint: str = ""
+    passed: bool | None = None
+    #: The pass bar `passed` was decided against (see `verdryx_core.evaluation.bar`). Not
+    #: stored: a run read back from the store keeps `passed`, and its bar is not compared.
+    bar: float | None = field(default=None, compare=False)
+    #: Per-sample values when the case was sampled several times (`--verdryx-repeat`).
+    samples: tuple[float, ...] = ()
+    #: What a reader needs to judge the grade: output, expected, judge reason.
+    output: str | None = None
+    expected: str | None = None
+    reason: str | None = None
+    #: A multi-check case's per-check results, in the case's order.
+    checks: tuple[CheckResult, ...] = ()
+    #: Seconds the case's calls took (model or target, and judge; all samples), when it made
+    #: any. Not stored: it is the item's duration (`--durations`, JUnit `time`).
+    latency_s: float | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        # The text rule (untrusted/text.py): an agent's or a provider's answer may hold a lone
+        # surrogate; every score passes here on its way to the store, JUnit and the terminal,
+        # so the run is kept with U+FFFD in its place instead of being lost to an encode error.
+        _clean_fields(self, _SCORE_TEXT)
+        if (self.value is None) == (self.unmeasured is None):
+            raise ValueError(
+                f"score for case {self.case_id!r}: exactly one of value and unmeasured is set"
+            )
+        if self.value is not None and not (0.0 <= self.value <= 1.0 and math.isfinite(self.value)):
+            raise ValueError(f"score for case {self.case_id!r}: value {self.value!r} not in [0, 1]")
+
+    @property
+    def key(self) -> str:
+        return case_key(self.eval_set_id, self.case_id)
+
+    @property
+    def measured(self) -> bool:
+        return self.value is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "case_id": self.case_id,
+            "eval_set_id": self.eval_set_id,
+            "value": self.value,
+            "grader": self.grader,
+            "tokens": self.tokens,
+            "cost_usd": self.cost_usd,
+            "judge_cost_usd": self.judge_cost_usd,
+            "unmeasured": self.unmeasured,
+            "fingerprint": self.fingerprint,
+            "passed": self.passed,
+            "samples": list(self.samples),
+            "output": self.output,
+            "expected": self.expected,
+            "reason": self.reason,
+            "checks": [check.to_dict() for check in self.checks],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Score:
+        return cls(
+            case_id=data["case_id"],
+            eval_set_id=data["eval_set_id"],
+            value=data.get("value"),
+            grader=data["grader"],
+            tokens=int(data.get("tokens") or 0),
+            cost_usd=float(data.get("cost_usd") or 0.0),
+            judge_cost_usd=float(data.get("judge_cost_usd") or 0.0),
+            unmeasured=data.get("unmeasured"),
+            fingerprint=data.get("fingerprint") or "",
+            passed=data.get("passed"),
+            samples=tuple(data.get("samples") or ()),
+            output=data.get("output"),
+            expected=data.get("expected"),
+            reason=data.get("reason"),
+            checks=tuple(CheckResult.from_dict(item) for item in data.get("checks") or ()),
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EvalRun:
+    """One graded run over one or more eval sets. `complete` is False for an interrupted run.
+
+    The provenance fields say where a run came from: a free `label`, the VCS `commit` and
+    `branch`, the CI job's `ci_url`, the `run_group` its shards share, this run's `shard`
+    ("2/3"), and `partial` when it ran a subset of the cases on purpose (one shard, a `-k`).
+    """
+
+    id: str
+    model: str
+    started_at: datetime
+    finished_at: datetime | None = None
+    eval_set_ids: tuple[str, ...] = ()
+    judge_model: str | None = None
+    agent_id: str | None = None
+    scores: tuple[Score, ...] = ()
+    complete: bool = True
+    plugin_version: str = ""
+    label: str | None = None
+    commit: str | None = None
+    branch: str | None = None
+    ci_url: str | None = None
+    run_group: str | None = None
+    shard: str | None = None
+    partial: bool = False
+
+    def __post_init__(self) -> None:
+        # The eval sets are a set: the store keeps them sorted (runs are matched by the exact
+        # set) and "" is no agent, so both are normalised here, or a run read back from the
+        # store would not equal the run that was saved.
+        object.__setattr__(
+            self, "eval_set_ids", tuple(sorted({clean_text(item) for item in self.eval_set_ids}))
+        )
+        object.__setattr__(self, "agent_id", self.agent_id or None)
+        _clean_fields(self, _RUN_TEXT)
+
+    @property
+    def measured(self) -> tuple[Score, ...]:
+        return tuple(score for score in self.scores if score.value is not None)
+
+    @property
+    def unmeasured(self) -> tuple[Score, ...]:
+        return tuple(score for score in self.scores if score.value is None)
+
+    @property
+    def mean_score(self) -> float | None:
+        """Mean over measured cases; None when nothing was measured (never a made-up 0.0)."""
+        values = [score.value for score in self.scores if score.value is not None]
+        return math.fsum(values) / len(values) if values else None
+
+    @property
+    def total_tokens(self) -> int:
+        return sum(score.tokens for score in self.scores)
+
+    @property
+    def model_cost_usd(self) -> float:
+        return math.fsum(score.cost_usd for score in self.scores)
+
+    @property
+    def judge_cost_usd(self) -> float:
+        return math.fsum(score.judge_cost_usd for score in self.scores)
+
+    @property
+    def total_cost_usd(self) -> float:
+        return self.model_cost_usd + self.judge_cost_usd
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "model": self.model,
+            "started_at": iso_utc(self.started_at),
+            "finished_at": iso_utc(self.finished_at) if self.finished_at else None,
+            "eval_set_ids": list(self.eval_set_ids),
+            "judge_model": self.judge_model,
+            "agent_id": self.agent_id,
+            "scores": [score.to_dict() for score in self.scores],
+            "complete": self.complete,
+            "plugin_version": self.plugin_version,
+            "label": self.label,
+            "commit": self.commit,
+            "branch": self.branch,
+            "ci_url": self.ci_url,
+            "run_group": self.run_group,
+            "shard": self.shard,
+            "partial": self.partial,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> EvalRun:
+        finished = data.get("finished_at")
+        return cls(
+            id=data["id"],
+            model=data["model"],
+            started_at=parse_iso(data["started_at"]),
+            finished_at=parse_iso(finished) if finished else None,
+            eval_set_ids=tuple(data.get("eval_set_ids") or ()),
+            judge_model=data.get("judge_model"),
+            agent_id=data.get("agent_id") or None,
+            scores=tuple(Score.from_dict(item) for item in data.get("scores") or ()),
+            complete=bool(data.get("complete", True)),
+            plugin_version=data.get("plugin_version") or "",
+            label=data.get("label"),
+            commit=data.get("commit"),
+            branch=data.get("branch"),
+            ci_url=data.get("ci_url"),
+            run_group=data.get("run_group"),
+            shard=data.get("shard"),
+            partial=bool(data.get("partial", False)),
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BaselineCase:
+    """What a baseline remembers of one case: its score and the fingerprint it was measured on."""
+
+    eval_set_id: str
+    case_id: str
+    value: float
+    fingerprint: str = ""
+    passed: bool | None = None
+
+    @property
+    def key(self) -> str:
+        return case_key(self.eval_set_id, self.case_id)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "eval_set_id": self.eval_set_id,
+            "case_id": self.case_id,
+            "value": self.value,
+            "fingerprint": self.fingerprint,
+            "passed": self.passed,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> BaselineCase:
+        return cls(
+            eval_set_id=data["eval_set_id"],
+            case_id=data["case_id"],
+            value=float(data["value"]),
+            fingerprint=data.get("fingerprint") or "",
+            passed=data.get("passed"),
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Baseline:
+    """A frozen snapshot of a run's measured cases, never a live pointer to the run."""
+
+    id: str
+    label: str
+    run_id: str
+    mean: float
+    created_at: datetime
+    model: str
+    judge_model: str | None = None
+    plugin_version: str = ""
+    cases: tuple[BaselineCase, ...] = ()
+
+    @classmethod
+    def from_run(
+        cls, run: EvalRun, *, id: str, label: str, created_at: datetime | None = None
+    ) -> Baseline:
+        mean = run.mean_score
+        if mean is None:
+            raise ValueError(
+                f"eval run {run.id!r} has zero measured cases "
+                f"({len(run.unmeasured)} unmeasured): a baseline of an unmeasured mean "
+                "would be a fabricated number"
+            )
+        seen: set[str] = set()
+        for score in run.measured:
+            if score.key in seen:
+                # A baseline remembers one score per case; which of two would it keep?
+                raise ValueError(
+                    f"eval run {run.id!r} scores case {score.key!r} more than once (was an "
+                    "eval set given twice?): a baseline needs one score per case"
+                )
+            seen.add(score.key)
+        return cls(
+            id=id,
+            label=label,
+            run_id=run.id,
+            mean=mean,
+            created_at=created_at or datetime.now(UTC),
+            model=run.model,
+            judge_model=run.judge_model,
+            plugin_version=run.plugin_version,
+            cases=tuple(
+                BaselineCase(
+                    eval_set_id=score.eval_set_id,
+                    case_id=score.case_id,
+                    value=score.value,
+                    fingerprint=score.fingerprint,
+                    passed=score.passed,
+                )
+                for score in run.scores
+                if score.value is not None
+            ),
+        )
+
+    def case_map(self) -> dict[str, BaselineCase]:
+        return {case.key: case for case in self.cases}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "label": self.label,
+            "run_id": self.run_id,
+            "mean": self.mean,
+            "created_at": iso_utc(self.created_at),
+            "model": self.model,
+            "judge_model": self.judge_model,
+            "plugin_version": self.plugin_version,
+            "cases": [case.to_dict() for case in self.cases],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Baseline:
+        return cls(
+            id=data["id"],
+            label=data.get("label") or "",
+            run_id=data["run_id"],
+            mean=float(data["mean"]),
+            created_at=parse_iso(data["created_at"]),
+            model=data["model"],
+            judge_model=data.get("judge_model"),
+            plugin_version=data.get("plugin_version") or "",
+            cases=tuple(BaselineCase.from_dict(item) for item in data.get("cases") or ()),
+        )
+
+
+def pool_values(runs: Iterable[EvalRun]) -> list[float]:
+    return [score.value for run in runs for score in run.scores if score.value is not None]
