@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from verdryx_core.gating.compare import GateOutcome
 from verdryx_core.reporting.ci import (
     CaseFailure,
-    GateOutcome,
     case_lines,
     github_annotations,
     step_summary,

@@ -1,7 +1,7 @@
-"""The end of a session, in order: assemble the run, store it, gate it against the baseline
-(the drift verdict), save a baseline, send the exports. One function, `end_session`, returns
-a `SessionEnd` that the terminal summary only prints; pytest runs it in
-`pytest_sessionfinish`, which it reaches even on exits that skip the summary.
+"""The end of a session, in order: the run assembled by the evaluation, stored, gated by the
+core's `compare` (verdict and exit decision), a baseline saved, the exports sent.
+`finish_session` returns a `SessionEnd` that the terminal summary only prints; pytest runs it
+in `pytest_sessionfinish`, which it reaches even on exits that skip the summary.
 """
 
 from __future__ import annotations
@@ -9,41 +9,33 @@ from __future__ import annotations
 import dataclasses
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime
-from pathlib import Path
 
 import pytest
 
 from pytest_verdryx import exports
-from pytest_verdryx.baseline import BaselineView
-from pytest_verdryx.options import Settings, worded
+from pytest_verdryx.context import SessionContext
+from pytest_verdryx.options import FLAGS, Settings, worded
 from pytest_verdryx.state import SessionState
-from pytest_verdryx.storehandle import StoreHandle
-from verdryx_core.addons.events.otlp import SpanExporter
 from verdryx_core.errors import StoreError, VerdryxError
-from verdryx_core.evaluation import EvalSettings, assemble_run, save_run
 from verdryx_core.gating.baselines import check_label, write_baseline_file
-from verdryx_core.gating.comparison import GateResult, compare_to_baseline, select_window
+from verdryx_core.gating.compare import GateOutcome, GatePolicy, compare, refused
 from verdryx_core.runs import Baseline, EvalRun
 from verdryx_core.store import StoreTarget
 
-__all__ = ["SessionEnd", "end_session", "incomplete_reason"]
+__all__ = ["SessionEnd", "finish_session", "incomplete_reason"]
 
 
 @dataclass(slots=True, kw_only=True)
 class SessionEnd:
     """What the end of the session decided and did; the summary prints it, nothing more."""
 
+    context: SessionContext
     run: EvalRun
-    settings: Settings
-    baseline: BaselineView
-    state: SessionState
     #: Why the run is not a whole measurement (None: it is).
     incomplete: str | None = None
-    result: GateResult | None = None
-    gate_error: str | None = None
-    #: The ini's baseline label that names no baseline (the gate refused for it).
-    missing_baseline: str | None = None
+    #: The gate's outcome; None when no baseline was named (or this is one shard of a group,
+    #: gated with its group by `verdryx gate`).
+    gate: GateOutcome | None = None
     saved_baseline: str | None = None
     #: Summary lines: warnings, errors and what the exports did.
     messages: list[str] = field(default_factory=list)
@@ -54,6 +46,14 @@ class SessionEnd:
     store_path: StoreTarget | None = None
     #: Whether the run really is in the store (a failed write leaves it False).
     stored: bool = False
+
+    @property
+    def settings(self) -> Settings:
+        return self.context.settings
+
+    @property
+    def state(self) -> SessionState:
+        return self.context.state
 
 
 def incomplete_reason(
@@ -82,122 +82,135 @@ def incomplete_reason(
     return None
 
 
-def end_session(
-    *,
-    config: pytest.Config,
-    settings: Settings,
-    eval_settings: EvalSettings,
-    state: SessionState,
-    baseline: BaselineView,
-    store: StoreHandle,
-    run_id: str,
-    missing_baseline: tuple[str, str] | None = None,
-    started_at: datetime,
-    stopped: str | None,
-    exit_status: int | pytest.ExitCode,
-    messages: list[str],
-    exporter: SpanExporter | None,
-    otlp_endpoint: str | None,
-    call_seconds: float,
+def finish_session(
+    context: SessionContext, session: pytest.Session, *, call_seconds: float
 ) -> SessionEnd:
-    incomplete = incomplete_reason(state, stopped=stopped, exit_status=exit_status)
-    run = assemble_run(
-        run_id=run_id,
-        settings=eval_settings,
-        started_at=started_at,
-        scores=state.ordered_scores(),
-        complete=incomplete is None,
-    )
-    run = _with_provenance(run, config, settings, state, stopped=stopped)
-    if settings.run_group:
-        run = dataclasses.replace(run, run_group=settings.run_group)
-    if settings.shard is not None:
-        # One shard of a group: stored for `verdryx gate`, a subset on purpose.
-        run = dataclasses.replace(run, shard=str(settings.shard), partial=True)
+    settings, state = context.settings, context.state
+    stopped_by = session.shouldfail or session.shouldstop
+    stopped = str(stopped_by) if stopped_by else None
+    incomplete = incomplete_reason(state, stopped=stopped, exit_status=session.exitstatus)
+    run = context.evaluation.run(state.ordered_scores(), complete=incomplete is None)
+    run = _with_provenance(run, context, stopped=stopped)
     end = SessionEnd(
+        context=context,
         run=run,
-        settings=settings,
-        baseline=baseline,
-        state=state,
         incomplete=incomplete,
-        messages=list(messages),
-        exit_status=exit_status,
+        messages=list(context.messages),
+        exit_status=session.exitstatus,
         call_seconds=call_seconds,
-        store_path=store.path if settings.store else None,
+        store_path=context.store.path if settings.store else None,
     )
     if settings.store:
-        try:
-            save_run(
-                store.open(),
-                run,
-                cache_entries=state.calls.take_entries(),
-                promises=state.contract_ids,
-            )
-            end.stored = True
-        except StoreError as exc:
-            end.messages.append(f"ERROR: the run was not stored: {worded(exc)}")
+        _store(end)
+    if settings.shard is None:  # a shard is gated with its group (`verdryx gate`)
+        end.gate = _gate(end)
+    if end.gate is not None:
+        if end.gate.exit == "refused":
+            end.exit_status = pytest.ExitCode.USAGE_ERROR
+        elif end.gate.exit == "regressed":
             _fail(end)
-        except ValueError as exc:  # a value the store cannot encode: a line, not INTERNALERROR
-            end.messages.append(f"ERROR: the run was not stored: {type(exc).__name__}: {exc}")
-            _fail(end)
-    if baseline.baseline is not None and settings.shard is None:
-        # A shard is gated with its group (`verdryx gate`), never on its own.
-        _gate(end, baseline.baseline, store)
-    if missing_baseline is not None and settings.shard is None:
-        _missing_baseline(end, *missing_baseline)
     if settings.save_baseline:
-        _save_baseline(end, store, config.rootpath)
-    exports.add_junit_properties(config, run, end.result, baseline.name)
-    _ci_outputs(config, end)
-    _send_exports(end, store, exporter, otlp_endpoint)
+        _save_baseline(end)
+    result = end.gate.result if end.gate is not None else None
+    exports.add_junit_properties(context.config, run, result, context.baseline_name)
+    _ci_outputs(end)
+    _send_exports(end)
     return end
 
 
-def _ci_outputs(config: pytest.Config, end: SessionEnd) -> None:
+def _store(end: SessionEnd) -> None:
+    context = end.context
+    try:
+        context.evaluation.save(
+            context.store.open(),
+            end.run,
+            cache_entries=context.state.calls.take_entries(),
+            promises=context.state.contract_ids,
+        )
+        end.stored = True
+    except StoreError as exc:
+        end.messages.append(f"ERROR: the run was not stored: {worded(exc)}")
+        _fail(end)
+    except ValueError as exc:  # a value the store cannot encode: a line, not INTERNALERROR
+        end.messages.append(f"ERROR: the run was not stored: {type(exc).__name__}: {exc}")
+        _fail(end)
+
+
+def _gate(end: SessionEnd) -> GateOutcome | None:
+    """The gate against the session's baseline; a refusal for an ini label that names no
+    baseline (docs/options.md), unless this run saves that label (a first baseline)."""
+    context, settings, run = end.context, end.settings, end.run
+    if context.baseline is not None:
+        # Earlier runs live in the store; with no store yet (--no-verdryx-store on a fresh
+        # runner) there are none, and opening it would create the file.
+        has_store = settings.store or context.store.exists()
+        try:
+            history = context.store.open() if settings.window > 1 and has_store else None
+        except VerdryxError as exc:
+            return refused(context.baseline_name, worded(exc))
+        return compare(
+            run,
+            context.baseline,
+            gate=GatePolicy(
+                rule=settings.gate,
+                threshold=settings.threshold,
+                min_effect=settings.min_effect,
+                window=settings.window,
+                allow_model_change=settings.allow_model_change,
+            ),
+            history=history,
+            known_keys=context.state.known_keys,
+            flags=FLAGS,
+        )
+    if context.missing_baseline is None:
+        return None
+    label, why = context.missing_baseline
+    if settings.save_baseline == label:
+        end.messages.append(
+            f"WARNING: baseline {label!r} (verdryx_baseline in the ini) was not found, "
+            "so nothing was gated"
+        )
+        return None
+    if not run.complete:
+        return None  # not gated anyway: the INCOMPLETE line of the summary says why
+    return refused(label, f"{why} (verdryx_baseline in the ini)")
+
+
+def _ci_outputs(end: SessionEnd) -> None:
     """The gate as a test, and the job summary (docs/ci.md): before junitxml writes its file."""
     from pytest_verdryx.ci import CiOutputs
-    from verdryx_core.reporting.ci import GateOutcome
 
-    ci = config.pluginmanager.get_plugin("verdryx-ci")
-    if not isinstance(ci, CiOutputs):
-        return
-    gate = None
-    refused = end.gate_error.removeprefix("gate refused: ") if end.gate_error else None
-    # A shard has no gate of its own: `verdryx gate --junitxml` reports the group's.
-    if end.baseline.baseline is not None and end.settings.shard is None:
-        gate = GateOutcome(baseline=end.baseline.name, result=end.result, refused=refused)
-    elif end.missing_baseline is not None and refused is not None:
-        gate = GateOutcome(baseline=end.missing_baseline, refused=refused)
-    ci.finish(end.run, gate, gated=end.run.complete)
+    ci = end.context.config.pluginmanager.get_plugin("verdryx-ci")
+    if isinstance(ci, CiOutputs):
+        ci.finish(end.run, end.gate, gated=end.run.complete)
 
 
-def _with_provenance(
-    run: EvalRun,
-    config: pytest.Config,
-    settings: Settings,
-    state: SessionState,
-    *,
-    stopped: str | None,
-) -> EvalRun:
+def _with_provenance(run: EvalRun, context: SessionContext, *, stopped: str | None) -> EvalRun:
     """Where the run came from (docs/ci.md), and whether it measured only part of the cases
     collected: a subset is stored as partial, kept out of windows, history and baselines."""
     from verdryx_core.reporting.ci import ci_provenance, default_run_group
 
+    config, settings = context.config, context.settings
     found = ci_provenance(cwd=config.rootpath)
-    return dataclasses.replace(
+    run = dataclasses.replace(
         run,
         label=settings.label,
         commit=found.commit,
         branch=found.branch,
         ci_url=found.ci_url,
-        run_group=default_run_group(),
-        partial=is_subset(config, state, stopped=stopped),
+        run_group=settings.run_group or default_run_group(),
+        partial=is_subset(context, stopped=stopped),
     )
+    if settings.shard is not None:
+        # One shard of a group: stored for `verdryx gate`, a subset on purpose.
+        run = dataclasses.replace(run, shard=str(settings.shard), partial=True)
+    return run
 
 
-def is_subset(config: pytest.Config, state: SessionState, *, stopped: str | None) -> bool:
+def is_subset(context: SessionContext, *, stopped: str | None) -> bool:
     """A run of fewer cases than were collected (-k, -m, --deselect, node ids select; a
     stop after -x), or of only the cases that failed last time (--lf)."""
+    state, config = context.state, context.config
     if stopped or state.stopped_early:
         return True
     if state.expected_count < len(state.known_keys):
@@ -215,52 +228,8 @@ def _fail(end: SessionEnd) -> None:
         end.exit_status = pytest.ExitCode.TESTS_FAILED
 
 
-def _gate(end: SessionEnd, baseline: Baseline, store: StoreHandle) -> None:
-    run, settings = end.run, end.settings
-    if not run.complete:
-        return  # the INCOMPLETE line of the summary says why
-    try:
-        window = [run]
-        # Earlier runs live in the store; with no store yet (--no-verdryx-store on a fresh
-        # runner) there are none, and opening it would create the file.
-        has_store = settings.store or store.exists()
-        if settings.window > 1 and has_store:
-            window = select_window(store.open(), run, settings.window)
-        end.result = compare_to_baseline(
-            window,
-            baseline,
-            known_keys=end.state.known_keys or None,
-            gate=settings.gate,
-            threshold=settings.threshold,
-            min_effect=settings.min_effect,
-            allow_model_change=settings.allow_model_change,
-        )
-    except VerdryxError as exc:
-        end.gate_error = f"gate refused: {worded(exc)}"
-        end.exit_status = pytest.ExitCode.USAGE_ERROR
-        return
-    if end.result.regressed and end.exit_status == pytest.ExitCode.OK:
-        end.exit_status = pytest.ExitCode.TESTS_FAILED
-
-
-def _missing_baseline(end: SessionEnd, label: str, why: str) -> None:
-    """The ini's `verdryx_baseline` names no baseline: fine while this run saves it (a
-    first baseline), otherwise the gate is refused (docs/options.md)."""
-    if end.settings.save_baseline == label:
-        end.messages.append(
-            f"WARNING: baseline {label!r} (verdryx_baseline in the ini) was not found, "
-            "so nothing was gated"
-        )
-        return
-    if not end.run.complete:
-        return  # not gated anyway: the INCOMPLETE line of the summary says why
-    end.missing_baseline = label
-    end.gate_error = f"gate refused: {why} (verdryx_baseline in the ini)"
-    end.exit_status = pytest.ExitCode.USAGE_ERROR
-
-
-def _save_baseline(end: SessionEnd, store: StoreHandle, root: Path) -> None:
-    run, settings = end.run, end.settings
+def _save_baseline(end: SessionEnd) -> None:
+    run, settings, context = end.run, end.settings, end.context
     label = settings.save_baseline or ""
     if run.partial and run.complete and not settings.allow_partial_baseline:
         end.messages.append(
@@ -282,8 +251,8 @@ def _save_baseline(end: SessionEnd, store: StoreHandle, root: Path) -> None:
     try:
         baseline = Baseline.from_run(run, id=str(uuid.uuid4()), label=check_label(label))
         if settings.store:
-            store.open().save_baseline(baseline)
-        path = write_baseline_file(root, baseline)
+            context.store.open().save_baseline(baseline)
+        path = write_baseline_file(context.config.rootpath, baseline)
     except (ValueError, VerdryxError, OSError) as exc:
         why = worded(exc) if isinstance(exc, VerdryxError) else str(exc)
         end.messages.append(f"ERROR: baseline {label!r} not saved: {why}")
@@ -292,19 +261,20 @@ def _save_baseline(end: SessionEnd, store: StoreHandle, root: Path) -> None:
     end.saved_baseline = f"{label} (mean {baseline.mean:.3f}) -> {path}"
 
 
-def _send_exports(
-    end: SessionEnd, store: StoreHandle, exporter: SpanExporter | None, otlp_endpoint: str | None
-) -> None:
+def _send_exports(end: SessionEnd) -> None:
     """The opt-in exports (events, OTLP, the HTML report): never failing the eval."""
-    run, settings = end.run, end.settings
-    drift = end.result.report if end.result else None
+    run, settings, context = end.run, end.settings, end.context
+    drift = end.gate.drift if end.gate is not None else None
     if settings.events:
         end.messages.extend(exports.emit_events(settings.events, run, drift))
-    if exporter is not None and otlp_endpoint:
-        end.messages.append(exports.export_spans(exporter, otlp_endpoint, run, drift))
+    if context.exporter is not None and context.otlp_endpoint:
+        end.messages.append(
+            exports.export_spans(context.exporter, context.otlp_endpoint, run, drift)
+        )
     if settings.report:
+        result = end.gate.result if end.gate is not None else None
         end.messages.append(
             exports.write_html_report(
-                store.open(), settings.report, run, end.baseline.baseline, end.result
+                context.store.open(), settings.report, run, context.baseline, result
             )
         )

@@ -16,7 +16,6 @@ from pytest_verdryx.scoring import ItemScoring
 from verdryx_core.cases import EvalCase
 from verdryx_core.errors import VerdryxError
 from verdryx_core.evaluation import decided
-from verdryx_core.graders import GradeContext
 from verdryx_core.runs import Score
 
 __all__ = ["VerdryxCase", "custom_case_identity"]
@@ -73,7 +72,7 @@ class VerdryxCase:
                 f"{self._item.nodeid}: grader {self.case.grader!r} needs expected=... in "
                 "@pytest.mark.verdryx"
             )
-        context = GradeContext(eval_set_id=self.eval_set_id, run_id=self._scoring.run_id)
+        context = self._scoring.context.evaluation.context(eval_set_id=self.eval_set_id)
         try:
             grade = grader.grade(self.case, output, context)
         except VerdryxError as exc:
@@ -110,7 +109,7 @@ class VerdryxCase:
         score = decided(
             self.case,
             eval_set_id=self.eval_set_id,
-            min_score=self._scoring.settings.min_score,
+            min_score=self._scoring.context.settings.min_score,
             value=value,
             unmeasured=unmeasured,
             grader=grader or self.case.grader,
@@ -122,5 +121,5 @@ class VerdryxCase:
         )
         self.score = score
         self._scoring.record(self._item, score)
-        outcome_for(score, self._scoring.baseline, self.case, raise_below=False)
+        outcome_for(score, self._scoring.context, self.case, raise_below=False)
         return score

@@ -21,7 +21,7 @@ from pytest_verdryx.scoring import ItemScoring, scoring_of
 from verdryx_core.cases import EvalCase
 from verdryx_core.errors import EvalSetError, ModelCallError, VerdryxError
 from verdryx_core.evalsets.load import EvalSet, load_evalset
-from verdryx_core.graders import GradeContext
+from verdryx_core.evaluation import Work
 from verdryx_core.runs import Score
 
 __all__ = ["EvalCaseItem", "EvalSetFile"]
@@ -48,7 +48,7 @@ class EvalSetFile(pytest.File):
                 f"eval set id {evalset.id!r} is already used by {other}; give each file its own id",
                 field="id",
             )
-        scoring_of(self.config).state.known_keys.update(
+        scoring_of(self.config).context.state.known_keys.update(
             f"{evalset.id}::{case.id}" for case in evalset.cases
         )
         for index, case in enumerate(evalset.cases):
@@ -92,29 +92,31 @@ class EvalCaseItem(pytest.Item):
     def _scoring(self) -> ItemScoring:
         return scoring_of(self.config)
 
+    def work(self) -> Work:
+        """This case as the evaluation's work, keyed by node id."""
+        evaluation = self._scoring.context.evaluation
+        return evaluation.work(self.evalset, self.case, key=self.nodeid)
+
     def setup(self) -> None:
         # Setup failures are reported by pytest without `repr_failure`: fail with the
         # message alone, so an infrastructure error reads as one line, not a traceback.
         problem: str | None = None
         scoring = self._scoring
-        context = GradeContext(
-            eval_set_id=self.evalset.id, eval_set_path=self.evalset.path, run_id=scoring.run_id
-        )
         try:
-            self.score = scoring.score_case(self, self.case, context)
+            self.score = scoring.score(self, self.work())
         except ModelCallError as exc:
             problem = f"infrastructure error (not a score): {worded(exc)}"
         except VerdryxError as exc:
             problem = f"{self.nodeid}: {worded(exc)}"
         if problem is not None:  # outside `except`: no "during handling" chain in the report
-            scoring.state.errors.append(
+            scoring.context.state.errors.append(
                 problem if problem.startswith(self.nodeid) else f"{self.nodeid}: {problem}"
             )
             pytest.fail(problem, pytrace=False)
 
     def runtest(self) -> None:
         assert self.score is not None
-        outcome_for(self.score, self._scoring.baseline, self.case)
+        outcome_for(self.score, self._scoring.context, self.case)
 
     def repr_failure(
         self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None

@@ -1,6 +1,6 @@
 """A score becomes an item's pytest outcome: passed, failed (with a readable report),
-xfailed (below the bar in the baseline too) or skipped (unmeasured). The bar is the one the
-pipeline decided and carried on the Score."""
+xfailed (below the bar in the baseline too) or skipped (unmeasured). Whether it passed was
+decided once, by the evaluation (`Score.passed`, against `Score.bar`); this only maps it."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import difflib
 
 import pytest
 
-from pytest_verdryx.baseline import BaselineView
+from pytest_verdryx.context import SessionContext
 from verdryx_core.cases import EvalCase
-from verdryx_core.evaluation import DEFAULT_MIN_SCORE, stability
+from verdryx_core.evaluation import stability
 from verdryx_core.runs import Score
 from verdryx_core.untrusted.text import printable
 
@@ -27,7 +27,7 @@ class CaseBelowBar(Exception):
 
 def outcome_for(
     score: Score,
-    baseline: BaselineView,
+    context: SessionContext,
     case: EvalCase | None,
     *,
     raise_below: bool = True,
@@ -37,15 +37,16 @@ def outcome_for(
     since its traceback would only show the plugin's internals."""
     if score.value is None:
         pytest.skip(printable(f"unmeasured: {score.unmeasured}", keep_newlines=False))
-    bar = DEFAULT_MIN_SCORE if score.bar is None else score.bar
-    if score.passed or score.value >= bar:
+    if score.passed:
         return
-    base = baseline.excuse(score)
+    assert score.bar is not None  # a measured score is decided against its bar
+    bar = score.bar
+    base = context.excuse(score)
     if base is not None:
         # `pytrace=False`: a custom case's report shows the reason, not the plugin's frames.
         raise pytest.xfail.Exception(
             f"score {score.value:.3f} below the bar {bar:g}, as in baseline "
-            f"{baseline.name} ({base.value:.3f})",
+            f"{context.baseline_name} ({base.value:.3f})",
             pytrace=False,
         )
     text = failure_text(score, bar, case)

@@ -1,6 +1,6 @@
 """pytest entry point (`pytest11`): options, configure, collection, the marker, the fixture.
 
-Module-level hooks only wire things up; the per-session object in `hooks.py` does the work.
+Module-level hooks only wire things up; the per-session object in `session.py` does the work.
 """
 
 from __future__ import annotations
@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from pytest_verdryx.context import context_of
 from pytest_verdryx.fixture import VerdryxCase
 from pytest_verdryx.items import EvalSetFile
 from pytest_verdryx.options import add_options, read_settings
 from pytest_verdryx.scoring import scoring_of
-from pytest_verdryx.session import VerdryxPlugin
+from pytest_verdryx.session import VerdryxSession
 
 __all__ = [
     "pytest_addhooks",
@@ -32,7 +33,7 @@ MARKER = (
     "grade(output) or record(score, reason=...), and joins the run and the drift gate"
 )
 
-_PLUGIN_KEY = pytest.StashKey[VerdryxPlugin]()
+_PLUGIN_KEY = pytest.StashKey[VerdryxSession]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -47,7 +48,7 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER)
-    plugin = VerdryxPlugin(config, read_settings(config))
+    plugin = VerdryxSession(config, read_settings(config))
     config.stash[_PLUGIN_KEY] = plugin
     plugin.register()
     plugin.check()
@@ -60,7 +61,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> EvalSetFile | None:
-    patterns = scoring_of(parent.config).settings.patterns
+    patterns = context_of(parent.config).settings.patterns
     if any(fnmatch.fnmatch(file_path.name, pattern) for pattern in patterns):
         return EvalSetFile.from_parent(parent, path=file_path)
     return None
@@ -75,7 +76,7 @@ def pytest_make_collect_report(
     collector here, whose read fails as a one-line collection error naming the link."""
     report = yield
     if isinstance(collector, pytest.Dir | pytest.Package) and report.passed:
-        patterns = scoring_of(collector.config).settings.patterns
+        patterns = context_of(collector.config).settings.patterns
         for path in broken_links(collector.path, patterns):
             if collector.ihook.pytest_ignore_collect(collection_path=path, config=collector.config):
                 continue

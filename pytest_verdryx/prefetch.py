@@ -1,4 +1,4 @@
-"""Model calls made ahead of the items, in the bounded pool, with a progress line.
+"""Calls made ahead of the items (prefetched), in the bounded pool, with a progress line.
 
 Without xdist: every call the selected items need starts before the first item runs; each
 item then waits on its own result. Normally the session waits for all of them behind a
@@ -15,37 +15,32 @@ each worker makes its items' calls as they run, and a stop leaves the rest unmad
 from __future__ import annotations
 
 import fnmatch
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
+from pytest_verdryx.items import EvalCaseItem
 from pytest_verdryx.scoring import ItemScoring, scorer_for
-from pytest_verdryx.storehandle import StoreHandle
-from pytest_verdryx.stream import TerminalStream
-from verdryx_core.cases import EvalCase
 from verdryx_core.errors import VerdryxError
 from verdryx_core.evalsets.load import load_evalset
-from verdryx_core.evaluation import Ahead, Work, call_ahead, start_ahead
-from verdryx_core.graders import GradeContext
+from verdryx_core.evaluation import Prefetch, Work, prefetch_all, start_prefetch
 
-__all__ = ["AheadCalls"]
+__all__ = ["PrefetchCalls", "TerminalStream"]
 
 
-class AheadCalls:
-    def __init__(
-        self, config: pytest.Config, scoring: ItemScoring, store: StoreHandle, rootdir: Path
-    ) -> None:
-        self.config = config
+class PrefetchCalls:
+    def __init__(self, scoring: ItemScoring) -> None:
         self.scoring = scoring
-        self.store = store
-        self.rootdir = rootdir
+        self.context = scoring.context
+        self.config = scoring.context.config
         #: Wall time spent waiting for calls made ahead (the summary shows it).
         self.seconds = 0.0
         self.session: pytest.Session | None = None
         self._for_workers_done = False
         #: The items' calls made ahead, until `end` counts what no item took.
-        self._ahead: Ahead | None = None
+        self._ahead: Prefetch | None = None
         #: Whether those calls may still be running (items run as they end).
         self._in_flight = False
 
@@ -53,7 +48,7 @@ class AheadCalls:
         """Whether the session may end before its last item (then calls are not waited for
         up front, so the ones a stop makes unnecessary are never made)."""
         option = self.config.option
-        if self.scoring.settings.batch:
+        if self.context.settings.batch:
             return False  # a Message Batch is sent whole, before anything else
         return bool(option.maxfail) or bool(getattr(option, "stepwise", False))
 
@@ -72,29 +67,18 @@ class AheadCalls:
         """Start the calls of this process's selected items; wait for them unless the
         session may stop early."""
         self.session = session
-        if not self._may_call() or not self.scoring.state.expected:
+        if not self._may_call() or not self.context.state.expected:
             return
-        scoring = self.scoring
-        work = [
-            Work(
-                item.nodeid,
-                case,
-                GradeContext(
-                    eval_set_id=evalset.id, eval_set_path=evalset.path, run_id=scoring.run_id
-                ),
-            )
-            for item in session.items
-            if isinstance(case := getattr(item, "case", None), EvalCase)
-            and (evalset := getattr(item, "evalset", None)) is not None
-        ]
+        scoring, settings = self.scoring, self.context.settings
+        work = [item.work() for item in session.items if isinstance(item, EvalCaseItem)]
         streaming = self._may_stop_early()
-        ahead = start_ahead(
+        ahead = start_prefetch(
             scoring.scorer(),
             work,
-            concurrency=scoring.settings.concurrency,
+            concurrency=settings.concurrency,
             # Items report as their calls end: pytest's own progress is the progress line.
             stream=None if streaming else TerminalStream(self.config),
-            batch=scoring.settings.batch,
+            batch=settings.batch,
         )
         scoring.futures = ahead.futures  # the same dict: items take theirs out of it
         self._ahead, self._in_flight = ahead, True
@@ -120,7 +104,7 @@ class AheadCalls:
             self.seconds += ahead.seconds
         # Items take their futures out of `ahead.futures`: what is left, no item took.
         paid = ahead.scores()
-        state = self.scoring.state
+        state = self.context.state
         state.calls_given_up += len(ahead.given_up)
         state.unscored_calls += len(paid)
         state.unscored_cost_usd += sum(s.cost_usd + s.judge_cost_usd for s in paid.values())
@@ -134,7 +118,7 @@ class AheadCalls:
     def for_workers(self, node_ids: Sequence[str]) -> None:
         """On the xdist controller, once: every model call of the collected cases, into the
         store's response cache (which is how the answers reach the workers)."""
-        settings = self.scoring.settings
+        settings = self.context.settings
         if (
             self._for_workers_done
             or settings.cache == "off"  # the cache is how the answers reach the workers
@@ -149,12 +133,12 @@ class AheadCalls:
         work = self._cases_of(node_ids)
         if not work:
             return
-        pipeline = self.scoring.pipeline
-        scorer = scorer_for(pipeline, [entry.case for entry in work])
-        targets_ahead = pipeline.targets_cached and any(
-            pipeline.uses_target(entry.case) for entry in work
+        evaluation = self.context.evaluation
+        scorer = scorer_for(evaluation, [entry.case for entry in work])
+        targets_ahead = evaluation.targets_cached and any(
+            evaluation.uses_target(entry.case) for entry in work
         )
-        if not pipeline.paid and not targets_ahead:
+        if not evaluation.paid and not targets_ahead:
             return  # the stub model and judge: free, nothing to call ahead
         # A typed grade posts labels back to the service: it is asked once, by its worker.
         # A target's results reach the workers only through the cache (a declared version):
@@ -163,9 +147,9 @@ class AheadCalls:
             entry
             for entry in work
             if entry.case.grader != "typed"
-            and (pipeline.targets_cached or not pipeline.uses_target(entry.case))
+            and (evaluation.targets_cached or not evaluation.uses_target(entry.case))
         ]
-        ahead = call_ahead(
+        ahead = prefetch_all(
             scorer,
             remote,
             concurrency=settings.concurrency,
@@ -173,13 +157,13 @@ class AheadCalls:
             batch=settings.batch,
         )
         self.seconds += ahead.seconds
-        entries = pipeline.finish_calls().take_entries()
+        entries = evaluation.finish_calls().take_entries()
         if entries:
-            self.store.open().cache_put_many(entries)
+            self.context.store.open().cache_put_many(entries)
 
     def _cases_of(self, node_ids: Sequence[str]) -> list[Work]:
         """The eval cases behind collected node ids (`path::case-id`), read from their files."""
-        patterns = self.scoring.settings.patterns
+        patterns = self.context.settings.patterns
         wanted: dict[str, set[str]] = {}
         for node_id in node_ids:
             path, sep, case_id = node_id.partition("::")
@@ -189,15 +173,36 @@ class AheadCalls:
         work: list[Work] = []
         for path, case_ids in wanted.items():
             try:
-                evalset = load_evalset(self.rootdir / path)
+                evalset = load_evalset(self.config.rootpath / path)
             except VerdryxError:
                 continue  # the workers report it as a collection error
-            context = GradeContext(
-                eval_set_id=evalset.id, eval_set_path=evalset.path, run_id=self.scoring.run_id
-            )
             work.extend(
-                Work(f"{path}::{case.id}", case, context)
+                self.context.evaluation.work(evalset, case, key=f"{path}::{case.id}")
                 for case in evalset.cases
                 if case.id in case_ids
             )
         return work
+
+
+class TerminalStream:
+    def __init__(self, config: pytest.Config) -> None:
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        self._writer = getattr(reporter, "_tw", None)
+        self._fallback = sys.stderr
+
+    def write(self, text: str) -> int:
+        if self._writer is not None:
+            self._writer.write(text, flush=True)
+        else:
+            self._fallback.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        if self._writer is None:
+            self._fallback.flush()
+
+    def isatty(self) -> bool:
+        # The file, not `hasmarkup`: `--color=yes` in a CI log must still get plain lines.
+        file = getattr(self._writer, "_file", None) if self._writer is not None else None
+        target = file if file is not None else self._fallback
+        return bool(getattr(target, "isatty", lambda: False)())

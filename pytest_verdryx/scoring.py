@@ -1,5 +1,6 @@
-"""Items get their scores here: from a call made ahead, or scored inline by the pipeline;
-every score is recorded in the session state and in the item's JUnit properties.
+"""Items get their scores here: from a call made ahead, or scored now by the session's
+`Evaluation`; every score is recorded in the session state and in the item's JUnit
+properties.
 
 Kept in `config.stash` so items and the fixture reach it without importing the plugin.
 """
@@ -10,33 +11,19 @@ from concurrent.futures import Future
 
 import pytest
 
-from pytest_verdryx.baseline import BaselineView
-from pytest_verdryx.options import Settings, worded
-from pytest_verdryx.state import SessionState
+from pytest_verdryx.context import SessionContext
+from pytest_verdryx.options import worded
 from verdryx_core.cases import EvalCase
 from verdryx_core.errors import VerdryxError
-from verdryx_core.evaluation import CaseScorer, Pipeline, stability
-from verdryx_core.graders import GradeContext
+from verdryx_core.evaluation import CaseScorer, Evaluation, Work, stability
 from verdryx_core.runs import Score
 
-__all__ = ["SCORING_KEY", "ItemScoring", "scoring_of"]
+__all__ = ["SCORING_KEY", "ItemScoring", "case_of", "scorer_for", "scoring_of"]
 
 
 class ItemScoring:
-    def __init__(
-        self,
-        *,
-        settings: Settings,
-        pipeline: Pipeline,
-        state: SessionState,
-        baseline: BaselineView,
-        run_id: str,
-    ) -> None:
-        self.settings = settings
-        self.pipeline = pipeline
-        self.state = state
-        self.baseline = baseline
-        self.run_id = run_id
+    def __init__(self, context: SessionContext) -> None:
+        self.context = context
         #: node id -> a score being computed ahead (see `pytest_verdryx.prefetch`).
         self.futures: dict[str, Future[Score]] = {}
         #: This session's items, once collected (the scorer is built for their cases).
@@ -58,8 +45,10 @@ class ItemScoring:
         return self._scorer
 
     def _build(self, *, fresh: bool) -> CaseScorer:
-        cases = [case for case in map(_case_of, self.items) if case is not None]
-        return scorer_for(self.pipeline, cases, judge_wanted=self._custom_judge(), fresh=fresh)
+        cases = [case for case in map(case_of, self.items) if case is not None]
+        return scorer_for(
+            self.context.evaluation, cases, judge_wanted=self._custom_judge(), fresh=fresh
+        )
 
     def begin_attempt(self, item: pytest.Item) -> None:
         """An item's setup begins. On a rerun (pytest-rerunfailures runs the same item
@@ -73,9 +62,9 @@ class ItemScoring:
         return self._attempts.get(item.nodeid, 0) > 1
 
     def _forget(self, item: pytest.Item) -> None:
-        state = self.state
+        state = self.context.state
         if state.scores.pop(item.nodeid, None) is not None:
-            case = _case_of(item)
+            case = case_of(item)
             if case is not None and case.needs_model:
                 state.live_cases -= 1
         prefix = f"{item.nodeid}: "
@@ -92,7 +81,7 @@ class ItemScoring:
                 return True
         return False
 
-    def score_case(self, item: pytest.Item, case: EvalCase, context: GradeContext) -> Score:
+    def score(self, item: pytest.Item, work: Work) -> Score:
         """The item's score: its call made ahead, else scored now (afresh on a rerun). Raises
         VerdryxError."""
         future = self.futures.get(item.nodeid)
@@ -105,12 +94,13 @@ class ItemScoring:
                 if future.done():
                     del self.futures[item.nodeid]
         else:
-            score = self.scorer(fresh=self.is_rerun(item)).score(case, context)
+            score = self.scorer(fresh=self.is_rerun(item)).score(work.case, work.context)
         self.record(item, score)
         return score
 
     def record(self, item: pytest.Item, score: Score) -> None:
-        self.state.add_score(item.nodeid, score)
+        state = self.context.state
+        state.add_score(item.nodeid, score)
         properties = [
             ("verdryx.score", "" if score.value is None else f"{score.value:.6g}"),
             ("verdryx.grader", score.grader),
@@ -121,22 +111,26 @@ class ItemScoring:
         if score.value is None:
             properties.append(("verdryx.unmeasured", score.unmeasured or ""))
         item.user_properties.extend(properties)
-        case = _case_of(item)
+        case = case_of(item)
         if case is not None and case.needs_model:
-            self.state.live_cases += 1  # its output came from the model or a target
+            state.live_cases += 1  # its output came from the model or a target
         if case is not None and case.grader == "contract":
             from verdryx_core.addons.contracts.history import promise_of
 
-            self.state.contract_ids[score.key] = promise_of(case)
+            state.contract_ids[score.key] = promise_of(case)
 
 
 def scorer_for(
-    pipeline: Pipeline, cases: list[EvalCase], *, judge_wanted: bool = False, fresh: bool = False
+    evaluation: Evaluation,
+    cases: list[EvalCase],
+    *,
+    judge_wanted: bool = False,
+    fresh: bool = False,
 ) -> CaseScorer:
-    """The pipeline's scorer; a model that cannot be set up (no SDK, a bad price file) is a
+    """The evaluation's scorer; a model that cannot be set up (no SDK, a bad price file) is a
     usage error, exit 4, before anything is paid for."""
     try:
-        return pipeline.scorer(cases, judge_wanted=judge_wanted, fresh=fresh)
+        return evaluation.scorer(cases, judge_wanted=judge_wanted, fresh=fresh)
     except VerdryxError as exc:
         raise pytest.UsageError(f"verdryx: {worded(exc)}") from None
 
@@ -148,6 +142,6 @@ def scoring_of(config: pytest.Config) -> ItemScoring:
     return config.stash[SCORING_KEY]
 
 
-def _case_of(item: pytest.Item) -> EvalCase | None:
+def case_of(item: pytest.Item) -> EvalCase | None:
     case = getattr(item, "case", None)
     return case if isinstance(case, EvalCase) else None

@@ -1,9 +1,10 @@
 """The per-session plugin object: hooks only, each handing its moment to the object whose job
-it is (collection -> `SessionState`, calls ahead -> `AheadCalls`, scores -> `ItemScoring`,
-the end -> `end_session`, the summary -> `terminal`).
+it is (collection -> `SessionState`, calls ahead -> `PrefetchCalls`, scores ->
+`ItemScoring`, the end -> `finish_session`, the summary -> `terminal`).
 
-One instance per pytest session. Only the controller (or a run without xdist) writes the
-store or a baseline file; workers send their state as a payload (see `xdist.py`).
+One instance per pytest session, registered only while eval cases are in play. Only the
+controller (or a run without xdist) writes the store or a baseline file; workers send their
+state as a payload (see `xdist.py`).
 """
 
 from __future__ import annotations
@@ -12,36 +13,34 @@ import atexit
 import dataclasses
 import gc
 import os
-import uuid
 from collections.abc import Generator
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pytest_verdryx.baseline import BaselineView, find_session_baseline
+from pytest_verdryx.context import CONTEXT_KEY, SessionContext, StoreHandle, session_store_path
 from pytest_verdryx.exports import check_exports
-from pytest_verdryx.finish import SessionEnd, end_session
+from pytest_verdryx.finish import SessionEnd, finish_session
 from pytest_verdryx.fixture import custom_case_identity
 from pytest_verdryx.items import EvalCaseItem
 from pytest_verdryx.options import Settings, eval_settings, worded
-from pytest_verdryx.prefetch import AheadCalls
+from pytest_verdryx.prefetch import PrefetchCalls
 from pytest_verdryx.scoring import SCORING_KEY, ItemScoring
 from pytest_verdryx.shard import check_shard_settings, split_items
 from pytest_verdryx.state import SessionState
-from pytest_verdryx.storehandle import StoreHandle, session_store_path
 from pytest_verdryx.terminal import write_summary
 from pytest_verdryx.xdist import PAYLOAD_KEY, XdistHooks
-from verdryx_core.addons.events.otlp import SpanExporter
 from verdryx_core.errors import UsageError, VerdryxError
-from verdryx_core.evaluation import Pipeline
+from verdryx_core.evaluation import Evaluation
 from verdryx_core.gating.baselines import check_label, find_baseline
+from verdryx_core.gating.comparison import check_models
 from verdryx_core.llm.batch import check_batchable
-from verdryx_core.runs import Baseline
+from verdryx_core.runs import Baseline, EvalRun
 from verdryx_core.targets import Target
 
-__all__ = ["VerdryxPlugin"]
+__all__ = ["VerdryxSession"]
 
 
 def _report_latency(item: EvalCaseItem, when: str, report: pytest.TestReport) -> None:
@@ -60,133 +59,134 @@ def _usage_error(exc: VerdryxError) -> pytest.UsageError:
     return pytest.UsageError(f"verdryx: {worded(exc)}")
 
 
-class VerdryxPlugin:
+def _new_context(config: pytest.Config, settings: Settings) -> SessionContext:
+    workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
+    rootdir = Path(config.rootpath)
+    inidir = config.inipath.parent if config.inipath else None
+    state = SessionState()
+    # A worker takes the controller's run id, start and baseline: one run, however many
+    # processes score it.
+    given = (workerinput or {}).get(PAYLOAD_KEY) or {}
+    started = given.get("started_at")
+    store = StoreHandle(
+        session_store_path(
+            config.getoption("verdryx_db"),
+            config.getini("verdryx_db"),
+            rootdir=rootdir,
+            inidir=inidir,
+        )
+    )
+    evaluation = Evaluation(
+        eval_settings(settings, inidir or rootdir, rootdir),
+        # The evaluation opens the store only when a call needs the response cache.
+        store=store.open,
+        run_id=given.get("run_id"),
+        started_at=datetime.fromisoformat(started) if started else None,
+        tally=state.calls,
+    )
+    context = SessionContext(
+        config=config,
+        settings=settings,
+        evaluation=evaluation,
+        store=store,
+        state=state,
+        is_worker=workerinput is not None,
+        # Read once, at configure time (docs/events-and-otlp.md).
+        otlp_endpoint=os.environ.get("VERDRYX_OTLP_ENDPOINT") or None,
+    )
+    if given.get("baseline"):
+        context.gate_against(Baseline.from_dict(given["baseline"]))
+    return context
+
+
+class VerdryxSession:
     def __init__(self, config: pytest.Config, settings: Settings) -> None:
         self.config = config
-        self.settings = settings
-        self.workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
-        self.is_worker = self.workerinput is not None
-        self.run_id = str(uuid.uuid4())
-        self.started_at = datetime.now(UTC)
-        self.baseline = BaselineView()
-        #: (label, why) when the ini's `verdryx_baseline` names no baseline: refused at the
-        #: end of a session with eval cases, unless it saves that label (docs/options.md).
-        self.missing_baseline: tuple[str, str] | None = None
-        if self.workerinput is not None:
-            self._adopt_controller_state(self.workerinput.get(PAYLOAD_KEY) or {})
-        self.rootdir = Path(config.rootpath)
-        base = config.inipath.parent if config.inipath else self.rootdir
-        self.eval_settings = eval_settings(settings, base, self.rootdir)
-        self.store = StoreHandle(
-            session_store_path(
-                config.getoption("verdryx_db"),
-                config.getini("verdryx_db"),
-                rootdir=self.rootdir,
-                inidir=config.inipath.parent if config.inipath else None,
-            )
-        )
-        self.state = SessionState()
-        self.pipeline = Pipeline(self.eval_settings, self.store.open, tally=self.state.calls)
-        self.scoring = ItemScoring(
-            settings=settings,
-            pipeline=self.pipeline,
-            state=self.state,
-            baseline=self.baseline,
-            run_id=self.run_id,
-        )
-        self.ahead = AheadCalls(config, self.scoring, self.store, self.rootdir)
-        #: Warnings found at configure time, for the summary.
-        self.messages: list[str] = []
-        # Read once, at configure time (docs/events-and-otlp.md).
-        self.otlp_endpoint = os.environ.get("VERDRYX_OTLP_ENDPOINT") or None
-        self.exporter: SpanExporter | None = None
+        self.context = _new_context(config, settings)
+        self.scoring = ItemScoring(self.context)
+        self.prefetch = PrefetchCalls(self.scoring)
         self.end: SessionEnd | None = None
         #: Items `--verdryx-shard` deselected in this process.
         self.shard_deselected = 0
 
+    @property
+    def settings(self) -> Settings:
+        return self.context.settings
+
     def register(self) -> None:
         """Wire this session in: the stash (for items and the fixture), the hooks, xdist's."""
         config = self.config
+        config.stash[CONTEXT_KEY] = self.context
         config.stash[SCORING_KEY] = self.scoring
         config.pluginmanager.register(self, "verdryx-session")
-        from pytest_verdryx import status
-
-        config.pluginmanager.register(status, "verdryx-status")
-        if not self.is_worker:  # what CI sees is decided where the verdict is
+        if not self.context.is_worker:  # what CI sees is decided where the verdict is
             from pytest_verdryx.ci import CiOutputs
 
             config.pluginmanager.register(CiOutputs(config), "verdryx-ci")
         if config.pluginmanager.hasplugin("xdist"):
-            hooks = XdistHooks(self.state, self.ahead, self.controller_state)
+            hooks = XdistHooks(self.context.state, self.prefetch, self.controller_state)
             config.pluginmanager.register(hooks, "verdryx-xdist")
-            from pytest_verdryx.longrepr import CrashOverXdist
-
-            config.pluginmanager.register(CrashOverXdist(), "verdryx-xdist-crash")
 
     def check(self) -> None:
         """At configure time: the exports, the typed client and the baseline, so a typo is
         exit 4 before anything is collected or paid for."""
-        check_shard_settings(self.settings)
+        settings, context = self.settings, self.context
+        check_shard_settings(settings)
         try:
-            if self.settings.batch:
-                check_batchable(self.settings.model, cache=self.settings.cache)
-            self.exporter = check_exports(
-                self.settings, on_controller=not self.is_worker, otlp_endpoint=self.otlp_endpoint
+            if settings.batch:
+                check_batchable(settings.model, cache=settings.cache)
+            context.exporter = check_exports(
+                settings, on_controller=not context.is_worker, otlp_endpoint=context.otlp_endpoint
             )
-            self.pipeline.typed_client()
-            if self.settings.save_baseline:
+            context.evaluation.typed_client()
+            if settings.save_baseline:
                 # A label that cannot name a file is refused now, before any call is paid
                 # for, not after the whole run (docs/troubleshooting.md).
-                check_label(self.settings.save_baseline)
-            self.pipeline.check_target()
+                check_label(settings.save_baseline)
+            context.evaluation.check_target()
             self._load_baseline()
         except VerdryxError as exc:
             raise _usage_error(exc) from None
 
     def _load_baseline(self) -> None:
-        if self.is_worker or not self.settings.baseline:
+        context, label = self.context, self.settings.baseline
+        if context.is_worker or not label:
             return
+        root = Path(self.config.rootpath)
         # A store that does not exist yet holds no baseline: do not create it just to look.
-        store = self.store.open() if self.store.exists() else None
+        store = context.store.open() if context.store.exists() else None
         if self.config.getoption("verdryx_baseline") is None:
             # Named in the ini: a session with no eval cases (plain unit tests) must not
             # fail on it, and a first `--verdryx-save-baseline` must be able to create it.
             try:
-                find_baseline(self.settings.baseline, store=store, root=self.rootdir)
+                find_baseline(label, store=store, root=root)
             except UsageError as exc:
-                self.missing_baseline = (self.settings.baseline, worded(exc))
+                context.missing_baseline = (label, worded(exc))
                 return
-        baseline, warning = find_session_baseline(
-            self.settings.baseline,
-            store=store,
-            root=self.rootdir,
-            settings=self.eval_settings,
-            allow_model_change=self.settings.allow_model_change,
-            started_at=self.started_at,
+        baseline = find_baseline(label, store=store, root=root)
+        # A model change is refused now (exit 4), before anything is paid for; allowed,
+        # it is a warning.
+        evaluation = context.evaluation
+        probe = EvalRun(
+            id="-",
+            model=evaluation.settings.model,
+            judge_model=evaluation.settings.judge_model,
+            started_at=evaluation.started_at,
         )
+        warning = check_models(probe, baseline, allow=self.settings.allow_model_change)
         if warning:
-            self.messages.append(f"WARNING: {warning}")
-        self._set_baseline(baseline)
-
-    def _set_baseline(self, baseline: Baseline) -> None:
-        self.baseline = BaselineView(baseline)
-        self.scoring.baseline = self.baseline
+            context.messages.append(f"WARNING: {warning}")
+        context.gate_against(baseline)
 
     def controller_state(self) -> dict[str, Any]:
         """What workers need from the controller (through xdist's workerinput)."""
-        baseline = self.baseline.baseline
+        context = self.context
+        baseline = context.baseline
         return {
-            "run_id": self.run_id,
-            "started_at": self.started_at.isoformat(),
+            "run_id": context.run_id,
+            "started_at": context.evaluation.started_at.isoformat(),
             "baseline": baseline.to_dict() if baseline is not None else None,
         }
-
-    def _adopt_controller_state(self, state: dict[str, Any]) -> None:
-        self.run_id = state.get("run_id", self.run_id)
-        if state.get("started_at"):
-            self.started_at = datetime.fromisoformat(state["started_at"])
-        if state.get("baseline"):
-            self.baseline = BaselineView(Baseline.from_dict(state["baseline"]))
 
     # -- session start -----------------------------------------------------------------------
 
@@ -210,10 +210,10 @@ class VerdryxPlugin:
                 "verdryx calls with each case"
             )
         target = Target.of(built)
-        self.eval_settings = dataclasses.replace(
-            self.eval_settings, target=target.spec, built_target=target
+        evaluation = self.context.evaluation
+        evaluation.settings = dataclasses.replace(
+            evaluation.settings, target=target.spec, built_target=target
         )
-        self.pipeline.settings = self.eval_settings
 
     # -- collection --------------------------------------------------------------------------
 
@@ -236,7 +236,7 @@ class VerdryxPlugin:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        state = self.state
+        state = self.context.state
         state.order = {item.nodeid: index for index, item in enumerate(session.items)}
         state.expected = {
             item.nodeid
@@ -249,13 +249,13 @@ class VerdryxPlugin:
         # Under xdist the controller sees the workers' failed reports too (deduplicated by
         # node id); the run then lacks those files' cases and is stored as incomplete.
         if report.failed:
-            self.state.collection_errors.add(report.nodeid or "<session>")
+            self.context.state.collection_errors.add(report.nodeid or "<session>")
 
     def pytest_itemcollected(self, item: pytest.Item) -> None:
         # Custom cases are known cases too (before -k), or the gate would call a custom case
         # of the baseline "removed" whenever an eval set file is collected beside it.
         if not isinstance(item, EvalCaseItem) and item.get_closest_marker("verdryx") is not None:
-            self.state.known_keys.add("::".join(custom_case_identity(item)))
+            self.context.state.known_keys.add("::".join(custom_case_identity(item)))
 
     # -- the items ---------------------------------------------------------------------------
 
@@ -264,8 +264,8 @@ class VerdryxPlugin:
         self.scoring.items = list(session.items)
         interrupted = False
         try:
-            if not self.is_worker:
-                self.ahead.for_items(session)
+            if not self.context.is_worker:
+                self.prefetch.for_items(session)
             return (yield)
         except KeyboardInterrupt as exc:
             if type(exc) is not KeyboardInterrupt:
@@ -282,12 +282,12 @@ class VerdryxPlugin:
             raise KeyboardInterrupt from None
         finally:
             # Calls not started when the loop ends (-x, --maxfail, Ctrl-C) are never made.
-            self.ahead.end(interrupted=interrupted)
-            self.pipeline.finish_calls()
+            self.prefetch.end(interrupted=interrupted)
+            self.context.evaluation.finish_calls()
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
-        if item.nodeid in self.state.expected:
+        if item.nodeid in self.context.state.expected:
             self.scoring.begin_attempt(item)
 
     @pytest.hookimpl(wrapper=True)
@@ -295,7 +295,7 @@ class VerdryxPlugin:
         self, item: pytest.Item, call: pytest.CallInfo[None]
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
-        state = self.state
+        state = self.context.state
         if isinstance(item, EvalCaseItem):
             _report_latency(item, call.when, report)
         if (
@@ -315,45 +315,50 @@ class VerdryxPlugin:
         return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.skipped and report.nodeid in self.state.expected:
-            self.state.not_run.add(report.nodeid)
+        state = self.context.state
+        if report.skipped and report.nodeid in state.expected:
+            state.not_run.add(report.nodeid)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_report_teststatus(
+        self, report: pytest.TestReport, config: pytest.Config
+    ) -> Generator[None, Any, Any]:
+        """`-v` shows each case's score beside its outcome (`PASSED (score 0.950)`), from the
+        score the plugin put on the report, so it also works on the xdist controller."""
+        result = yield
+        if result is None or report.when != "call" or config.get_verbosity() <= 0:
+            return result
+        score = next(
+            (value for name, value in report.user_properties if name == "verdryx.score"), None
+        )
+        if not score:  # not a verdryx case, or unmeasured (its reason is shown already)
+            return result
+        category, letter, word = result
+        shown = f"(score {float(str(score)):.3f})"
+        if isinstance(word, tuple):
+            return category, letter, (f"{word[0]} {shown}", word[1])
+        return category, letter, f"{word} {shown}" if word else word
 
     # -- the end -----------------------------------------------------------------------------
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        stopped = session.shouldfail or session.shouldstop
-        if self.is_worker:
-            self.state.stopped_early = bool(stopped)
-            self.config.workeroutput[PAYLOAD_KEY] = self.state.to_payload()  # type: ignore[attr-defined]
+        context = self.context
+        if context.is_worker:
+            context.state.stopped_early = bool(session.shouldfail or session.shouldstop)
+            self.config.workeroutput[PAYLOAD_KEY] = context.state.to_payload()  # type: ignore[attr-defined]
             return
         try:
-            if not self.state.active or self.config.option.collectonly:
+            if not context.state.active or self.config.option.collectonly:
                 return  # listing cases measures nothing: no run, not even an incomplete one
-            self.end = end_session(
-                config=self.config,
-                settings=self.settings,
-                eval_settings=self.eval_settings,
-                state=self.state,
-                baseline=self.baseline,
-                missing_baseline=self.missing_baseline,
-                store=self.store,
-                run_id=self.run_id,
-                started_at=self.started_at,
-                stopped=str(stopped) if stopped else None,
-                exit_status=session.exitstatus,
-                messages=self.messages,
-                exporter=self.exporter,
-                otlp_endpoint=self.otlp_endpoint,
-                call_seconds=self.ahead.seconds,
-            )
+            self.end = finish_session(context, session, call_seconds=self.prefetch.seconds)
             session.exitstatus = self.end.exit_status
         finally:
-            self.store.close()
+            context.store.close()
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.end is not None:
             write_summary(terminalreporter, self.end)
 
     def close(self) -> None:
-        self.store.close()
+        self.context.store.close()

@@ -82,16 +82,17 @@ def write_summary(tr: Any, end: SessionEnd) -> None:
             tr.write_line(printable(line, keep_newlines=False))
     if end.stored and end.store_path is not None:
         tr.write_line(f"stored: {run.id} in {end.store_path}")
-    if end.result is not None:
-        for line in gate_lines(end.result, flags=FLAGS, repeats_help=end.state.live_cases > 0):
+    result = end.gate.result if end.gate is not None else None
+    if result is not None:
+        for line in gate_lines(result, flags=FLAGS, repeats_help=end.state.live_cases > 0):
             regressed = line.startswith("verdict: REGRESSED")
             tr.write_line(line, bold=regressed, red=regressed)
-    breakdown = compute_breakdown(run, end.result)
+    breakdown = compute_breakdown(run, result)
     if breakdown.worth_showing:
         for line in breakdown_lines(breakdown):
             tr.write_line(printable(line, keep_newlines=False))
-    if end.gate_error:
-        tr.write_line(end.gate_error, red=True)
+    if end.gate is not None and end.gate.refused is not None:
+        tr.write_line(f"gate refused: {end.gate.refused}", red=True)
     if end.saved_baseline:
         tr.write_line(f"baseline saved: {end.saved_baseline}")
     for message in end.messages:
@@ -119,7 +120,7 @@ def _stopped_calls_line(end: SessionEnd) -> str | None:
 
 def _excused(end: SessionEnd, score: Score) -> bool:
     """Whether this below-the-bar score was an xfail (the summary counts as the items did)."""
-    return end.baseline.excuse(score) is not None
+    return end.context.excuse(score) is not None
 
 
 def next_step(end: SessionEnd, run: EvalRun) -> str:
@@ -130,8 +131,9 @@ def next_step(end: SessionEnd, run: EvalRun) -> str:
         return "next: fix the store error above, then re-run to store and gate the run"
     if end.settings.shard is not None:
         return f"next: {gate_hint(end.settings)}"
-    result = end.result
-    if result is not None and result.regressed:
+    gate = end.gate
+    result = gate.result if gate is not None else None
+    if gate is not None and gate.regressed:
         return (
             "next: look at the worst cases above; if the drop is intended, save a new "
             "baseline with --verdryx-save-baseline=LABEL and commit .verdryx/baselines/"
@@ -142,7 +144,7 @@ def next_step(end: SessionEnd, run: EvalRun) -> str:
             f"next: commit .verdryx/baselines/{label}.json, then gate CI with "
             f"--verdryx-baseline={label}"
         )
-    if end.baseline.baseline is None:
+    if end.context.baseline is None:
         return (
             "next: save this run as a baseline with --verdryx-save-baseline=v1, commit "
             ".verdryx/baselines/v1.json, then gate CI with --verdryx-baseline=v1"
@@ -157,5 +159,5 @@ def next_step(end: SessionEnd, run: EvalRun) -> str:
     if failed:
         return f"next: the gate is on track, but {failed} case(s) failed: see the reports above"
     if drift is not None:
-        return f"next: nothing to do: quality is on track against {end.baseline.name}"
+        return f"next: nothing to do: quality is on track against {end.context.baseline_name}"
     return f"mean {fmt_score(run.mean_score)}"

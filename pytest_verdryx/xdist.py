@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pytest_verdryx.prefetch import AheadCalls
+from pytest_verdryx.longrepr import CrashOverXdist
+from pytest_verdryx.prefetch import PrefetchCalls
 from pytest_verdryx.state import SessionState
 
 __all__ = ["PAYLOAD_KEY", "XdistHooks"]
@@ -18,15 +19,17 @@ __all__ = ["PAYLOAD_KEY", "XdistHooks"]
 PAYLOAD_KEY = "verdryx"
 
 
-class XdistHooks:
+class XdistHooks(CrashOverXdist):
+    """xdist's hooks, and the crash line carried over its wire (`CrashOverXdist`)."""
+
     def __init__(
         self,
         state: SessionState,
-        ahead: AheadCalls,
+        prefetch: PrefetchCalls,
         controller_state: Callable[[], dict[str, Any]],
     ) -> None:
         self.state = state
-        self.ahead = ahead
+        self.prefetch = prefetch
         self.controller_state = controller_state
 
     def pytest_configure_node(self, node: Any) -> None:
@@ -34,7 +37,7 @@ class XdistHooks:
 
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         # Before xdist schedules anything: the controller answers the model calls ahead.
-        self.ahead.for_workers(ids)
+        self.prefetch.for_workers(ids)
 
     def pytest_testnodedown(self, node: Any, error: object) -> None:
         if error:

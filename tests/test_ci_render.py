@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from verdryx_core.gating.compare import GateOutcome
 from verdryx_core.gating.comparison import CaseDelta, GateResult, compare_to_baseline
 from verdryx_core.gating.drift import DriftReport, PairedStats
 from verdryx_core.reporting.ci import (
     CaseFailure,
-    GateOutcome,
     case_lines,
     escape_data,
     escape_property,

@@ -113,7 +113,7 @@ class Score:
     #: `EvalCase.fingerprint()` of the case as graded; "" for custom cases without content.
     fingerprint: str = ""
     passed: bool | None = None
-    #: The pass bar `passed` was decided against (see `verdryx_core.evaluation.bar`). Not
+    #: The pass bar `passed` was decided against (see `verdryx_core.evaluation.scoring`). Not
     #: stored: a run read back from the store keeps `passed`, and its bar is not compared.
     bar: float | None = field(default=None, compare=False)
     #: Per-sample values when the case was sampled several times (`--verdryx-repeat`).
@@ -214,6 +214,9 @@ class EvalRun:
     run_group: str | None = None
     shard: str | None = None
     partial: bool = False
+    #: Cases that errored instead of scoring ("set::case: why", one line each): they make the
+    #: run incomplete. Not stored; what reaches the store is the run's `complete` flag.
+    errors: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         # The eval sets are a set: the store keeps them sorted (runs are matched by the exact

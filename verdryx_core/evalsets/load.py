@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import copy
 import difflib
-from collections.abc import Callable, Mapping, Sequence
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -22,7 +23,7 @@ import fastjsonschema
 import jsonschema
 
 from verdryx_core.cases import EvalCase
-from verdryx_core.errors import EvalSetError
+from verdryx_core.errors import EvalSetError, UsageError
 from verdryx_core.evalsets.formats import (
     EVALSET_SUFFIXES,
     NonFiniteNumber,
@@ -34,7 +35,14 @@ from verdryx_core.evalsets.schema import evalset_schema
 from verdryx_core.untrusted.jsonwords import item_label, json_kind
 from verdryx_core.untrusted.text import first_invalid_text
 
-__all__ = ["EVALSET_SUFFIXES", "EvalSet", "evalset_schema", "load_evalset"]
+__all__ = [
+    "EVALSET_SUFFIXES",
+    "EvalSet",
+    "check_unique_ids",
+    "evalset_schema",
+    "load_evalset",
+    "load_evalsets",
+]
 
 
 @cache
@@ -261,3 +269,36 @@ def _describe(error: jsonschema.ValidationError, field: str | None) -> str:
         allowed = ", ".join(map(str, values))
         return f"{error.instance!r} is not allowed here; expected one of {allowed}"
     return error.message
+
+
+def load_evalsets(paths: Iterable[str | os.PathLike[str]]) -> list[EvalSet]:
+    """Every eval set under `paths`: a file is loaded as is; a folder gives each file below
+    it named like an eval set (`*.evalset.json`, `.jsonl`, `.csv`), in path order. Raises
+    `EvalSetError` for the first file that does not load, `UsageError` for a missing path."""
+    sets: list[EvalSet] = []
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            found = sorted(
+                candidate
+                for candidate in path.rglob("*")
+                if candidate.name.endswith(EVALSET_SUFFIXES) and candidate.is_file()
+            )
+            sets.extend(load_evalset(candidate) for candidate in found)
+        elif path.exists():
+            sets.append(load_evalset(path))
+        else:
+            raise UsageError(f"no eval set file or folder at {str(path)!r}")
+    return sets
+
+
+def check_unique_ids(sets: Sequence[EvalSet]) -> None:
+    """Each eval set id once: cases are compared by eval set id and case id, so two sets under
+    one id would score the same cases twice. Raises UsageError."""
+    ids = [evalset.id for evalset in sets]
+    duplicated = sorted({set_id for set_id in ids if ids.count(set_id) > 1})
+    if duplicated:
+        raise UsageError(
+            f"eval set id {', '.join(map(repr, duplicated))} given more than once; each set "
+            "is graded once per run (cases are compared by eval set id and case id)"
+        )

@@ -1,23 +1,23 @@
-"""The one evaluation pipeline, driven by both faces (`verdryx eval` and the pytest plugin).
+"""The one evaluation both faces drive (`verdryx eval`, the pytest plugin, the Python API).
 
-settings -> scorer (graders + where the output comes from) -> calls ahead in the bounded
-pool -> Score (pass bar decided once) -> run assembly -> saving. See docs/architecture.md.
+settings -> Evaluation (run identity, scorers: graders + where the output comes from) ->
+prefetch in the bounded pool -> Score (pass bar decided once) -> EvalRun -> the store.
+See `evaluate.py` and docs/architecture.md.
 """
 
 from __future__ import annotations
 
-from verdryx_core.evaluation.assembly import assemble_run
-from verdryx_core.evaluation.bar import pass_bar, stability
 from verdryx_core.evaluation.calls import CacheEntry, CallTally, ModelCalls
-from verdryx_core.evaluation.pipeline import Pipeline
-from verdryx_core.evaluation.prefetch import Ahead, Work, call_ahead, score_all, start_ahead
-from verdryx_core.evaluation.saving import Promises, promises_of, save_run
-from verdryx_core.evaluation.scoring import CaseScorer, decided, missing_grader_reason
-from verdryx_core.evaluation.settings import (
-    DEFAULT_MIN_SCORE,
-    EvalSettings,
-    judge_in_effect,
+from verdryx_core.evaluation.evaluate import Evaluation, EvaluationInterrupted, evaluate
+from verdryx_core.evaluation.prefetch import Prefetch, Work, prefetch_all, start_prefetch
+from verdryx_core.evaluation.scoring import (
+    CaseScorer,
+    decided,
+    missing_grader_reason,
+    pass_bar,
+    stability,
 )
+from verdryx_core.evaluation.settings import DEFAULT_MIN_SCORE, EvalSettings, judge_in_effect
 from verdryx_core.evaluation.sources import (
     ModelOutput,
     OutputSource,
@@ -29,32 +29,29 @@ from verdryx_core.evaluation.target_output import TargetCallError, TargetOutput,
 
 __all__ = [
     "DEFAULT_MIN_SCORE",
-    "Ahead",
     "CacheEntry",
     "CallTally",
     "CaseScorer",
     "EvalSettings",
+    "Evaluation",
+    "EvaluationInterrupted",
     "ModelCalls",
     "ModelOutput",
     "OutputSource",
-    "Pipeline",
+    "Prefetch",
     "Produced",
-    "Promises",
     "RecordedOutput",
     "TargetCallError",
     "TargetOutput",
     "Work",
-    "assemble_run",
-    "call_ahead",
     "decided",
+    "evaluate",
     "judge_in_effect",
     "missing_grader_reason",
     "pass_bar",
-    "promises_of",
-    "save_run",
-    "score_all",
+    "prefetch_all",
     "source_for",
     "stability",
-    "start_ahead",
+    "start_prefetch",
     "target_of",
 ]

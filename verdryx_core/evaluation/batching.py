@@ -14,14 +14,14 @@ from verdryx_core.llm.batch_plan import batch_run_calls
 from verdryx_core.llm.cache import CachedAdapter
 from verdryx_core.llm.progress import TextStream
 
-__all__ = ["batch_ahead"]
+__all__ = ["send_batches"]
 
 
 def _cached(adapter: object) -> CachedAdapter | None:
     return adapter if isinstance(adapter, CachedAdapter) else None
 
 
-def batch_ahead(
+def send_batches(
     scorer: CaseScorer, cases: Sequence[tuple[str, EvalCase]], *, stream: TextStream
 ) -> list[BatchResult]:
     """Batch what scoring `cases` ((eval set id, case) pairs) will ask of the model and the

@@ -1,10 +1,11 @@
-"""Calls made ahead: every case that talks to the network is started in the bounded pool
-before the first result is needed; the rest are scored inline, where a pool would only add
-overhead. Results keep the order of the work, whatever order calls finish in.
+"""Prefetching: every case that talks to the network (a model, a judge, a target, the typed
+service) is started in the bounded pool before the first result is needed; the rest are
+scored inline, where a pool would only add overhead. Results are kept by work key, whatever
+order calls finish in.
 
-Two ways to consume them: wait for all of them behind a progress line (`call_ahead`), or
-start them and let each consumer wait on its own (`start_ahead`), so a consumer that stops
-early (pytest's `-x`) can cancel the calls not yet started (`Ahead.stop`).
+Two ways to consume them: wait for all of them behind a progress line (`prefetch_all`), or
+start them and let each consumer wait on its own (`start_prefetch`), so a consumer that stops
+early (pytest's `-x`) can cancel the calls not yet started (`Prefetch.stop`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 
 from verdryx_core.cases import EvalCase
-from verdryx_core.evaluation.batching import batch_ahead
+from verdryx_core.evaluation.batching import send_batches
 from verdryx_core.evaluation.scoring import CaseScorer
 from verdryx_core.evaluation.target_output import TargetOutput
 from verdryx_core.graders.base import GradeContext
@@ -25,7 +26,7 @@ from verdryx_core.llm.pool import CallPool
 from verdryx_core.llm.progress import Progress, TextStream
 from verdryx_core.runs import Score
 
-__all__ = ["Ahead", "Work", "call_ahead", "score_all", "start_ahead"]
+__all__ = ["Prefetch", "Work", "prefetch_all", "start_prefetch"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +38,7 @@ class Work:
     context: GradeContext
 
 
-class Ahead:
+class Prefetch:
     """Calls started in the pool, by work key. Ends one of three ways: `finish` (wait for
     every call), `stop` (drop the calls not started, wait for those in flight) or `abort`
     (Ctrl-C: return at once, abandoning what is in flight)."""
@@ -100,23 +101,23 @@ class Ahead:
         self.seconds = time.perf_counter() - self._started
 
 
-def start_ahead(
+def start_prefetch(
     scorer: CaseScorer,
     work: Sequence[Work],
     *,
     concurrency: int,
     stream: TextStream | None,
     batch: bool = False,
-) -> Ahead:
+) -> Prefetch:
     """Start the remote cases of `work` in the bounded pool and return at once. With a
     `stream`, a progress line counts them; with `batch`, the model and judge calls are first
     sent as Message Batches (and waited for), so the pool then finds their answers in the
     cache."""
     remote = [entry for entry in work if scorer.is_remote(entry.case)]
     if not remote:
-        return Ahead()
+        return Prefetch()
     if batch:
-        batch_ahead(
+        send_batches(
             scorer,
             [(entry.context.eval_set_id, entry.case) for entry in remote],
             stream=stream if stream is not None else io.StringIO(),
@@ -125,45 +126,27 @@ def start_ahead(
     label = "target calls" if isinstance(scorer.live, TargetOutput) else "model calls"
     progress = Progress(len(remote), stream=stream, label=label) if stream is not None else None
     pool = CallPool(concurrency, progress=progress)
-    ahead = Ahead(scorer, pool)
+    prefetch = Prefetch(scorer, pool)
     try:
         for entry in remote:
-            ahead.futures[entry.key] = pool.submit(scorer.score, entry.case, entry.context)
+            prefetch.futures[entry.key] = pool.submit(scorer.score, entry.case, entry.context)
     except KeyboardInterrupt:
-        ahead.abort()
+        prefetch.abort()
         raise
-    return ahead
+    return prefetch
 
 
-def call_ahead(
+def prefetch_all(
     scorer: CaseScorer,
     work: Sequence[Work],
     *,
     concurrency: int,
     stream: TextStream,
     batch: bool = False,
-) -> Ahead:
+) -> Prefetch:
     """Score the remote cases of `work` in the bounded pool, and wait for all of them.
     A Ctrl-C cancels what has not started and gives up on what is in flight."""
-    ahead = start_ahead(scorer, work, concurrency=concurrency, stream=stream, batch=batch)
-    ahead.wait()
-    ahead.finish()
-    return ahead
-
-
-def score_all(
-    scorer: CaseScorer,
-    work: Sequence[Work],
-    *,
-    concurrency: int,
-    stream: TextStream,
-    batch: bool = False,
-) -> list[Score]:
-    """Every case of `work` scored, in the order given: remote ones ahead, the rest inline."""
-    ahead = call_ahead(scorer, work, concurrency=concurrency, stream=stream, batch=batch)
-    return [
-        ahead.futures[entry.key].result()
-        if entry.key in ahead.futures
-        else scorer.score(entry.case, entry.context)
-        for entry in work
-    ]
+    prefetch = start_prefetch(scorer, work, concurrency=concurrency, stream=stream, batch=batch)
+    prefetch.wait()
+    prefetch.finish()
+    return prefetch

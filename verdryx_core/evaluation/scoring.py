@@ -1,6 +1,10 @@
 """Grading one case into a Score: get its output (from its source), grade it (once per
 sample), and decide pass or fail against the case's pass bar.
 
+The pass bar is decided here, once per case, and carried on the Score (`Score.bar`): every
+reader of a score (the item's outcome, the summary's counts, the stability label) uses
+`score.bar`, never its own copy of the rule.
+
 Both faces use this, the CLI's `eval` and the pytest items: whatever one face can do with a
 case, the other can.
 """
@@ -9,12 +13,12 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from verdryx_core.cases import EvalCase
-from verdryx_core.evaluation.bar import pass_bar
+from verdryx_core.evaluation.settings import DEFAULT_MIN_SCORE
 from verdryx_core.evaluation.sources import OutputSource, source_for
 from verdryx_core.graders.base import Grade, GradeContext, Grader
 from verdryx_core.graders.display import expected_text, output_text
@@ -22,7 +26,7 @@ from verdryx_core.graders.missing import missing_grader_reason
 from verdryx_core.graders.registry import default_min_score
 from verdryx_core.runs import CheckResult, Score
 
-__all__ = ["CaseScorer", "decided", "missing_grader_reason"]
+__all__ = ["CaseScorer", "decided", "missing_grader_reason", "pass_bar", "stability"]
 
 #: Stored outputs are for reading in reports; beyond this they are cut (and say so).
 _MAX_STORED_OUTPUT: Final = 8_000
@@ -233,3 +237,30 @@ def _text(output: Any) -> str | None:
     if len(text) > _MAX_STORED_OUTPUT:
         return text[:_MAX_STORED_OUTPUT] + f"... [{len(text) - _MAX_STORED_OUTPUT} chars cut]"
     return text
+
+
+def pass_bar(
+    case_min_score: float | None,
+    run_min_score: float | None,
+    *,
+    grader_default: float | None = None,
+) -> float:
+    """The first that is set: the case's own `min_score` (its set's `defaults` included), the
+    run's (`--verdryx-min-score`, `verdryx eval --min-score`), the grader's own bar (a tool
+    trace passes only when right), else 0.5 (docs/graders.md)."""
+    for bar in (case_min_score, run_min_score, grader_default):
+        if bar is not None:
+            return float(bar)
+    return DEFAULT_MIN_SCORE
+
+
+def stability(samples: Sequence[float], bar: float) -> str | None:
+    """stable-pass, stable-fail or flaky across repeated samples; None for a single sample."""
+    if len(samples) < 2:
+        return None
+    passes = sum(1 for value in samples if value >= bar)
+    if passes == len(samples):
+        return "stable-pass"
+    if passes == 0:
+        return "stable-fail"
+    return "flaky"

@@ -18,7 +18,7 @@ import jsonschema
 
 from verdryx_core.atomic import write_text_atomic
 from verdryx_core.errors import UsageError
-from verdryx_core.runs import Baseline
+from verdryx_core.runs import Baseline, BaselineCase, Score
 from verdryx_core.store import Store
 from verdryx_core.untrusted import jsonparse as jsonload
 from verdryx_core.untrusted.jsonwords import item_label, json_kind
@@ -30,6 +30,7 @@ __all__ = [
     "baseline_file",
     "baseline_schema",
     "check_label",
+    "excuse",
     "find_baseline",
     "known_labels",
     "read_baseline_file",
@@ -38,6 +39,19 @@ __all__ = [
 
 BASELINE_DIR: Final = Path(".verdryx") / "baselines"
 _LABEL: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+
+
+def excuse(base: BaselineCase, score: Score) -> BaselineCase | None:
+    """`base` when it excuses `score` (the item then xfails instead of failing): the same
+    case was below this score's bar in the baseline too. An edited case is a new measurement
+    (the gate reports it as changed): its old score cannot excuse a failure today."""
+    if score.value is None or score.passed is not False or score.bar is None:
+        return None
+    if base.value >= score.bar:
+        return None
+    if base.fingerprint and score.fingerprint and base.fingerprint != score.fingerprint:
+        return None
+    return base
 
 
 def check_label(label: str) -> str:

@@ -1,9 +1,10 @@
 """`verdryx drift --baseline ID_OR_LABEL`: judge the newest run against a baseline; exit 1
-on `regressed`."""
+on `regressed`, 2 when the comparison is refused (docs/cli.md)."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from verdryx_core.cli.commands._common import (
@@ -12,11 +13,16 @@ from verdryx_core.cli.commands._common import (
     open_store,
     print_json,
 )
+from verdryx_core.cli.commands._gating import (
+    add_gate_arguments,
+    exit_code,
+    gate_document,
+    outcome_lines,
+    policy_from,
+)
 from verdryx_core.errors import UsageError
 from verdryx_core.gating.baselines import find_baseline
-from verdryx_core.gating.comparison import compare_to_baseline, select_window
-from verdryx_core.gating.drift import DEFAULT_THRESHOLD, GATES
-from verdryx_core.reporting.summary import gate_lines
+from verdryx_core.gating.compare import compare
 from verdryx_core.runs import Baseline, EvalRun
 from verdryx_core.store import Store
 
@@ -25,16 +31,8 @@ HELP = "compare the newest run (or --run) with a baseline; exits 1 on a regresse
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--baseline", required=True, help="baseline id or label")
+    add_gate_arguments(parser, window=True)
     parser.add_argument("--run", help="the run to judge (default: the newest complete run)")
-    parser.add_argument("--window", type=int, default=1, help="pool N runs (default 1)")
-    parser.add_argument("--gate", choices=GATES, default="significant", help="verdict rule")
-    parser.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD)
-    parser.add_argument("--min-effect", type=float, default=0.0)
-    parser.add_argument("--allow-model-change", action="store_true")
-    parser.add_argument(
-        "--root", default=".", help="where .verdryx/baselines/ lives (default: current dir)"
-    )
     add_db_argument(parser)
     add_json_argument(parser)
 
@@ -43,33 +41,19 @@ def run(args: argparse.Namespace) -> int:
     with open_store(args, read_only=True) as store:
         baseline = find_baseline(args.baseline, store=store, root=Path(args.root))
         current = _current_run(store, args, baseline)
-        window = select_window(store, current, args.window)
-        result = compare_to_baseline(
-            window,
-            baseline,
-            gate=args.gate,
-            threshold=args.threshold,
-            min_effect=args.min_effect,
-            allow_model_change=args.allow_model_change,
-        )
+        outcome = compare(current, baseline, gate=policy_from(args), history=store)
+    if outcome.refused is not None:
+        print(f"error: {outcome.refused}", file=sys.stderr)
+        return exit_code(outcome)
     if args.json:
-        document = result.report.to_dict() if result.report else {"verdict": None}
-        document |= {
-            "run_id": current.id,
-            "matched": result.matched,
-            "added": list(result.added),
-            "removed": list(result.removed),
-            "changed": list(result.changed),
-            "note": result.note,
-        }
-        print_json(document)
+        print_json(gate_document(outcome) | {"run_id": current.id})
     else:
         print()
-        print(f"  Drift of run {current.id} vs baseline {baseline.label or baseline.id}")
-        for line in gate_lines(result):
+        print(f"  Drift of run {current.id} vs baseline {outcome.baseline}")
+        for line in outcome_lines(outcome):
             print(f"  {line}")
         print()
-    return 1 if result.regressed else 0
+    return exit_code(outcome)
 
 
 def _current_run(store: Store, args: argparse.Namespace, baseline: Baseline) -> EvalRun:
@@ -81,8 +65,8 @@ def _current_run(store: Store, args: argparse.Namespace, baseline: Baseline) -> 
     # The newest complete run of the baseline's eval sets, whatever its model: judging the
     # newest run *of the baseline's model* would say ON-TRACK about an old run while the run
     # the user just made, on another model, scored 0. A model change is then refused by
-    # `compare_to_baseline`, naming both models, unless --allow-model-change. (The newest run
-    # of another suite in the same store would match nothing, so the sets must overlap.)
+    # `compare`, naming both models, unless --allow-model-change. (The newest run of another
+    # suite in the same store would match nothing, so the sets must overlap.)
     sets = {case.eval_set_id for case in baseline.cases}
     newest = [
         summary

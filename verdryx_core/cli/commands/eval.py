@@ -9,8 +9,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import uuid
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,23 +18,16 @@ from verdryx_core.cli.commands._common import (
     open_store,
     print_json,
 )
-from verdryx_core.errors import UsageError, VerdryxError
-from verdryx_core.evalsets.load import EvalSet, load_evalset
+from verdryx_core.errors import VerdryxError
+from verdryx_core.evalsets.load import EvalSet, check_unique_ids, load_evalset
 from verdryx_core.evaluation import (
     DEFAULT_MIN_SCORE,
-    CaseScorer,
     EvalSettings,
-    Pipeline,
-    Work,
-    assemble_run,
-    promises_of,
-    save_run,
-    start_ahead,
+    EvaluationInterrupted,
+    evaluate,
 )
-from verdryx_core.graders import GradeContext
-from verdryx_core.llm.batch import check_batchable
 from verdryx_core.reporting.summary import repeat_note, run_lines, unmeasured_lines
-from verdryx_core.runs import EvalRun, Score
+from verdryx_core.runs import EvalRun
 from verdryx_core.timeouts import DEFAULT_TIMEOUT_S, check_timeout
 
 NAME = "eval"
@@ -164,69 +155,31 @@ def settings_from(args: argparse.Namespace) -> EvalSettings:
 
 def run(args: argparse.Namespace) -> int:
     settings = settings_from(args)
-    if settings.batch:
-        check_batchable(settings.model, cache=settings.cache)
     sets, problems = _load_sets(args.evalsets)
-    ids = [evalset.id for evalset in sets]
-    duplicated = sorted({set_id for set_id in ids if ids.count(set_id) > 1})
-    if duplicated:
-        raise UsageError(
-            f"eval set id {', '.join(map(repr, duplicated))} given more than once; each set "
-            "is graded once per run (cases are compared by eval set id and case id)"
-        )
+    check_unique_ids(sets)  # before the store is opened (and created)
     with open_store(args) as store:
-        pipeline = Pipeline(settings, lambda: store)
-        pipeline.check_target()
-        run_id = str(uuid.uuid4())
-        started = datetime.now(UTC)
-        work = [
-            Work(
-                str(index),
-                case,
-                GradeContext(eval_set_id=evalset.id, eval_set_path=evalset.path, run_id=run_id),
-            )
-            for index, (evalset, case) in enumerate(
-                (evalset, case) for evalset in sets for case in evalset.cases
-            )
-        ]
-        scorer = pipeline.scorer([entry.case for entry in work])
         try:
-            scores, failures, interrupted = _score_each(
-                scorer, work, settings.concurrency, batch=settings.batch
+            # A case whose call failed, a file that did not load, or a Ctrl-C leaves the run
+            # incomplete: stored (with every answer already paid for, so a re-run pays only
+            # for the rest), never gated on or saved as a baseline.
+            run = evaluate(
+                sets, settings, store=store, progress=sys.stderr, incomplete_because=problems
             )
-        finally:
-            tally = pipeline.finish_calls()
-        # A case whose call failed, a file that did not load, or a Ctrl-C leaves the run
-        # incomplete: stored (with every answer already paid for, so a re-run pays only for
-        # the rest), never gated on or saved as a baseline.
-        run = assemble_run(
-            run_id=run_id,
-            settings=settings,
-            started_at=started,
-            scores=scores,
-            complete=not failures and not problems and not interrupted,
-            eval_set_ids=ids,
-        )
-        save_run(
-            store,
-            run,
-            cache_entries=tally.take_entries(),
-            promises=promises_of((evalset.id, case) for evalset in sets for case in evalset.cases),
-        )
-    if interrupted:
-        print(
-            f"error: interrupted; {len(scores)} of {len(work)} cases scored, stored as "
-            f"incomplete run {run.id} in {store.path}",
-            file=sys.stderr,
-        )
-        return EXIT_INTERRUPTED
+        except EvaluationInterrupted as stop:
+            print(
+                f"error: interrupted; {len(stop.run.scores)} of {stop.total} cases scored, "
+                f"stored as incomplete run {stop.run.id} in {store.path}",
+                file=sys.stderr,
+            )
+            return EXIT_INTERRUPTED
+    failures = list(run.errors)
     errors = [*problems, *failures]
     for line in errors:
         print(f"error: {line}", file=sys.stderr)
     if args.json:
         print_json(eval_document(run) | {"complete": run.complete, "errors": errors})
     else:
-        live = sum(1 for entry in work if entry.case.needs_model)
+        live = sum(1 for evalset in sets for case in evalset.cases if case.needs_model)
         note = repeat_note(settings.repeat, live)
         _print_text(run, store.path, problems=problems, failures=failures, note=note)
     return EXIT_UNREADABLE if problems else (EXIT_INCOMPLETE if failures else 0)
@@ -253,33 +206,6 @@ def _load_sets(paths: list[str]) -> tuple[list[EvalSet], list[str]]:
     if not sets:
         raise problems[0]
     return sets, [f"{exc} (not graded)" for exc in problems]
-
-
-def _score_each(
-    scorer: CaseScorer, work: list[Work], concurrency: int, *, batch: bool = False
-) -> tuple[list[Score], list[str], bool]:
-    """Every case scored in order, remote ones ahead (as Message Batches first with `batch`);
-    a case whose call fails is one line naming it, and the others are still scored. On a
-    Ctrl-C, the cases whose calls had ended, and True."""
-    ahead = start_ahead(scorer, work, concurrency=concurrency, stream=sys.stderr, batch=batch)
-    try:
-        ahead.wait()  # aborts what is in flight on a Ctrl-C
-    except KeyboardInterrupt:
-        ended = ahead.scores()
-        return [ended[entry.key] for entry in work if entry.key in ended], [], True
-    ahead.finish()
-    scores: list[Score] = []
-    failures: list[str] = []
-    for entry in work:
-        try:
-            if entry.key in ahead.futures:
-                scores.append(ahead.futures[entry.key].result())
-            else:
-                scores.append(scorer.score(entry.case, entry.context))
-        except VerdryxError as exc:
-            key = f"{entry.context.eval_set_id}::{entry.case.id}"
-            failures.append(f"case {key}: {exc}")
-    return scores, failures, False
 
 
 def eval_document(run: EvalRun) -> dict[str, Any]:

@@ -10,14 +10,19 @@ import time
 from pathlib import Path
 
 from verdryx_core.cli.commands._common import add_db_argument, add_json_argument, print_json
+from verdryx_core.cli.commands._gating import (
+    add_gate_arguments,
+    exit_code,
+    gate_document,
+    outcome_lines,
+    policy_from,
+)
 from verdryx_core.errors import UsageError, VerdryxError
 from verdryx_core.gating.baselines import BASELINE_DIR, check_label, find_baseline
-from verdryx_core.gating.comparison import compare_to_baseline
-from verdryx_core.gating.drift import DEFAULT_THRESHOLD, GATES
+from verdryx_core.gating.compare import GateOutcome, compare, refused
 from verdryx_core.gating.run_group import AssembledGroup, assemble_group
-from verdryx_core.reporting.ci import GateOutcome, gate_annotation, step_summary, verdict_line
+from verdryx_core.reporting.ci import gate_annotation, step_summary, verdict_line
 from verdryx_core.reporting.ci.gate_junit import write_gate_junit
-from verdryx_core.reporting.summary import gate_lines
 from verdryx_core.runs import EvalRun
 from verdryx_core.store import Store, describe, resolve_store_path
 
@@ -27,25 +32,15 @@ HELP = (
     "exits 1 on a regressed verdict, 2 when a shard is missing or the gate is refused"
 )
 
-#: Refused: the same code as every other usage error of the CLI (docs/cli.md).
-EXIT_REFUSED = 2
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--group", required=True, help="the run group its shards were stored under")
-    parser.add_argument("--baseline", required=True, help="baseline id or label")
+    add_gate_arguments(parser)
     parser.add_argument(
         "--shards",
         type=int,
         metavar="N",
         help="the shard count expected (default: the count the shard runs carry)",
-    )
-    parser.add_argument("--gate", choices=GATES, default="significant", help="verdict rule")
-    parser.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD)
-    parser.add_argument("--min-effect", type=float, default=0.0)
-    parser.add_argument("--allow-model-change", action="store_true")
-    parser.add_argument(
-        "--root", default=".", help="where .verdryx/baselines/ lives (default: current dir)"
     )
     parser.add_argument(
         "--junitxml", metavar="PATH", help="write a JUnit XML file with the gate testcase"
@@ -60,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         assembled, gate = _judge(args)
     except VerdryxError as exc:
-        gate = GateOutcome(baseline=args.baseline, refused=str(exc))
+        gate = refused(args.baseline, str(exc))
     run_ = assembled.run if assembled is not None else None
     if args.junitxml:
         write_gate_junit(
@@ -75,24 +70,19 @@ def run(args: argparse.Namespace) -> int:
         if args.json:
             print_json({"group": args.group, "verdict": "refused", "refused": gate.refused})
         print(f"error: {gate.refused}", file=sys.stderr)
-        return EXIT_REFUSED
-    assert assembled is not None and gate.result is not None
-    result = gate.result
+        return exit_code(gate)
+    assert assembled is not None
     if args.json:
-        document = result.report.to_dict() if result.report else {"verdict": None}
-        document |= {
-            "run_id": assembled.run.id,
-            "group": args.group,
-            "shards": assembled.total,
-            "shard_run_ids": [shard.id for shard in assembled.shard_runs],
-            "cases": len(assembled.run.scores),
-            "matched": result.matched,
-            "added": list(result.added),
-            "removed": list(result.removed),
-            "changed": list(result.changed),
-            "note": result.note,
-        }
-        print_json(document)
+        print_json(
+            gate_document(gate)
+            | {
+                "run_id": assembled.run.id,
+                "group": args.group,
+                "shards": assembled.total,
+                "shard_run_ids": [shard.id for shard in assembled.shard_runs],
+                "cases": len(assembled.run.scores),
+            }
+        )
     else:
         print()
         print(
@@ -105,10 +95,10 @@ def run(args: argparse.Namespace) -> int:
                 f"  (a shard was stored more than once; its newest run counts, not "
                 f"{', '.join(assembled.superseded)})"
             )
-        for line in gate_lines(result):
+        for line in outcome_lines(gate):
             print(f"  {line}")
         print()
-    return 1 if result.regressed else 0
+    return exit_code(gate)
 
 
 def _judge(args: argparse.Namespace) -> tuple[AssembledGroup, GateOutcome]:
@@ -125,15 +115,7 @@ def _judge(args: argparse.Namespace) -> tuple[AssembledGroup, GateOutcome]:
         # Stored before the verdict: the assembled run is a whole measurement whatever the
         # gate then says (a refused comparison included), and `verdryx show` can explain it.
         store.save_run(assembled.run)
-    result = compare_to_baseline(
-        [assembled.run],
-        baseline,
-        gate=args.gate,
-        threshold=args.threshold,
-        min_effect=args.min_effect,
-        allow_model_change=args.allow_model_change,
-    )
-    return assembled, GateOutcome(baseline=baseline.label or baseline.id, result=result)
+    return assembled, compare(assembled.run, baseline, gate=policy_from(args))
 
 
 def _group_properties(args: argparse.Namespace, assembled: AssembledGroup | None) -> dict[str, str]:

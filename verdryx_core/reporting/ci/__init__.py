@@ -18,11 +18,10 @@ from verdryx_core.reporting.ci.provenance import (
     git_provenance,
 )
 from verdryx_core.reporting.ci.step_summary import step_summary
-from verdryx_core.reporting.ci.verdict import GateOutcome, Interval, verdict_interval, verdict_line
+from verdryx_core.reporting.ci.verdict import Interval, verdict_interval, verdict_line
 
 __all__ = [
     "CaseFailure",
-    "GateOutcome",
     "Interval",
     "Provenance",
     "case_annotation",

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from verdryx_core.gating.compare import GateOutcome
 from verdryx_core.reporting.ci.failures import CaseFailure
-from verdryx_core.reporting.ci.verdict import GateOutcome, verdict_line
+from verdryx_core.reporting.ci.verdict import verdict_line
 
 __all__ = [
     "case_annotation",

@@ -14,7 +14,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from verdryx_core.atomic import write_text_atomic
-from verdryx_core.reporting.ci.verdict import GateOutcome, verdict_line
+from verdryx_core.gating.compare import GateOutcome
+from verdryx_core.reporting.ci.verdict import verdict_line
 from verdryx_core.runs import EvalRun
 
 __all__ = ["gate_junit_xml", "suite_properties", "write_gate_junit"]

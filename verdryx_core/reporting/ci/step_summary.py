@@ -6,8 +6,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from verdryx_core.gating.compare import GateOutcome
 from verdryx_core.reporting.ci.failures import CaseFailure
-from verdryx_core.reporting.ci.verdict import GateOutcome, verdict_interval, verdict_line
+from verdryx_core.reporting.ci.verdict import verdict_interval, verdict_line
 from verdryx_core.reporting.summary import fmt_score, fmt_usd
 from verdryx_core.runs import EvalRun
 

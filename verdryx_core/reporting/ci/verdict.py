@@ -4,32 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from verdryx_core.gating.comparison import GateResult
+from verdryx_core.gating.compare import GateOutcome
 from verdryx_core.gating.drift import DriftReport
 
-__all__ = ["GateOutcome", "Interval", "verdict_interval", "verdict_line"]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class GateOutcome:
-    """What the gate did against baseline `baseline`: judged (`result`) or refused (why)."""
-
-    baseline: str
-    result: GateResult | None = None
-    refused: str | None = None
-
-    @property
-    def regressed(self) -> bool:
-        return self.refused is None and self.result is not None and self.result.regressed
-
-    @property
-    def verdict(self) -> str:
-        """`regressed`, `on-track`, `refused`, or `not-compared` (no case matched)."""
-        if self.refused is not None:
-            return "refused"
-        if self.result is None or self.result.report is None:
-            return "not-compared"
-        return self.result.report.verdict
+__all__ = ["Interval", "verdict_interval", "verdict_line"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

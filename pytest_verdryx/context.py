@@ -1,0 +1,115 @@
+"""What one pytest session evaluates with, from configure to the end: its settings, the core
+`Evaluation` (run id, start, scorers, call tally), the store, the baseline it is gated
+against, and the state merged across xdist workers. One object, in `config.stash`, so the
+items, the fixture, the calls made ahead and the end of the session read the same things.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from pytest_verdryx.options import Settings
+from pytest_verdryx.state import SessionState
+from verdryx_core.evaluation import Evaluation
+from verdryx_core.gating.baselines import excuse
+from verdryx_core.runs import Baseline, BaselineCase, Score
+from verdryx_core.store import Store, StoreTarget, resolve_store_path
+
+if TYPE_CHECKING:
+    from verdryx_core.addons.events.otlp import SpanExporter
+
+__all__ = ["CONTEXT_KEY", "SessionContext", "StoreHandle", "context_of", "session_store_path"]
+
+
+def session_store_path(
+    flag: str | None, ini: str | None, *, rootdir: Path, inidir: Path | None
+) -> StoreTarget:
+    """Where a session's store is (docs/options.md): a relative `--verdryx-db` and the default
+    `verdryx.db` live in the rootdir, a relative ini value beside the ini file; never in
+    whatever folder pytest was started from. $VERDRYX_DB is taken verbatim, as the CLI does."""
+    if flag:
+        target, base = resolve_store_path(flag), rootdir
+    elif ini:
+        target, base = resolve_store_path(ini), inidir or rootdir
+    else:
+        if os.environ.get("VERDRYX_DB"):
+            return resolve_store_path(None)
+        target, base = resolve_store_path(None), rootdir
+    if isinstance(target, Path) and not target.is_absolute():
+        return base / target
+    return target
+
+
+class StoreHandle:
+    """The session's store, opened on first use and closed once (only the controller
+    writes)."""
+
+    def __init__(self, path: StoreTarget) -> None:
+        self.path = path
+        self._store: Store | None = None
+
+    def exists(self) -> bool:
+        """Whether the store file exists (looking must not create it)."""
+        return self.path.exists()
+
+    def open(self) -> Store:
+        if self._store is None:
+            self._store = Store.open(self.path)
+        return self._store
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+
+@dataclass(slots=True, kw_only=True)
+class SessionContext:
+    config: pytest.Config
+    settings: Settings
+    evaluation: Evaluation
+    store: StoreHandle
+    state: SessionState
+    #: True on an xdist worker: it scores its items and sends its state to the controller,
+    #: which alone stores, gates and exports.
+    is_worker: bool = False
+    baseline: Baseline | None = None
+    #: (label, why) when the ini's `verdryx_baseline` names no baseline: refused at the end
+    #: of a session with eval cases, unless it saves that label (docs/options.md).
+    missing_baseline: tuple[str, str] | None = None
+    #: Warnings found at configure time, for the summary.
+    messages: list[str] = field(default_factory=list)
+    #: OTLP spans go here at the end, when $VERDRYX_OTLP_ENDPOINT is set (read at configure).
+    otlp_endpoint: str | None = None
+    exporter: SpanExporter | None = None
+    _baseline_cases: dict[str, BaselineCase] = field(default_factory=dict)
+
+    @property
+    def run_id(self) -> str:
+        return self.evaluation.run_id
+
+    @property
+    def baseline_name(self) -> str:
+        baseline = self.baseline
+        return "" if baseline is None else baseline.label or baseline.id
+
+    def gate_against(self, baseline: Baseline) -> None:
+        self.baseline = baseline
+        self._baseline_cases = baseline.case_map()
+
+    def excuse(self, score: Score) -> BaselineCase | None:
+        """The baseline case that excuses this below-the-bar score (then the item xfails)."""
+        base = self._baseline_cases.get(score.key)
+        return None if base is None else excuse(base, score)
+
+
+CONTEXT_KEY = pytest.StashKey[SessionContext]()
+
+
+def context_of(config: pytest.Config) -> SessionContext:
+    return config.stash[CONTEXT_KEY]

@@ -1,0 +1,73 @@
+"""What `verdryx drift` and `verdryx gate` share: the gate's flags, the `GatePolicy` they
+make, the JSON document and the text lines of a `GateOutcome`, and its exit code
+(docs/cli.md, "Exit codes")."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from verdryx_core.gating.compare import GateOutcome, GatePolicy
+from verdryx_core.gating.drift import DEFAULT_THRESHOLD, GATES
+from verdryx_core.reporting.summary import gate_lines
+
+__all__ = [
+    "EXIT_REFUSED",
+    "EXIT_REGRESSED",
+    "add_gate_arguments",
+    "exit_code",
+    "gate_document",
+    "outcome_lines",
+    "policy_from",
+]
+
+#: A regressed verdict fails the command like a failing test fails pytest.
+EXIT_REGRESSED = 1
+#: Refused: the same code as every other usage error of the CLI.
+EXIT_REFUSED = 2
+
+
+def add_gate_arguments(parser: argparse.ArgumentParser, *, window: bool = False) -> None:
+    parser.add_argument("--baseline", required=True, help="baseline id or label")
+    if window:
+        parser.add_argument("--window", type=int, default=1, help="pool N runs (default 1)")
+    parser.add_argument("--gate", choices=GATES, default="significant", help="verdict rule")
+    parser.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD)
+    parser.add_argument("--min-effect", type=float, default=0.0)
+    parser.add_argument("--allow-model-change", action="store_true")
+    parser.add_argument(
+        "--root", default=".", help="where .verdryx/baselines/ lives (default: current dir)"
+    )
+
+
+def policy_from(args: argparse.Namespace) -> GatePolicy:
+    return GatePolicy(
+        rule=args.gate,
+        threshold=args.threshold,
+        min_effect=args.min_effect,
+        window=getattr(args, "window", 1),
+        allow_model_change=args.allow_model_change,
+    )
+
+
+def gate_document(outcome: GateOutcome) -> dict[str, Any]:
+    """docs/cli.md, `drift`: the drift report's keys, then what was matched."""
+    result = outcome.result
+    assert result is not None
+    document = result.report.to_dict() if result.report else {"verdict": None}
+    return document | {
+        "matched": result.matched,
+        "added": list(result.added),
+        "removed": list(result.removed),
+        "changed": list(result.changed),
+        "note": result.note,
+    }
+
+
+def outcome_lines(outcome: GateOutcome) -> list[str]:
+    assert outcome.result is not None
+    return gate_lines(outcome.result)
+
+
+def exit_code(outcome: GateOutcome) -> int:
+    return {"ok": 0, "regressed": EXIT_REGRESSED, "refused": EXIT_REFUSED}[outcome.exit]

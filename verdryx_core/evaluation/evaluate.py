@@ -1,0 +1,372 @@
+"""The spine of an evaluation: eval sets in, one stored run out.
+
+    Evaluation(settings, store=...)      the run's identity, its scorers and its call tally
+      .work(evalset, case)  -> Work      one case to score, with its grading context
+      .scorer(cases)        -> CaseScorer (graders + where outputs come from)
+      prefetch / CaseScorer.score         calls in the bounded pool, scores in order
+      .run(scores, complete=...) -> EvalRun
+      .save(store, run)                   model answers first, then the run
+
+`evaluate()` is all of it in one call (the Python API and `verdryx eval`); the pytest plugin
+drives the same object one item at a time. Nothing here knows which face it serves.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from verdryx_core import __version__
+from verdryx_core.cases import EvalCase
+from verdryx_core.errors import UsageError, VerdryxError
+from verdryx_core.evalsets.load import EvalSet, check_unique_ids, load_evalsets
+from verdryx_core.evaluation.calls import CacheEntry, CallTally, ModelCalls
+from verdryx_core.evaluation.prefetch import Work, start_prefetch
+from verdryx_core.evaluation.saving import Promises, promises_of, save_run
+from verdryx_core.evaluation.scoring import CaseScorer
+from verdryx_core.evaluation.settings import EvalSettings
+from verdryx_core.evaluation.sources import ModelOutput, OutputSource
+from verdryx_core.evaluation.target_output import TargetOutput, target_of
+from verdryx_core.graders import GradeContext, build_graders
+from verdryx_core.llm.cache import REFRESH
+from verdryx_core.llm.progress import TextStream
+from verdryx_core.runs import EvalRun, Score
+from verdryx_core.store import Store
+
+if TYPE_CHECKING:
+    from verdryx_core.addons.typed.client import TypryxClient
+
+__all__ = ["Evaluation", "EvaluationInterrupted", "evaluate"]
+
+
+class EvaluationInterrupted(KeyboardInterrupt):
+    """A Ctrl-C during `evaluate`: what was scored is stored as an incomplete `run`."""
+
+    def __init__(self, run: EvalRun, *, total: int) -> None:
+        super().__init__(f"interrupted: {len(run.scores)} of {total} cases scored")
+        self.run = run
+        self.total = total
+
+
+class Evaluation:
+    """One evaluation: its run id and start, the scorers for its cases (the model and judge
+    adapters exist only when a case needs them), and the tally of what their calls did."""
+
+    def __init__(
+        self,
+        settings: EvalSettings | None = None,
+        *,
+        store: Store | Callable[[], Store] | None = None,
+        run_id: str | None = None,
+        started_at: datetime | None = None,
+        tally: CallTally | None = None,
+    ) -> None:
+        self.settings = EvalSettings() if settings is None else settings
+        self.run_id = run_id or str(uuid.uuid4())
+        self.started_at = started_at or datetime.now(UTC)
+        self.tally = CallTally() if tally is None else tally
+        self._store = store
+        self._calls: list[ModelCalls] = []
+        self._targets: list[TargetOutput] = []
+        self._typed: TypryxClient | None = None
+
+    # -- the store -------------------------------------------------------------------------
+
+    def open_store(self) -> Store:
+        """The store the response cache (and the run) go to."""
+        if isinstance(self._store, Store):
+            return self._store
+        if self._store is None:
+            raise UsageError(
+                f"cache mode {self.settings.cache!r} needs a store",
+                hint="pass a store, or {cache} off",
+            )
+        return self._store()
+
+    # -- the work --------------------------------------------------------------------------
+
+    def context(self, evalset: EvalSet | None = None, *, eval_set_id: str = "") -> GradeContext:
+        """What a grader is told about where a case comes from."""
+        if evalset is None:
+            return GradeContext(eval_set_id=eval_set_id, run_id=self.run_id)
+        return GradeContext(eval_set_id=evalset.id, eval_set_path=evalset.path, run_id=self.run_id)
+
+    def work(self, evalset: EvalSet, case: EvalCase, *, key: str | None = None) -> Work:
+        """One case to score; `key` names it for whoever waits on it (default `set::case`)."""
+        return Work(key or f"{evalset.id}::{case.id}", case, self.context(evalset))
+
+    # -- the scorers -----------------------------------------------------------------------
+
+    def scorer(
+        self, cases: Sequence[EvalCase], *, judge_wanted: bool = False, fresh: bool = False
+    ) -> CaseScorer:
+        """A scorer for `cases` (`judge_wanted`: a case outside them may ask for the judge).
+        A `fresh` one (a rerun's) calls again whatever the cache holds, and remembers the new
+        answers; a replay stays a replay."""
+        settings = self.settings
+        if fresh and settings.cache == "on":
+            settings = dataclasses.replace(settings, cache=REFRESH)
+        # A case with a target in effect asks the agent, not the model.
+        targeted = any(self.uses_target(case) for case in cases)
+        needs_model = any(case.needs_model and not self.uses_target(case) for case in cases)
+        judge_name = settings.judge_model
+        needs_judge = judge_name is not None and (
+            judge_wanted or any(_judged(case) for case in cases)
+        )
+        calls = ModelCalls(settings, self.open_store)
+        self._calls.append(calls)
+        live: OutputSource | None = None
+        if needs_model:
+            live = ModelOutput(calls.adapter(settings.model))
+        if targeted:
+            live = self._target_output(settings, fallback=live)
+        judge = calls.adapter(judge_name) if needs_judge and judge_name is not None else None
+        graders = build_graders(judge=judge, typed_client=self.typed_client(), flags=settings.flags)
+        return CaseScorer(
+            graders=graders,
+            live=live,
+            repeat=settings.repeat,
+            min_score=settings.min_score,
+            flags=settings.flags,
+        )
+
+    def typed_client(self) -> TypryxClient | None:
+        """The typed grading service client when a URL is set (built once; a missing key is a
+        UsageError now, not at the first typed case)."""
+        settings = self.settings
+        if not settings.typed_url:
+            return None
+        if self._typed is None:
+            from verdryx_core.addons.typed.client import TypryxClient, read_key_file
+
+            if not settings.typed_key_file:
+                raise UsageError(
+                    "a typed grading service URL was given with no key",
+                    hint="pass {typed_key_file} PATH or set $VERDRYX_TYPRYX_KEY_FILE",
+                )
+            key = read_key_file(settings.typed_key_file)
+            self._typed = TypryxClient(
+                settings.typed_url,
+                key,
+                template=settings.typed_template,
+                timeout=settings.call_timeout,
+            )
+        return self._typed
+
+    def check_target(self) -> None:
+        """At start: the run's target loads, and a replay can replay it (a UsageError or a
+        TargetLoadError of one line, before anything is collected or called)."""
+        settings = self.settings
+        if settings.target is None:
+            return
+        from verdryx_core.targets import Target, TargetCache
+
+        if settings.built_target is None:
+            Target.load(settings.target, rootdir=settings.target_root)
+        TargetCache(None, mode=settings.cache, version=settings.target_version)
+
+    def uses_target(self, case: EvalCase) -> bool:
+        """Whether `case`'s output comes from the agent under test."""
+        return case.needs_model and target_of(case, self.settings.target) is not None
+
+    @property
+    def targets_cached(self) -> bool:
+        """Whether target results go through the store's cache (a declared version, cache
+        not off): only then can one process's calls serve another's items."""
+        settings = self.settings
+        return settings.target_version is not None and settings.cache != "off"
+
+    @property
+    def paid(self) -> bool:
+        """Whether some scorer built so far calls a real (not stub) model."""
+        return any(calls.paid for calls in self._calls)
+
+    def finish_calls(self) -> CallTally:
+        """Move what the calls did into `tally` (once they are done)."""
+        for calls in self._calls:
+            calls.harvest(self.tally)
+        self._calls.clear()
+        for source in self._targets:
+            source.close()
+            cache = source.cache
+            self.tally.hits += cache.hits
+            self.tally.misses += cache.misses
+            self.tally.saved_usd += cache.saved_usd
+            self.tally.entries.extend(cache.take_pending())
+        self._targets.clear()
+        return self.tally
+
+    def _target_output(
+        self, settings: EvalSettings, *, fallback: OutputSource | None
+    ) -> TargetOutput:
+        source = TargetOutput(
+            default=settings.target,
+            built=settings.built_target,
+            fallback=fallback,
+            concurrency=settings.concurrency,
+            timeout=settings.call_timeout,
+            root=settings.target_root,
+            cache_mode=settings.cache,
+            version=settings.target_version,
+            open_store=self.open_store if self.targets_cached else None,
+        )
+        self._targets.append(source)
+        return source
+
+    # -- the run ---------------------------------------------------------------------------
+
+    def run(
+        self,
+        scores: Sequence[Score],
+        *,
+        complete: bool,
+        eval_set_ids: Iterable[str] = (),
+        errors: Sequence[str] = (),
+    ) -> EvalRun:
+        """The run of `scores`, in their order; its eval sets are the scored ones plus
+        `eval_set_ids`. The judge is recorded only when it graded something."""
+        judged = any(score.grader == "llm_judge" and score.value is not None for score in scores)
+        settings = self.settings
+        return EvalRun(
+            id=self.run_id,
+            model=settings.model,
+            judge_model=settings.judge_model if judged else None,
+            agent_id=settings.agent_id,
+            started_at=self.started_at,
+            finished_at=datetime.now(UTC),
+            eval_set_ids=tuple({score.eval_set_id for score in scores} | set(eval_set_ids)),
+            scores=tuple(scores),
+            complete=complete and not errors,
+            plugin_version=__version__,
+            errors=tuple(errors),
+        )
+
+    def save(
+        self,
+        store: Store,
+        run: EvalRun,
+        *,
+        cache_entries: Iterable[CacheEntry] | None = None,
+        promises: Promises | None = None,
+    ) -> None:
+        """Store `run` with the model answers its calls got (all of this evaluation's, by
+        default). Raises StoreError; the answers go first, so a run that is stored never
+        misses them. `promises` give contract cases their task and agent ids."""
+        entries = self.tally.take_entries() if cache_entries is None else cache_entries
+        save_run(store, run, cache_entries=entries, promises=promises or {})
+
+
+def _judged(case: EvalCase) -> bool:
+    return case.grader == "llm_judge" or any(
+        check.grader == "llm_judge" for check in case.checks or ()
+    )
+
+
+def evaluate(
+    eval_sets: Iterable[EvalSet | str | os.PathLike[str]],
+    settings: EvalSettings | None = None,
+    *,
+    target: Callable[..., Any] | str | None = None,
+    store: Store | str | os.PathLike[str] | None = None,
+    progress: TextStream | None = None,
+    incomplete_because: Sequence[str] = (),
+) -> EvalRun:
+    """Grade every case of `eval_sets` (loaded sets, or paths to files or folders) and return
+    the run; with a `store` (a Store, a path or a postgresql:// URL), save it there.
+
+    `target` is the agent under test (a callable, or `module:callable`); without it, outputs
+    come from `settings.model` (default: the offline stub) or are the recorded ones. Calls to
+    models and targets run concurrently (`settings.concurrency`); `progress` gets a progress
+    line. A case whose call fails is one line of `run.errors` and leaves the run incomplete;
+    `incomplete_because` (say, eval set files that did not load) does too. A Ctrl-C stores
+    what was scored as an incomplete run and raises `EvaluationInterrupted`.
+    """
+    settings = _with_target(EvalSettings() if settings is None else settings, target)
+    sets: list[EvalSet] = []
+    for item in eval_sets:
+        sets.extend([item] if isinstance(item, EvalSet) else load_evalsets([item]))
+    check_unique_ids(sets)
+    if store is None or isinstance(store, Store):
+        return _evaluate(sets, settings, store, progress, incomplete_because)
+    with Store.open(store) as opened:
+        return _evaluate(sets, settings, opened, progress, incomplete_because)
+
+
+def _evaluate(
+    sets: Sequence[EvalSet],
+    settings: EvalSettings,
+    store: Store | None,
+    progress: TextStream | None,
+    incomplete_because: Sequence[str],
+) -> EvalRun:
+    if store is None and settings.cache == "on":
+        settings = dataclasses.replace(settings, cache="off")  # nowhere to keep answers
+    if settings.batch:
+        from verdryx_core.llm.batch import check_batchable
+
+        check_batchable(settings.model, cache=settings.cache)
+    evaluation = Evaluation(settings, store=store)
+    evaluation.check_target()
+    cases = [(evalset.id, case) for evalset in sets for case in evalset.cases]
+    work = [evaluation.work(evalset, case) for evalset in sets for case in evalset.cases]
+    try:
+        scores, errors, interrupted = _score_in_order(evaluation, work, progress)
+    finally:
+        evaluation.finish_calls()
+    run = evaluation.run(
+        scores,
+        complete=not interrupted and not incomplete_because,
+        eval_set_ids=[evalset.id for evalset in sets],
+        errors=errors,
+    )
+    if store is not None:
+        evaluation.save(store, run, promises=promises_of(cases))
+    if interrupted:
+        raise EvaluationInterrupted(run, total=len(work))
+    return run
+
+
+def _score_in_order(
+    evaluation: Evaluation, work: Sequence[Work], progress: TextStream | None
+) -> tuple[list[Score], list[str], bool]:
+    """Every case scored in order, remote ones ahead in the pool; a case whose call fails is
+    one line naming it, and the others are still scored. On a Ctrl-C, the scores of the calls
+    that had ended, and True."""
+    settings = evaluation.settings
+    scorer = evaluation.scorer([entry.case for entry in work])
+    prefetch = start_prefetch(
+        scorer, work, concurrency=settings.concurrency, stream=progress, batch=settings.batch
+    )
+    try:
+        prefetch.wait()  # aborts what is in flight on a Ctrl-C
+    except KeyboardInterrupt:
+        ended = prefetch.scores()
+        return [ended[entry.key] for entry in work if entry.key in ended], [], True
+    prefetch.finish()
+    scores: list[Score] = []
+    errors: list[str] = []
+    for entry in work:
+        try:
+            if entry.key in prefetch.futures:
+                scores.append(prefetch.futures[entry.key].result())
+            else:
+                scores.append(scorer.score(entry.case, entry.context))
+        except VerdryxError as exc:
+            errors.append(f"case {entry.context.eval_set_id}::{entry.case.id}: {exc}")
+    return scores, errors, False
+
+
+def _with_target(settings: EvalSettings, target: Callable[..., Any] | str | None) -> EvalSettings:
+    if target is None:
+        return settings
+    if isinstance(target, str):
+        return dataclasses.replace(settings, target=target, target_root=Path.cwd())
+    from verdryx_core.targets import Target
+
+    built = Target.of(target)
+    return dataclasses.replace(settings, target=built.spec, built_target=built)
