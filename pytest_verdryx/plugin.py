@@ -1,6 +1,6 @@
 """pytest entry point (`pytest11`): options, configure, collection, the marker, the fixture.
 
-Module-level hooks only wire things up; the per-session object in `hooks.py` does the work.
+Module-level hooks only wire things up; the per-session object in `session.py` does the work.
 """
 
 from __future__ import annotations
