@@ -1,4 +1,4 @@
-"""Time one drift check against the seed's plain-Python bootstrap loop.
+"""Time one drift check against the original verdryx's plain-Python bootstrap loop.
 
     .venv/bin/python benchmarks/drift.py                    # 10,000 and 50,000 a side
     .venv/bin/python benchmarks/drift.py --condition loaded # only with one core taken
@@ -10,8 +10,9 @@ their second core, the single-threaded Python loop does not). Targets: at 10,000
 50,000 scores per side, at least 50x faster than the Python loop measured in the same
 conditions, under 1 s, with peak memory under 200 MB. Scores are all-distinct floats, the
 worst case (every resample draws n indices); pass/fail scores, the common case, take the
-multinomial shortcut and are shown on their own line. The Python loop is the seed's: per
-iteration, n `randrange` draws per side, then the difference of the two means.
+multinomial shortcut and are shown on their own line. The Python loop is the original
+verdryx's (docs/statistics.md, "The original verdryx"): per iteration, n `randrange` draws
+per side, then the difference of the two means.
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ TARGET_PEAK_MB = 200.0
 def python_loop_bootstrap(
     current: list[float], baseline: list[float], iterations: int, seed: int = 0
 ) -> tuple[float, float]:
-    """The seed's bootstrap: one `randrange` per draw, sorted differences, order statistics."""
+    """The original verdryx's bootstrap: one `randrange` per draw, sorted differences, order
+    statistics (docs/statistics.md, "The original verdryx")."""
     rng = random.Random(seed)
     n_c, n_b = len(current), len(baseline)
     diffs = []

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from design_documents import DRIFT_KEYS, EVAL_KEYS, SCORE_KEYS
+from json_document_keys import DRIFT_KEYS, EVAL_KEYS, SCORE_KEYS
 
 from verdryx_core import __version__
 from verdryx_core.cli import main

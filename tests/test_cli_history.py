@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from design_documents import EVAL_KEYS, RUNS_KEYS, SCORE_KEYS
+from json_document_keys import EVAL_KEYS, RUNS_KEYS, SCORE_KEYS
 
 from tests.history_support import GOOD, history_store, make_run
 from verdryx_core.cli import main

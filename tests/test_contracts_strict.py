@@ -235,7 +235,7 @@ def test_verify_bundle_for_another_contract_exits_1_naming_it(
 def test_the_fast_validator_agrees_with_jsonschema(
     where: str, key: str, value: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    """The compiled fast path must accept exactly what the reference validator accepts."""
+    """The compiled fast path must accept exactly what the jsonschema validator accepts."""
     from verdryx_core.addons.contracts.evidence import _fast_validator, _validator
 
     bundle = copy.deepcopy(_sample_bundle(tmp_path_factory))

@@ -1,4 +1,5 @@
-"""verdryx_core never imports pytest (STYLE.md lesson 1): proven in a clean subprocess."""
+"""verdryx_core never imports pytest (README.md, docs/architecture.md): proven in a clean
+subprocess."""
 
 from __future__ import annotations
 

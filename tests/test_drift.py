@@ -13,10 +13,10 @@ from statistics import NormalDist
 
 import numpy as np
 import pytest
-from design_documents import DRIFT_KEYS as DESIGN_DRIFT_KEYS
-from design_documents import PAIRED_KEYS
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from json_document_keys import DRIFT_KEYS as DOCUMENTED_DRIFT_KEYS
+from json_document_keys import PAIRED_KEYS
 from scipy import stats
 
 from verdryx_core.errors import UsageError
@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 Z_MDE = NormalDist().inv_cdf(0.975) + NormalDist().inv_cdf(0.8)
 
 #: docs/cli.md, the stable `drift` keys, plus two extras.
-DRIFT_KEYS = DESIGN_DRIFT_KEYS | {"chance", "min_effect"}
+DRIFT_KEYS = DOCUMENTED_DRIFT_KEYS | {"chance", "min_effect"}
 
 scores = st.floats(0, 1, allow_nan=False, allow_subnormal=False)
 discrete = st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0])
@@ -50,15 +50,15 @@ def test_constants_are_the_documented_defaults() -> None:
     assert GATES == ("significant", "threshold")
 
 
-# --- the seed's reference values (verdryx-behaviour.md section 3) ---------------------------
+# --- the original verdryx's worked values (docs/statistics.md, "The original verdryx") ------
 
 
-def test_clear_drop_gives_the_seed_t_statistic_and_an_interval_below_zero() -> None:
+def test_clear_drop_gives_the_original_t_statistic_and_an_interval_below_zero() -> None:
     report = compute_drift([1, 2, 3], [4, 5, 6], baseline_id="b1")
 
     assert report.delta == -3.0
     assert report.t_statistic == pytest.approx(-3 / math.sqrt(2 / 3), abs=1e-12)
-    # Every resample difference lies between -5 and -1; the seed's RNG gave [-4.33, -1.67].
+    # Every resample difference lies between -5 and -1; the original's RNG gave [-4.33, -1.67].
     assert -5 <= report.ci_low <= -3 <= report.ci_high < 0
     assert report.verdict == "regressed"
     assert report.n == report.baseline_n == 3
@@ -200,7 +200,7 @@ def test_paired_interval_covers_the_true_drop_at_about_95_percent() -> None:
 
 
 def test_default_gate_rarely_fails_an_unchanged_agent_where_the_flat_threshold_often_does() -> None:
-    # The reason the default is not the seed's rule (docs/statistics.md): one pass/fail
+    # The reason the default is not the flat threshold (docs/statistics.md): one pass/fail
     # sample per case, 20 cases of mixed difficulty, the same agent twice.
     rng = np.random.default_rng(7)
     alarms = dict.fromkeys(GATES, 0)

@@ -253,7 +253,7 @@ def test_lcs_and_trace_score_properties(a: list[str], b: list[str]) -> None:
     ],
 )
 def test_tool_trace_worked_examples(expected: list[str], actual: list[str], value: float) -> None:
-    # verdryx-behaviour.md section 2.5
+    # docs/graders.md, "Tool traces": `ordered` scores LCS(A, E) / max(|A|, |E|).
     case = EvalCase(
         id="t",
         prompt="p",

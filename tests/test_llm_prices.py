@@ -1,5 +1,5 @@
-"""The price book: reference section 8's worked numbers, the fallback that is
-never silently free, and a price file whose errors name the file and the key."""
+"""The price book: the table and worked numbers of docs/models-and-judges.md ("Prices"), the
+fallback that is never silently free, and a price file whose errors name the file and the key."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from verdryx_core.llm.prices import DEFAULT_PRICES, FALLBACK_PRICE
         ("gpt-4o-mini", 2_000_000, 1_000_000, 0.9),
     ],
 )
-def test_reference_worked_numbers(
+def test_the_documented_worked_numbers(
     model: str, tokens_in: int, tokens_out: int, dollars: float
 ) -> None:
     assert PriceBook.default().cost(model, tokens_in, tokens_out) == pytest.approx(dollars)
@@ -35,7 +35,7 @@ def test_all_four_kinds_of_token() -> None:
     assert cost == pytest.approx(22.05)
 
 
-def test_the_default_table_is_the_reference_table() -> None:
+def test_the_default_table_is_the_documented_table() -> None:
     assert len(DEFAULT_PRICES) == 12
     assert DEFAULT_PRICES["claude-opus-4-5"] == ModelPrice(
         input=5.0, output=25.0, cache_read=0.5, cache_write=6.25

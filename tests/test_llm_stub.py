@@ -13,7 +13,7 @@ from verdryx_core.llm import Completion, Judgement, StubAdapter, StubCall
 TOOLS = ({"name": "search", "input_schema": {"type": "object"}}, {"name": "refund"})
 
 
-def test_defaults_are_the_reference_stub() -> None:
+def test_the_stub_defaults() -> None:
     stub = StubAdapter()
     assert stub.model == "stub"
     assert stub.complete("p") == Completion(text="stub output")

@@ -70,7 +70,8 @@ def attributes_of(span: Any) -> dict[str, Any]:
 
 
 def test_ids_are_derived_from_the_run_id() -> None:
-    assert trace_id("run-1") == "09f6f5433782223fc5e6cec9b152cc8b"  # the reference's value
+    # sha256("verdryx-trace|run-1")[:32] (docs/events-and-otlp.md), computed independently.
+    assert trace_id("run-1") == "09f6f5433782223fc5e6cec9b152cc8b"
     assert trace_id("run-1") != trace_id("run-2")
     assert len(span_id("run-1", "eval_run", 1)) == 16
     assert span_id("run-1", "eval_run", 1) != span_id("run-1", "quality_drift", 1)

@@ -1,7 +1,7 @@
-"""Acceptance audit of issues 5 and 7 on the plugin side, in real pytest sessions (pytester):
-contract cases graded in pytest with their verdicts stored per agent id at session end and
-shown by `verdryx runs --agent`; the cost of quality (model and judge spend apart, cost per
-passing case) in the terminal summary and in the stored run."""
+"""Contract verdicts and the cost of quality on the plugin side, in real pytest sessions
+(pytester): contract cases graded in pytest with their verdicts stored per agent id at
+session end and shown by `verdryx runs --agent`; the cost of quality (model and judge spend
+apart, cost per passing case) in the terminal summary and in the stored run."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
-"""Acceptance audit of issues 4 and 6 through real pytest sessions: what the other plugin
-tests leave unchecked (credentials everywhere a run leaves text, retries exhausted, the price
-note and price file, the stub judge, the event wire's environment variable, torn tail and
-write failure, the drift span, and the typed grader's unanswered, refused and keyed paths).
-Everything is observed at the fake servers or in the files a run leaves, never timed."""
+"""Credentials, retries, prices, events and typed cases through real pytest sessions: what
+the other plugin tests leave unchecked (credentials everywhere a run leaves text, retries
+exhausted, the price note and price file, the stub judge, the event wire's environment
+variable, torn tail and write failure, the drift span, and the typed grader's unanswered,
+refused and keyed paths). Everything is observed at the fake servers or in the files a run
+leaves, never timed."""
 
 from __future__ import annotations
 

@@ -197,7 +197,7 @@ def test_a_drop_that_is_not_significant_is_called_inconclusive_in_words(
     pytester: pytest.Pytester,
 ) -> None:
     # One of four cases drops a third: past the 0.05 threshold, but four cases cannot tell
-    # that from chance. The default gate stays on track and says why; the seed's rule fails.
+    # that from chance. The default gate stays on track and says why; the threshold gate fails.
     result, db = _baseline_then_current(pytester, drop=1, total=4)
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(

@@ -196,7 +196,7 @@ def test_target_must_be_a_fraction(tmp_path: Path) -> None:
 def test_the_events_variable_is_read_when_the_command_runs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: Any
 ) -> None:
-    """No --events: $VERDRYX_EVENTS_PATH, read live (the original crashed on this path)."""
+    """No --events: $VERDRYX_EVENTS_PATH, read when the command runs (docs/slo.md, "Events")."""
     source = write_records(tmp_path / "runs.ndjson", fleet())
     log = tmp_path / "live-events.ndjson"
     monkeypatch.setenv("VERDRYX_EVENTS_PATH", str(log))

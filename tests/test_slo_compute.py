@@ -242,9 +242,9 @@ def test_run_table_input_equals_records_input() -> None:
 
 
 def test_the_recent_slice_is_cut_before_judging() -> None:
-    """The reference's measured case: 240 scoreless trace runs newer than 40 scores. They
-    fill the newest 1/28 of the span, so quality_floor is measured over the 40 scores but
-    its burn rate is not (a documented blind spot, not a zero)."""
+    """240 scoreless trace runs newer than 40 scores. They fill the newest 1/28 of the span,
+    so quality_floor is measured over the 40 scores but its burn rate is not (a blind spot
+    docs/slo.md, "What it is blind to", names; not a zero)."""
     trace = runs(A, 240, start=40 * DAY, spacing=DAY // 10)
     scores = [{"agent_id": A, "score": 1.0, "last_ts_millis": i * DAY} for i in range(40)]
     report = compute_slo(trace, scores=scores)

@@ -1,5 +1,5 @@
-"""Error-budget arithmetic: the reference's worked numbers, scipy's Wilson interval, and
-the trigger ladder."""
+"""Error-budget arithmetic: the worked numbers of docs/slo.md ("The numbers") and more like
+them, scipy's Wilson interval, and the trigger ladder."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ from verdryx_core.addons.slo import (
         (0, 20, 0.0, 0.1611),
     ],
 )
-def test_wilson_reference_numbers(good: int, total: int, low: float, high: float) -> None:
+def test_wilson_worked_numbers(good: int, total: int, low: float, high: float) -> None:
     got = wilson_interval(good, total, 0.95)
     assert (round(got[0], 4), round(got[1], 4)) == (low, high)
 
@@ -55,7 +55,7 @@ def test_wilson_edges() -> None:
             wilson_interval(1, 2, bad)
 
 
-def test_budget_reference_numbers() -> None:
+def test_budget_worked_numbers() -> None:
     assert budget_remaining(0.95, 0.95) == 0.0
     assert budget_remaining(0.90, 0.95) == -1.0
     assert budget_remaining(1.0, 0.95) == 1.0
@@ -64,7 +64,7 @@ def test_budget_reference_numbers() -> None:
     assert budget_remaining(0.99, 1.0) == -math.inf
 
 
-def test_burn_reference_numbers() -> None:
+def test_burn_worked_numbers() -> None:
     assert burn_rate(0.95, 0.95) == 1.0
     assert burn_rate(1.0, 0.95) == 0.0
     assert burn_rate(0.70, 0.95) == 6.0

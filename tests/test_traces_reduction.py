@@ -42,7 +42,7 @@ SCHEMA = pa.schema(
     ]
 )
 
-# -- the slow reference: reference section 5.3 written as a loop over rows ---------------
+# -- the slow reference: docs/cost-per-outcome.md's rules written as a loop over rows ----
 
 
 def slow_reduce(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -1,6 +1,6 @@
 """A typryx-like typed verdict service on 127.0.0.1 for tests.
 
-Speaks the wire contract of typryx's `internal/api` (behaviour reference, Appendix A):
+Speaks the wire contract of typryx's `internal/api` that docs/typed-grader.md describes:
 `POST /v1/ask`, `POST /v1/outcome`, `GET /v1/templates`, `GET /healthz`; every route but
 healthz wants `X-Typryx-Key`, else 401 `{"error":"unauthorized"}`; error bodies are
 `{"error": code}` only. HTTP/1.1 keep-alive, status + headers + body in ONE write.

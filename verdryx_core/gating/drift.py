@@ -3,8 +3,8 @@
 Everything here is signed like the delta, current minus baseline: negative when quality
 dropped. The two-sample comparison (Welch t, bootstrap interval) pools every score of the
 window; the paired comparison works on per-case differences over the cases both runs share.
-Which interval decides, and why the default rule is not the seed's flat threshold, is
-explained in docs/statistics.md.
+Which interval decides, and why the default rule is not the original verdryx's flat
+threshold, is explained in docs/statistics.md.
 
 numpy only at runtime: normal quantiles come from `statistics.NormalDist`.
 """
@@ -182,8 +182,8 @@ def compute_drift(
 
     `paired_current[i]` and `paired_baseline[i]` are the same case in both runs (matched by
     eval set id and case id). `baseline_mean` defaults to the mean of `baseline`; pass the
-    baseline's frozen snapshot to keep the seed's delta. The same `seed` gives the same
-    intervals.
+    mean frozen with the baseline to measure the delta against that. The same `seed` gives
+    the same intervals.
     """
     cur = _scores("current", current)
     base = _scores("baseline", baseline)
@@ -457,7 +457,8 @@ class _IndexDraws:
 
 
 def _percentile_interval(draws: np.ndarray, confidence: float) -> tuple[float, float]:
-    """The seed's order statistics: sorted[int(tail*B)] and sorted[min(int((1-tail)*B), B-1)]."""
+    """sorted[int(tail*B)] and sorted[min(int((1-tail)*B), B-1)], as the original verdryx read
+    its interval (docs/statistics.md, "The original verdryx")."""
     count = draws.size
     tail = (1 - confidence) / 2
     low = int(tail * count)

@@ -1,7 +1,8 @@
 """The price book: model -> dollars per million tokens, so every `cost_usd` is real money.
 
-Prices change faster than releases, so the built-in table (reference section 8) can be
-extended or overridden by a JSON price file named in the ini key `verdryx_prices`:
+Prices change faster than releases, so the built-in table (listed in
+docs/models-and-judges.md, "Prices") can be extended or overridden by a JSON price file
+named in the ini key `verdryx_prices`:
 
     {
       "models": {
@@ -78,7 +79,7 @@ def _price(i: float, o: float, cr: float, cw: float) -> ModelPrice:
     return ModelPrice(input=i, output=o, cache_read=cr, cache_write=cw)
 
 
-#: Reference section 8 (ported from TokenFuse's default price book).
+#: The built-in table, USD per million tokens; docs/models-and-judges.md ("Prices") lists it.
 DEFAULT_PRICES: Final[Mapping[str, ModelPrice]] = {
     "claude-sonnet": _price(3.00, 15.00, 0.30, 3.75),
     "claude-haiku": _price(0.80, 4.00, 0.08, 1.00),

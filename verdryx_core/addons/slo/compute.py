@@ -1,14 +1,14 @@
 """The four indicators per subject: observed ratio with its Wilson interval, error budget
 left, burn rate over the recent slice, and the trigger. Measurement only, never enforcement.
 
-Indicators (each judges a run good, bad, or not at all; reference section 9.3):
+Indicators (each judges a run good, bad, or not at all; docs/slo.md, "The four indicators"):
 `task_success` (outcome in the good outcomes; untagged runs are not judged),
 `quality_floor` (score >= the floor; runs and eval-store scores of the subject),
 `containment` (no refused call), `cost_discipline` (cost <= multiple x the fleet median).
 
 Budget and burn are computed over different spans on purpose: over the same runs the rate
-is just 1 - remaining and a burn trigger can never fire (the original's bug). The rate is
-taken over the newest `burn_window_fraction` of the time span.
+is just 1 - remaining and a burn trigger could never fire. The rate is taken over the newest
+`burn_window_fraction` of the time span (docs/slo.md, "The numbers").
 """
 
 from __future__ import annotations
@@ -289,7 +289,7 @@ def compute_slo(
     burn_window_fraction: float = 1 / 28,
     min_burn_events: int = 5,
 ) -> SloReport:
-    """Measure the four indicators per subject (reference section 9)."""
+    """Measure the four indicators per subject (docs/slo.md)."""
     if identity_field not in IDENTITY_FIELDS:
         raise SloInputError(
             f"identity_field {identity_field!r} is not one of {list(IDENTITY_FIELDS)}; "

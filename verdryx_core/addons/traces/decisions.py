@@ -1,4 +1,5 @@
-"""TokenFuse decision strings verdryx gives meaning to (reference section 5.3)."""
+"""TokenFuse decision strings verdryx gives meaning to (docs/cost-per-outcome.md, "The
+TokenFuse reduction"; docs/slo.md, `containment`)."""
 
 from __future__ import annotations
 

@@ -165,5 +165,5 @@ def read_parquet(path: str | Path) -> list[dict[str, Any]]:
 
 
 def read_parquet_runs(path: str | Path) -> list[dict[str, Any]]:
-    """The full per-run record the SLO reads (reference section 5.3)."""
+    """The full per-run record the SLO reads (docs/cost-per-outcome.md, "The per-run record")."""
     return reduced_records(reduce_traces(path, detail=True), detail=True)

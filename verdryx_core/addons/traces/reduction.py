@@ -1,12 +1,12 @@
 """The TokenFuse run reduction, streamed batch by batch with a compact state per run.
 
-The rules (reference section 5.3): calls are ordered by (run_id, step), ties kept in read
-order; the last non-empty outcome wins; every call's cost folds into its run unless its
-decision is one of the nine blocked reasons (then it counts as a call and costs 0); a run
-that never carried a tag is `(untagged)`; a call without a run id (null, or empty: the
-TokenFuse writer's "unset") is its own record when it carries an outcome and is dropped
-otherwise. A null step falls back to the call's global row index (0-based, counting every
-row read, kept or not).
+The rules (docs/cost-per-outcome.md, "The TokenFuse reduction"): calls are ordered by
+(run_id, step), ties kept in read order; the last non-empty outcome wins; every call's cost
+folds into its run unless its decision is one of the nine blocked reasons (then it counts as
+a call and costs 0); a run that never carried a tag is `(untagged)`; a call without a run id
+(null, or empty: the TokenFuse writer's "unset") is its own record when it carries an
+outcome and is dropped otherwise. A null step falls back to the call's global row index
+(0-based, counting every row read, kept or not).
 
 How it stays exact and bounded: each batch (a slice of one Parquet row group) is first
 reduced on its own, grouped by the row group's dictionary codes for run_id (a dense
