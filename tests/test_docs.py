@@ -4,6 +4,9 @@ field is documented, and the README links the docs."""
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -46,3 +49,34 @@ def test_the_readme_links_existing_docs() -> None:
     assert "docs/getting-started.md" in links
     missing = [link for link in links if not (ROOT / link).is_file()]
     assert not missing, f"README links missing docs: {missing}"
+
+
+def test_the_python_api_page_runs_as_written(tmp_path: Path) -> None:
+    """docs/python-api.md's example, run as a user would from a checkout: it prints the
+    verdict against the committed baseline, and the run it printed is the one it stored."""
+    text = (DOCS / "python-api.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL)
+    assert blocks, "docs/python-api.md has no python example"
+    shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    shutil.copytree(ROOT / ".verdryx", tmp_path / ".verdryx")
+    done = subprocess.run(
+        [sys.executable, "-c", blocks[0]],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "verdict: on-track" in done.stdout
+    assert "fails CI: no" in done.stdout
+    found = re.search(r"^run (\S+): mean ([0-9.]+) over (\d+) cases$", done.stdout, re.M)
+    assert found is not None, done.stdout
+    from verdryx_core import Store
+
+    with Store.open(tmp_path / "verdryx.db") as store:
+        run = store.load_run(found.group(1))
+    assert run is not None and run.complete
+    values = [score.value for score in run.scores if score.value is not None]
+    assert len(values) == int(found.group(3))
+    assert f"{sum(values) / len(values):.3f}" == found.group(2)

@@ -1,12 +1,109 @@
-"""verdryx core: eval sets, graders, store, drift and the CLI; framework-free (no pytest)."""
+"""verdryx core: eval sets, graders, the evaluation, the store and the gate; framework-free
+(no pytest). The Python API (docs/python-api.md) is what `__all__` names:
+
+    from verdryx_core import load_evalsets, evaluate, compare, find_baseline
+
+    run = evaluate(load_evalsets(["evals/"]), store="verdryx.db")
+    outcome = compare(run, find_baseline("v1", root="."))
+    print(outcome.verdict, outcome.exit_reason)
+
+Names are imported on first use, so `import verdryx_core.cases` (as the pytest plugin does on
+every session) does not pay for the evaluation, numpy or the store.
+"""
 
 from __future__ import annotations
 
+import importlib
 from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any, Final
 
 try:
     __version__ = version("verdryx")
 except PackageNotFoundError:  # running from a source tree that was never installed
     __version__ = "0.0.0"
 
-__all__ = ["__version__"]
+if TYPE_CHECKING:
+    from verdryx_core.cases import EvalCase
+    from verdryx_core.errors import (
+        EvalSetError,
+        ModelCallError,
+        StoreError,
+        UsageError,
+        VerdryxError,
+    )
+    from verdryx_core.evalsets.load import EvalSet, load_evalsets
+    from verdryx_core.evaluation.evaluate import Evaluation, EvaluationInterrupted, evaluate
+    from verdryx_core.evaluation.settings import EvalSettings
+    from verdryx_core.gating.baselines import find_baseline
+    from verdryx_core.gating.compare import GateOutcome, GatePolicy, compare
+    from verdryx_core.graders.base import Grade, GradeContext
+    from verdryx_core.graders.registry import register_grader
+    from verdryx_core.runs import Baseline, EvalRun, Score
+    from verdryx_core.store import Store
+
+#: Public name -> the module that defines it.
+_HOMES: Final = {
+    "Baseline": "verdryx_core.runs",
+    "EvalCase": "verdryx_core.cases",
+    "EvalRun": "verdryx_core.runs",
+    "EvalSet": "verdryx_core.evalsets.load",
+    "EvalSetError": "verdryx_core.errors",
+    "EvalSettings": "verdryx_core.evaluation.settings",
+    "Evaluation": "verdryx_core.evaluation.evaluate",
+    "EvaluationInterrupted": "verdryx_core.evaluation.evaluate",
+    "GateOutcome": "verdryx_core.gating.compare",
+    "GatePolicy": "verdryx_core.gating.compare",
+    "Grade": "verdryx_core.graders.base",
+    "GradeContext": "verdryx_core.graders.base",
+    "ModelCallError": "verdryx_core.errors",
+    "Score": "verdryx_core.runs",
+    "Store": "verdryx_core.store",
+    "StoreError": "verdryx_core.errors",
+    "UsageError": "verdryx_core.errors",
+    "VerdryxError": "verdryx_core.errors",
+    "compare": "verdryx_core.gating.compare",
+    "evaluate": "verdryx_core.evaluation.evaluate",
+    "find_baseline": "verdryx_core.gating.baselines",
+    "load_evalsets": "verdryx_core.evalsets.load",
+    "register_grader": "verdryx_core.graders.registry",
+}
+
+__all__ = [  # noqa: RUF022 (the version first, then the API in its order of use)
+    "__version__",
+    "load_evalsets",
+    "evaluate",
+    "compare",
+    "find_baseline",
+    "register_grader",
+    "Evaluation",
+    "EvaluationInterrupted",
+    "EvalSettings",
+    "GatePolicy",
+    "GateOutcome",
+    "EvalSet",
+    "EvalCase",
+    "Score",
+    "EvalRun",
+    "Baseline",
+    "Store",
+    "Grade",
+    "GradeContext",
+    "VerdryxError",
+    "UsageError",
+    "EvalSetError",
+    "StoreError",
+    "ModelCallError",
+]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'verdryx_core' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value  # found once; later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -7,6 +7,7 @@ lookup is the store first, then that folder.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Mapping
 from functools import cache
@@ -230,8 +231,12 @@ def known_labels(store: Store | None, root: Path | None) -> list[str]:
     return sorted(labels)
 
 
-def find_baseline(id_or_label: str, *, store: Store | None, root: Path | None) -> Baseline:
-    """The store first, then the committed file; an unknown name lists the known ones."""
+def find_baseline(
+    id_or_label: str, *, store: Store | None = None, root: str | os.PathLike[str] | None = None
+) -> Baseline:
+    """The baseline `id_or_label`: in `store` first, then the committed file under `root`
+    (`.verdryx/baselines/LABEL.json`); an unknown name lists the known ones (UsageError)."""
+    root = None if root is None else Path(root)
     if store is not None:
         found = store.get_baseline(id_or_label)
         if found is not None:
