@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from pytest_verdryx.items import outcome_for
 from pytest_verdryx.options import worded
-from pytest_verdryx.outcome import outcome_for
 from pytest_verdryx.scoring import ItemScoring
 from verdryx_core.cases import EvalCase
 from verdryx_core.errors import VerdryxError
@@ -64,7 +64,7 @@ class VerdryxCase:
     def grade(self, output: object) -> Score:
         """Grade `output` with the marker's grader; fails the test when below the bar."""
         scorer = self._scoring.scorer(fresh=self._scoring.is_rerun(self._item))
-        grader = scorer.graders.get(self.case.grader)
+        grader = scorer.graders.find(self.case.grader)
         if grader is None:
             pytest.skip(f"verdryx: no grader {self.case.grader!r} configured for this session")
         if self.case.grader in ("exact", "regex") and self.case.expected is None:

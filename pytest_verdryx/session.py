@@ -55,6 +55,16 @@ def _report_latency(item: EvalCaseItem, when: str, report: pytest.TestReport) ->
         report.duration = latency
 
 
+def _ci_in_play(settings: Settings) -> bool:
+    """Whether a CI view is asked for (docs/ci.md): the gate testcase (a baseline named),
+    GitHub annotations, or a job summary. Otherwise nothing listens to every report."""
+    return bool(
+        settings.baseline
+        or os.environ.get("GITHUB_ACTIONS") == "true"
+        or os.environ.get("GITHUB_STEP_SUMMARY")
+    )
+
+
 def _usage_error(exc: VerdryxError) -> pytest.UsageError:
     return pytest.UsageError(f"verdryx: {worded(exc)}")
 
@@ -119,7 +129,8 @@ class VerdryxSession:
         config.stash[CONTEXT_KEY] = self.context
         config.stash[SCORING_KEY] = self.scoring
         config.pluginmanager.register(self, "verdryx-session")
-        if not self.context.is_worker:  # what CI sees is decided where the verdict is
+        if not self.context.is_worker and _ci_in_play(self.settings):
+            # What CI sees is decided where the verdict is: on the controller.
             from pytest_verdryx.ci import CiOutputs
 
             config.pluginmanager.register(CiOutputs(config), "verdryx-ci")

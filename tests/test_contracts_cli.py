@@ -323,7 +323,7 @@ def test_the_grader_is_always_built() -> None:
     graders = build_graders()
     assert isinstance(graders["contract"], ContractGrader)
     assert graders["contract"].kind == "contract"
-    assert "llm_judge" not in graders  # still nothing paid by default
+    assert not graders.has("llm_judge")  # still nothing paid by default
 
 
 def test_grader_pass_fail_flag(ws: Path, tmp_path: Path) -> None:

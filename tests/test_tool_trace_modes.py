@@ -482,7 +482,7 @@ def test_the_runner_grades_the_models_calls_with_their_arguments() -> None:
 
 
 def test_display_texts_of_traces_and_expectations() -> None:
-    from verdryx_core.graders.display import expected_text, output_text
+    from verdryx_core.cases import expected_text, output_text
 
     made = [{"name": "a", "arguments": {"x": 1}}, ToolCall(name="b", arguments={})]
     assert json.loads(f"[{output_text(made)}]") == [

@@ -14,13 +14,9 @@ every session) does not pay for the evaluation, numpy or the store.
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any, Final
 
-try:
-    __version__ = version("verdryx")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0.0.0"
+from verdryx_core.version import __version__
 
 if TYPE_CHECKING:
     from verdryx_core.cases import EvalCase

@@ -86,7 +86,8 @@ _RUN_TEXT: Final = ("id", "model", "judge_model", "agent_id", "plugin_version")
 def _clean_fields(instance: object, names: tuple[str, ...]) -> None:
     for name in names:
         value = getattr(instance, name)
-        if isinstance(value, str):
+        # ASCII holds no lone surrogate: most text is left as it is without a look.
+        if isinstance(value, str) and not value.isascii():
             cleaned = clean_text(value)
             if cleaned is not value:
                 object.__setattr__(instance, name, cleaned)

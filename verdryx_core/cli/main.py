@@ -16,10 +16,10 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import NoReturn
 
-from verdryx_core import __version__
 from verdryx_core.cli import commands
 from verdryx_core.errors import VerdryxError
 from verdryx_core.untrusted.text import PrintableStream, clean_text, printable
+from verdryx_core.version import __version__
 
 __all__ = ["build_parser", "main"]
 

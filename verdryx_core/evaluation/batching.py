@@ -28,7 +28,7 @@ def send_batches(
     judge. The stub (never cached, free) is left alone."""
     live = scorer.live
     model = _cached(live.adapter) if isinstance(live, ModelOutput) else None
-    judge = _cached(getattr(scorer.graders.get("llm_judge"), "judge", None))
+    judge = _cached(getattr(scorer.graders.find("llm_judge"), "judge", None))
     if model is None and judge is None:
         return []
     return batch_run_calls(model, judge, cases, repeat=scorer.repeat, stream=stream)

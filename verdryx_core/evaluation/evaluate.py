@@ -21,7 +21,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from verdryx_core import __version__
 from verdryx_core.cases import EvalCase
 from verdryx_core.errors import UsageError, VerdryxError
 from verdryx_core.evalsets.load import EvalSet, check_unique_ids, load_evalsets
@@ -37,6 +36,7 @@ from verdryx_core.llm.cache import REFRESH
 from verdryx_core.llm.progress import TextStream
 from verdryx_core.runs import EvalRun, Score
 from verdryx_core.store import Store
+from verdryx_core.version import __version__
 
 if TYPE_CHECKING:
     from verdryx_core.addons.typed.client import TypryxClient
@@ -127,6 +127,7 @@ class Evaluation:
             live = self._target_output(settings, fallback=live)
         judge = calls.adapter(judge_name) if needs_judge and judge_name is not None else None
         graders = build_graders(judge=judge, typed_client=self.typed_client(), flags=settings.flags)
+        graders.prepare({case.grader for case in cases})
         return CaseScorer(
             graders=graders,
             live=live,

@@ -17,13 +17,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
-from verdryx_core.cases import EvalCase
+from verdryx_core.cases import EvalCase, expected_text, output_text
 from verdryx_core.evaluation.settings import DEFAULT_MIN_SCORE
 from verdryx_core.evaluation.sources import OutputSource, source_for
 from verdryx_core.graders.base import Grade, GradeContext, Grader
-from verdryx_core.graders.display import expected_text, output_text
 from verdryx_core.graders.missing import missing_grader_reason
 from verdryx_core.graders.registry import default_min_score
+from verdryx_core.graders.table import GraderTable
 from verdryx_core.runs import CheckResult, Score
 
 __all__ = ["CaseScorer", "decided", "missing_grader_reason", "pass_bar", "stability"]
@@ -51,7 +51,7 @@ class CaseScorer:
     def __init__(
         self,
         *,
-        graders: Mapping[str, Grader],
+        graders: GraderTable,
         live: OutputSource | None = None,
         repeat: int = 1,
         min_score: float | None,
@@ -65,7 +65,7 @@ class CaseScorer:
 
     def is_remote(self, case: EvalCase) -> bool:
         """Whether scoring this case makes a network call (its source or its grader)."""
-        if case.grader not in self.graders:
+        if not self.graders.has(case.grader):
             return False  # skipped before any call
         if case.grader in _REMOTE_GRADERS:
             return True
@@ -73,8 +73,9 @@ class CaseScorer:
 
     def score(self, case: EvalCase, context: GradeContext) -> Score:
         """Grade one case; raises ModelCallError on infrastructure failure."""
-        grader = self.graders.get(case.grader)
-        if grader is None:
+        try:
+            grader = self.graders[case.grader]
+        except KeyError:
             reason = missing_grader_reason(case.grader, self.flags)
             return self._score(case, context, value=None, unmeasured=reason)
         source = source_for(case, self.live)
@@ -93,6 +94,7 @@ class CaseScorer:
             return self._score(
                 case,
                 context,
+                grader=grader,
                 value=None,
                 unmeasured=last.grade.unmeasured or "unmeasured",
                 tokens=tokens,
@@ -107,6 +109,7 @@ class CaseScorer:
         return self._score(
             case,
             context,
+            grader=grader,
             value=min(1.0, max(0.0, value)),  # guards float sums only; each sample is in [0, 1]
             tokens=tokens,
             cost_usd=model_cost,
@@ -159,6 +162,7 @@ class CaseScorer:
         case: EvalCase,
         context: GradeContext,
         *,
+        grader: Grader | None = None,
         value: float | None,
         unmeasured: str | None = None,
         tokens: int = 0,
@@ -177,6 +181,11 @@ class CaseScorer:
             value=value,
             unmeasured=unmeasured,
             grader=case.grader,
+            grader_bar=(
+                default_min_score(case.grader)
+                if grader is None
+                else getattr(grader, "default_min_score", None)
+            ),
             tokens=tokens,
             cost_usd=cost_usd,
             judge_cost_usd=judge_cost_usd,
@@ -196,6 +205,7 @@ def decided(
     min_score: float | None,
     value: float | None,
     grader: str,
+    grader_bar: float | None = None,
     unmeasured: str | None = None,
     tokens: int = 0,
     cost_usd: float = 0.0,
@@ -206,10 +216,10 @@ def decided(
     samples: tuple[float, ...] = (),
     checks: tuple[CheckResult, ...] = (),
 ) -> Score:
-    """The Score of `case`, passed or not against its pass bar: the case's own `min_score`,
-    else its grader's default (docs/graders.md), else the run's. The one place that decides
-    it; the Score carries the bar."""
-    bar = pass_bar(case.min_score, min_score, grader_default=default_min_score(grader))
+    """The Score of `case`, passed or not against its pass bar (`pass_bar`: the case's own
+    `min_score`, the run's, `grader_bar` (the grader's own, `default_min_score`), else 0.5).
+    The one place that decides it; the Score carries the bar."""
+    bar = pass_bar(case.min_score, min_score, grader_default=grader_bar)
     return Score(
         case_id=case.id,
         eval_set_id=eval_set_id,

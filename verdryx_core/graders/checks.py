@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, ClassVar, final
+from typing import Any, ClassVar, Protocol, final
 
 from verdryx_core.cases import EvalCase
 from verdryx_core.graders.base import Grade, GradeContext, Grader
@@ -39,11 +39,17 @@ def checks_reason(results: list[CheckResult]) -> str:
     return "; ".join(parts)
 
 
+class _Graders(Protocol):
+    """The run's grader table (`verdryx_core.graders.table`), as a check looks one up."""
+
+    def find(self, name: str) -> Grader | None: ...
+
+
 @final
 class ChecksGrader:
     kind: ClassVar[str] = "checks"
 
-    def __init__(self, graders: Mapping[str, Grader], flags: Mapping[str, str]) -> None:
+    def __init__(self, graders: _Graders, flags: Mapping[str, str]) -> None:
         self.graders = graders
         self.flags = flags
 
@@ -52,7 +58,7 @@ class ChecksGrader:
         tokens = 0
         cost = 0.0
         for check in case.checks or ():
-            grader = self.graders.get(check.grader)
+            grader = self.graders.find(check.grader)
             if grader is None:
                 # The same reason a single-grader case gets, naming the flag that enables it.
                 why = missing_grader_reason(check.grader, self.flags)

@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Final, final
 from verdryx_core.cases import CHECKS_GRADER, GRADER_KINDS, EvalCase
 from verdryx_core.errors import VerdryxError
 from verdryx_core.graders.base import Grade, GradeContext, Grader
+from verdryx_core.graders.tool_trace import ToolTraceGrader
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -36,9 +37,9 @@ __all__ = [
 
 ENTRY_POINT_GROUP: Final = "verdryx.graders"
 
-#: Each grader's own pass bar, where it has one; other graders use the run's
-#: `--verdryx-min-score`. A tool trace passes only when it is exactly right.
-_BUILTIN_MIN_SCORES: Final[Mapping[str, float]] = {"tool_trace": 1.0}
+#: Each built-in grader's own pass bar, where it has one (the grader's `default_min_score`);
+#: other graders use the run's `--verdryx-min-score`.
+_BUILTIN_MIN_SCORES: Final[Mapping[str, float]] = {"tool_trace": ToolTraceGrader.default_min_score}
 
 _NAME: Final = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")
 

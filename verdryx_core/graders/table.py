@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import contextlib
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from verdryx_core.cases import CHECKS_GRADER, GRADER_KINDS
-from verdryx_core.errors import CLI_FLAGS
+from verdryx_core.errors import CLI_FLAGS, VerdryxError
 from verdryx_core.graders.base import Grader
 from verdryx_core.graders.checks import ChecksGrader
 from verdryx_core.graders.contains import ContainsGrader, IContainsGrader
@@ -16,7 +17,7 @@ from verdryx_core.graders.json_output import JsonGrader
 from verdryx_core.graders.numeric import NumericGrader
 from verdryx_core.graders.outcome_tag import OutcomeTagGrader
 from verdryx_core.graders.regex import RegexGrader
-from verdryx_core.graders.registry import custom_grader_names, is_grader, load_custom_grader
+from verdryx_core.graders.registry import is_grader, load_custom_grader
 from verdryx_core.graders.tool_trace import ToolTraceGrader
 
 if TYPE_CHECKING:
@@ -30,35 +31,58 @@ __all__ = ["GraderTable", "build_graders"]
 _BUILTIN_NAMES = frozenset(GRADER_KINDS)
 
 
-class GraderTable(Mapping[str, Grader]):
+class GraderTable(dict[str, Grader]):
     """The graders of one run: the built-ins configured for it, then custom graders
-    (registered or installed), looked up by name only when a case uses them."""
+    (registered or installed). Each is built the first time a case uses it.
+
+    A plain dict underneath, so looking up a grader already used (every case does) costs no
+    Python call; `table[name]` builds or loads one on a miss; `find` and `has` never raise."""
 
     def __init__(
-        self, builtins: Mapping[str, Grader], flags: Mapping[str, str] = CLI_FLAGS
+        self,
+        builtins: Mapping[str, Callable[[], Grader]],
+        flags: Mapping[str, str] = CLI_FLAGS,
     ) -> None:
-        self._builtins = dict(builtins)
-        self._builtins[CHECKS_GRADER] = ChecksGrader(self, flags)
+        super().__init__()
+        self._builtins = {**builtins, CHECKS_GRADER: lambda: ChecksGrader(self, flags)}
 
-    def __getitem__(self, name: str) -> Grader:
-        found = self._builtins.get(name)
-        if found is not None:
-            return found
-        if name in self._builtins or not is_grader(name) or name in _BUILTIN_NAMES:
+    def __missing__(self, name: str) -> Grader:
+        make = self._builtins.get(name)
+        if make is not None:
+            grader = self[name] = make()
+            return grader
+        # A built-in kind never resolves to a custom grader: an unconfigured llm_judge stays
+        # "missing", with its reason.
+        if name in _BUILTIN_NAMES or not is_grader(name):
             raise KeyError(name)
-        return load_custom_grader(name)
+        grader = self[name] = load_custom_grader(name)
+        return grader
 
-    def __contains__(self, name: object) -> bool:
-        if not isinstance(name, str):
-            return False
-        return name in self._builtins or (name not in _BUILTIN_NAMES and is_grader(name))
+    def find(self, name: str) -> Grader | None:
+        """The grader named `name` for this run, or None when it is not available."""
+        try:
+            return self[name]
+        except KeyError:
+            return None
 
-    def __iter__(self) -> Iterator[str]:
-        yield from self._builtins
-        yield from (name for name in custom_grader_names() if name not in self._builtins)
+    def prepare(self, names: Iterable[str]) -> None:
+        """Build the graders of `names` now, once, rather than in whichever case comes first;
+        one that cannot be built is left for its cases to report."""
+        for name in names:
+            with contextlib.suppress(KeyError, VerdryxError):
+                self[name]
 
-    def __len__(self) -> int:
-        return sum(1 for _ in self)
+    def has(self, name: str) -> bool:
+        """Whether a case naming `name` gets a grader (without building or loading it)."""
+        if name in self or name in self._builtins:
+            return True
+        return name not in _BUILTIN_NAMES and is_grader(name)
+
+
+def _contract_grader() -> Grader:
+    from verdryx_core.addons.contracts.grader import ContractGrader
+
+    return ContractGrader()
 
 
 def build_graders(
@@ -70,27 +94,33 @@ def build_graders(
 ) -> GraderTable:
     """The graders for one run. Graders that cost money (the LLM judge, the typed verdict
     service) are present only when their dependency is given: nothing is paid by default."""
-    graders: dict[str, Grader] = {
-        "exact": ExactGrader(),
-        "regex": RegexGrader(),
-        "outcome_tag": OutcomeTagGrader(outcome_map),
-        "tool_trace": ToolTraceGrader(),
-        "contains": ContainsGrader(),
-        "icontains": IContainsGrader(),
-        "json": JsonGrader(),
-        "numeric": NumericGrader(),
-        "f1": F1Grader(),
+    graders: dict[str, Callable[[], Grader]] = {
+        "exact": ExactGrader,
+        "regex": RegexGrader,
+        "outcome_tag": lambda: OutcomeTagGrader(outcome_map),
+        "tool_trace": ToolTraceGrader,
+        "contains": ContainsGrader,
+        "icontains": IContainsGrader,
+        "json": JsonGrader,
+        "numeric": NumericGrader,
+        "f1": F1Grader,
+        # Free and deterministic, so always present; imported when a case uses it.
+        "contract": _contract_grader,
     }
-    # Free and deterministic, so always present; imported lazily like the paid graders.
-    from verdryx_core.addons.contracts.grader import ContractGrader
-
-    graders["contract"] = ContractGrader()
     if judge is not None:
-        from verdryx_core.graders.llm_judge import LLMJudgeGrader
 
-        graders["llm_judge"] = LLMJudgeGrader(judge)
+        def llm_judge() -> Grader:
+            from verdryx_core.graders.llm_judge import LLMJudgeGrader
+
+            return LLMJudgeGrader(judge)
+
+        graders["llm_judge"] = llm_judge
     if typed_client is not None:
-        from verdryx_core.addons.typed.grader import TypedGrader
 
-        graders["typed"] = TypedGrader(typed_client)
+        def typed() -> Grader:
+            from verdryx_core.addons.typed.grader import TypedGrader
+
+            return TypedGrader(typed_client)
+
+        graders["typed"] = typed
     return GraderTable(graders, flags)

@@ -165,6 +165,8 @@ def _show(calls: Sequence[ToolCall]) -> str:
 @final
 class ToolTraceGrader:
     kind: ClassVar[str] = "tool_trace"
+    #: A trace passes only when it is exactly right (docs/graders.md).
+    default_min_score: ClassVar[float] = 1.0
 
     def grade(self, case: EvalCase, output: Any, context: GradeContext) -> Grade:
         if output is None:

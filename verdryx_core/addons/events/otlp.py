@@ -25,9 +25,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from verdryx_core import __version__
 from verdryx_core.errors import UsageError
 from verdryx_core.untrusted.redact import redact_text, redact_url
+from verdryx_core.version import __version__
 
 if TYPE_CHECKING:
     from verdryx_core.runs import EvalRun

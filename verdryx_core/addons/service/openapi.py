@@ -11,10 +11,10 @@ from __future__ import annotations
 import copy
 from typing import Any, Final
 
-from verdryx_core import __version__
 from verdryx_core.addons.contracts.evidence import bundle_schema
 from verdryx_core.addons.contracts.validate import contract_schema
 from verdryx_core.addons.service.core import DEFAULT_LIMIT, MAX_LIMIT
+from verdryx_core.version import __version__
 
 __all__ = ["openapi_document"]
 

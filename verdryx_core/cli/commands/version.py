@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from verdryx_core import __version__
+from verdryx_core.version import __version__
 
 NAME = "version"
 HELP = "print the verdryx version"

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from verdryx_core import __version__
 from verdryx_core.reporting.html._breakdown import breakdown_section
 from verdryx_core.reporting.html._collect import ReportData
 from verdryx_core.reporting.html._svg import (
@@ -34,6 +33,7 @@ from verdryx_core.reporting.html._svg import (
 from verdryx_core.reporting.naturalsort import score_order
 from verdryx_core.reporting.summary import fmt_score, fmt_usd
 from verdryx_core.runs import Score
+from verdryx_core.version import __version__
 
 __all__ = ["build_report_html"]
 
