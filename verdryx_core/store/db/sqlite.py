@@ -1,8 +1,8 @@
 """The SQLite dialect of `Database`: one file (or `:memory:`), its PRAGMAs set here only.
 
-As coverage.py's sqlitedb does: one wrapper around the `sqlite3` connection, the PRAGMAs in
-one place with the reason for each, every `sqlite3.Error` a StoreError naming the file. The
-connection is in autocommit mode (`isolation_level=None`): transactions are the explicit
+One wrapper around the `sqlite3` connection, the PRAGMAs in one place with the reason for
+each, every `sqlite3.Error` a StoreError naming the file (docs/store.md). The connection is
+in autocommit mode (`isolation_level=None`): transactions are the explicit
 BEGIN/COMMIT of `Database.transaction`, never the driver's implicit ones.
 """
 
