@@ -11,6 +11,7 @@ import pytest
 from json_document_keys import EVAL_KEYS, RUNS_KEYS, SCORE_KEYS
 
 from tests.history_support import GOOD, history_store, make_run
+from verdryx_core.addons.contracts.history import save_verdicts
 from verdryx_core.cli import main
 from verdryx_core.gating.comparison import compare_to_baseline
 from verdryx_core.runs import Baseline
@@ -147,7 +148,8 @@ def test_runs_of_an_agent_with_its_contract_verdicts(
     with Store.open(db) as store:
         store.save_run(make_run("r-ops-1", GOOD, day=0, agent_id="ops-bot"))
         store.save_run(make_run("r-other", GOOD, day=1, agent_id="sales-bot"))
-        store.save_contract_verdicts(
+        save_verdicts(
+            store,
             [
                 {
                     "agent_id": "ops-bot",
@@ -163,7 +165,7 @@ def test_runs_of_an_agent_with_its_contract_verdicts(
                     "verdict": "PASS",
                     "reason": "all checks passed",
                 },
-            ]
+            ],
         )
     document = cli_json(capsys, "runs", "--db", str(db), "--agent", "ops-bot")
     assert [run["run_id"] for run in document["runs"]] == ["r-ops-1"]

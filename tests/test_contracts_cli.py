@@ -14,6 +14,7 @@ import pytest
 
 from verdryx_core.addons.contracts import ContractError
 from verdryx_core.addons.contracts.grader import ContractGrader
+from verdryx_core.addons.contracts.history import save_verdicts, verdicts
 from verdryx_core.cases import EvalCase
 from verdryx_core.cli import main
 from verdryx_core.evalsets.load import load_evalset
@@ -232,8 +233,8 @@ def test_verdicts_are_stored_per_agent(
         == 0
     )
     with Store.open(db) as store:
-        mine = store.contract_verdicts("agent-a")
-        theirs = store.contract_verdicts("agent-b")
+        mine = verdicts(store, "agent-a")
+        theirs = verdicts(store, "agent-b")
     assert [row["verdict"] for row in mine] == ["FAIL", "PASS"]  # newest first
     assert mine[0]["reason"].startswith("FAIL: 1 of 1 check failed")
     assert all(row["task_id"] == "task-1" and len(row["bundle_hash"]) == 64 for row in mine)
@@ -248,7 +249,7 @@ def test_store_flag_uses_the_default_store(
     contract = write_contract(tmp_path / "c.json", EXISTS)
     assert main(["verify", str(contract), "--base-path", str(ws), "--store", "--json"]) == 0
     with Store.open(db) as store:
-        assert [row["verdict"] for row in store.contract_verdicts("agent-a")] == ["PASS"]
+        assert [row["verdict"] for row in verdicts(store, "agent-a")] == ["PASS"]
 
 
 def test_no_store_flag_writes_no_store(
@@ -369,8 +370,8 @@ def test_grader_records_verdicts_with_the_case_id_as_task_id(ws: Path, tmp_path:
         (None, "own", "FAIL", "run-1"),
     ]
     with Store.open(tmp_path / "v.db") as store:
-        store.save_contract_verdicts(grader.records)
-        assert store.contract_verdicts("bot")[0]["task_id"] == "case-7"
+        save_verdicts(store, grader.records)
+        assert verdicts(store, "bot")[0]["task_id"] == "case-7"
 
 
 def test_grader_contract_errors_name_the_case_criterion_and_field(tmp_path: Path) -> None:

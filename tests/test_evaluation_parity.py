@@ -19,6 +19,7 @@ from fakes.typryx_server import DEFAULT_KEY as TYPRYX_KEY
 from fakes.typryx_server import FakeTypryx
 from plugin_support import TOOLS, stored_runs, write_evalset
 
+from verdryx_core.addons.contracts.history import verdicts
 from verdryx_core.cli import main
 from verdryx_core.runs import EvalRun
 from verdryx_core.store import Store
@@ -103,7 +104,7 @@ def _comparable(run: EvalRun) -> list[dict[str, Any]]:
 
 def _verdict_rows(db: Path) -> list[tuple[Any, ...]]:
     with Store.open(db) as store:
-        rows = store.contract_verdicts()
+        rows = verdicts(store)
     return sorted((row["agent_id"], row["task_id"], row["verdict"], row["reason"]) for row in rows)
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.store_support import BACKENDS, store_target
+from verdryx_core.addons.contracts.history import save_verdicts, verdicts
 from verdryx_core.cli import main
 from verdryx_core.runs import Baseline, EvalRun, Score
 from verdryx_core.store import Store, StoreTarget
@@ -63,7 +64,8 @@ def fill(target: StoreTarget, prefix: str, *, shift: int = 0) -> None:
             [(f"{prefix}-k{i}", "stub", {"text": f"{prefix} {i}"}, 0.01 * i) for i in range(3)]
             + [("shared-key", "stub", {"text": "same"}, 0.0)]
         )
-        store.save_contract_verdicts(
+        save_verdicts(
+            store,
             [
                 {
                     "agent_id": "agent",
@@ -74,7 +76,7 @@ def fill(target: StoreTarget, prefix: str, *, shift: int = 0) -> None:
                     "run_id": runs[0].id,
                     "created_at": (T0 + timedelta(minutes=shift)).isoformat(),
                 }
-            ]
+            ],
         )
 
 
@@ -86,7 +88,7 @@ def dump(target: StoreTarget) -> dict[str, Any]:
             "listed": [summary.id for summary in store.list_runs()],
             "baselines": [store.get_baseline(row[0]) for row in store.list_baselines()],
             "cache": [json.dumps(entry[:4]) for entry in store.cache_entries()],
-            "verdicts": store.contract_verdicts(),
+            "verdicts": verdicts(store),
         }
 
 
@@ -170,8 +172,8 @@ def test_a_conflicting_baseline_and_verdict_are_named(
         baseline = store.get_baseline("x-base")
         assert baseline is not None
         store.save_baseline(Baseline(**{**_fields(baseline), "label": "renamed"}))
-        verdict = store.contract_verdicts()[0]
-        store.save_contract_verdicts([{**verdict, "verdict": "FAIL"}])
+        verdict = verdicts(store)[0]
+        save_verdicts(store, [{**verdict, "verdict": "FAIL"}])
     code, _, err = cli(capsys, "merge", str(a), str(b), "--into", str(into))
     assert code == 2 and "baseline x-base" in err and "contract verdict x-task" in err
 

@@ -14,6 +14,7 @@ import pytest
 from fakes.anthropic_server import FakeAnthropic
 from plugin_support import stored_runs, write_evalset
 
+from verdryx_core.addons.contracts.history import verdicts as stored_verdicts
 from verdryx_core.cli import main
 from verdryx_core.reporting.summary import fmt_usd
 from verdryx_core.store import Store
@@ -140,7 +141,7 @@ def test_no_store_no_verdicts_and_no_contract_cases_no_rows(
         passed=1
     )
     with Store.open(db) as store:
-        assert store.contract_verdicts() == []
+        assert stored_verdicts(store) == []
     assert _runs_json(capsys, db, AGENT)["contract_verdicts"] == []
 
 

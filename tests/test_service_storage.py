@@ -354,14 +354,14 @@ def test_a_lost_connection_fails_one_call_and_the_next_reconnects() -> None:
 
     with fresh_schema(needs_postgres()) as url, PostgresServiceStorage.open(url) as storage:
         record, key = create_key(storage, "ci")
-        pid = storage._conn.info.backend_pid
+        pid = storage.db.connection.info.backend_pid
         with psycopg.connect(url.url, autocommit=True) as admin:
             admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
         with pytest.raises(StoreError) as info:
             storage.active_key(hash_key(key))
         assert str(info.value).startswith(f"{url}: cannot look up an API key: ")
         assert storage.active_key(hash_key(key)) == record
-        assert storage._conn.info.backend_pid != pid
+        assert storage.db.connection.info.backend_pid != pid
 
 
 def test_threads_and_two_storages_record_every_verdict_once() -> None:
@@ -433,7 +433,7 @@ def test_a_verdict_being_recorded_holds_the_next_writer_so_seq_is_commit_order()
                 }
 
             # `first` is inside record_run: between its ledger lock and its insert.
-            recording = first._transaction()
+            recording = first.db.transaction()
             recording.__enter__()
             first._lock_ledger()
             done = threading.Event()
@@ -447,7 +447,7 @@ def test_a_verdict_being_recorded_holds_the_next_writer_so_seq_is_commit_order()
             )
             writer.start()
             assert not done.wait(0.5), "a second writer did not wait for the first"
-            first._execute(
+            first.db.execute(
                 "INSERT INTO service_verdicts (run_id, contract_id, key_id, task_id, agent_id, "
                 "verdict, summary, bundle_hash, document, created_at) "
                 "VALUES ('vr_earlier', ?, ?, ?, ?, 'PASS', ?, NULL, '{}', ?)",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from verdryx_core.addons.contracts.history import promise_of, verdict_rows
+from verdryx_core.addons.contracts.history import promise_of, save_verdicts, verdict_rows
 from verdryx_core.cases import EvalCase, case_key
 from verdryx_core.evaluation.calls import CacheEntry
 from verdryx_core.runs import EvalRun
@@ -36,4 +36,4 @@ def save_run(
     store.save_run(run)
     rows = verdict_rows(run, promises)
     if rows:
-        store.save_contract_verdicts(rows)
+        save_verdicts(store, rows)

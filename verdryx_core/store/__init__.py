@@ -1,8 +1,10 @@
-"""The store: runs, scores, baselines, the model response cache and contract verdicts.
+"""The store: runs, scores, baselines and the model response cache.
 
 One interface (`Store`), two backends: a SQLite file (`SqliteStore`, the default) and a
 PostgreSQL database (`PostgresStore`, for many CI jobs writing at once). `Store.open(target)`
-picks the backend from what `resolve_store_path` returned. See docs/store.md.
+picks the backend from what `resolve_store_path` returned. Both talk to their database
+through the one SQL layer of `verdryx_core.store.db`, which add-ons use for tables of their
+own in the store (`Store.db`). See docs/store.md.
 """
 
 from __future__ import annotations

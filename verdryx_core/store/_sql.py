@@ -1,26 +1,25 @@
-"""The store's queries, written once for both backends.
+"""The store's queries, written once for both dialects.
 
-The SQL here is the common subset of SQLite and PostgreSQL: `?` placeholders (the PostgreSQL
-backend turns them into `%s`), upserts as `ON CONFLICT ... DO UPDATE`, replacements as DELETE
-then INSERT, and a `rowid` column for save order (SQLite's own; a BIGSERIAL column of that
-name in PostgreSQL). A backend supplies the connection, the transaction statements and its
-driver's error class.
+The SQL here is the common subset of SQLite and PostgreSQL: `?` placeholders (the
+PostgreSQL dialect turns them into `%s`), upserts as `ON CONFLICT ... DO UPDATE`,
+replacements as DELETE then INSERT, and a `rowid` column for save order (SQLite's own; a
+BIGSERIAL column of that name in PostgreSQL). The connection, transactions, error wrapping
+and free-text encoding are the `Database`'s (`verdryx_core/store/db/`); a backend supplies
+its schema and how it recognises and migrates a store.
 """
 
 from __future__ import annotations
 
-import abc
 import json
-import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any, ClassVar, Final
+from typing import Any, Final
 
-from verdryx_core.errors import StoreError, UsageError
+from verdryx_core.errors import UsageError
 from verdryx_core.runs import Baseline, BaselineCase, EvalRun, Score, iso_utc, parse_iso
 from verdryx_core.store.base import CacheEntry, RunSummary, Store
-from verdryx_core.store.target import redact
+from verdryx_core.store.db import Database, marks
 
 __all__ = ["RUN_COLUMNS", "SCORE_COLUMNS", "SqlStore"]
 
@@ -34,111 +33,24 @@ SCORE_COLUMNS: Final = (
     "run_id, seq, eval_set_id, case_id, value, unmeasured, grader, tokens, cost_usd, "
     "judge_cost_usd, fingerprint, passed, samples, output, expected, reason"
 )
-_VERDICT_KEYS: Final = (
-    "agent_id",
-    "task_id",
-    "verdict",
-    "reason",
-    "bundle_hash",
-    "run_id",
-    "created_at",
-)
 #: Keys per IN (...) query: under SQLite's bound-parameter limit.
 _CHUNK: Final = 500
 
 
-def _marks(count: int) -> str:
-    return ", ".join("?" * count)
-
-
 class SqlStore(Store):
-    """Everything but the connection: see the module docstring."""
+    """Everything but the schema and how it is recognised: see the module docstring."""
 
-    #: The driver's error base class; every one becomes a StoreError naming the store.
-    _driver_error: ClassVar[type[Exception]]
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        # One lock per store: one writer per connection in this process, and a connection
-        # is not to be used by two threads at once.
-        self._lock = threading.RLock()
-        self._depth = 0
-
-    # -- what a backend supplies -------------------------------------------------------------
-
-    @abc.abstractmethod
-    def _execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
-        """Run one statement (`?` placeholders); returns a cursor."""
-
-    @abc.abstractmethod
-    def _executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
-
-    @abc.abstractmethod
-    def _begin(self) -> None: ...
-
-    @abc.abstractmethod
-    def _commit(self) -> None: ...
-
-    @abc.abstractmethod
-    def _rollback(self) -> None:
-        """Roll back if a transaction is still open (a driver may have ended it already)."""
-
-    def _insert_many(self, table: str, columns: str, rows: Sequence[Sequence[Any]]) -> None:
-        """Insert plain rows (no conflict handling): a run's scores, a baseline's cases."""
-        if rows:
-            marks = _marks(columns.count(",") + 1)
-            self._executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", rows)
-
-    def _text_in(self, text: str | None) -> Any:
-        """A free-text score field as the backend stores it (PostgreSQL: bytes, for NUL)."""
-        return text
-
-    def _text_out(self, value: Any) -> str | None:
-        return value
-
-    # -- transactions and errors ---------------------------------------------------------------
-
-    @contextmanager
-    def _transaction(self) -> Iterator[None]:
-        with self._lock:
-            if self._depth:  # inside batch(): the outer transaction commits
-                self._depth += 1
-                try:
-                    yield
-                finally:
-                    self._depth -= 1
-                return
-            self._begin()
-            self._depth = 1
-            try:
-                yield
-                self._commit()
-            except BaseException:
-                self._rollback()
-                raise
-            finally:
-                self._depth = 0
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.path = db.name
 
     @contextmanager
     def batch(self) -> Iterator[None]:
-        with self._errors("write the store"), self._transaction():
+        with self.db.errors("write the store"), self.db.transaction():
             yield
 
-    def _message(self, exc: BaseException) -> str:
-        # Drivers may put a DETAIL or a URL in their message: first line, no password.
-        lines = str(exc).strip().splitlines() or [type(exc).__name__]
-        return redact(lines[0])
-
-    @contextmanager
-    def _errors(self, action: str) -> Iterator[None]:
-        try:
-            yield
-        except self._driver_error as exc:
-            raise StoreError(f"{self.path}: cannot {action}: {self._message(exc)}") from None
-
-    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        with self._lock:
-            return list(self._execute(sql, params).fetchall())
+    def close(self) -> None:
+        self.db.close()
 
     # -- runs ----------------------------------------------------------------------------------
 
@@ -168,19 +80,19 @@ class SqlStore(Store):
             int(run.partial),
         )
         score_rows = [self._score_row(run.id, seq, score) for seq, score in enumerate(run.scores)]
-        with self._errors(f"save run {run.id}"), self._transaction():
+        with self.db.errors(f"save run {run.id}"), self.db.transaction():
             # DELETE then INSERT, not an upsert: a replaced run is also the newest saved.
-            self._execute("DELETE FROM scores WHERE run_id = ?", (run.id,))
-            self._execute("DELETE FROM runs WHERE id = ?", (run.id,))
-            self._execute(f"INSERT INTO runs ({RUN_COLUMNS}) VALUES ({_marks(22)})", row)
-            self._insert_many("scores", SCORE_COLUMNS, score_rows)
+            self.db.execute("DELETE FROM scores WHERE run_id = ?", (run.id,))
+            self.db.execute("DELETE FROM runs WHERE id = ?", (run.id,))
+            self.db.execute(f"INSERT INTO runs ({RUN_COLUMNS}) VALUES ({marks(22)})", row)
+            self.db.insert_rows("scores", SCORE_COLUMNS, score_rows)
 
     def load_run(self, run_id: str) -> EvalRun | None:
-        with self._errors(f"read run {run_id}"), self._lock:
-            rows = self._query(f"SELECT {RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,))
+        with self.db.errors(f"read run {run_id}"), self.db.lock:
+            rows = self.db.rows(f"SELECT {RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,))
             if not rows:
                 return None
-            scores = self._query(
+            scores = self.db.rows(
                 f"SELECT {SCORE_COLUMNS} FROM scores WHERE run_id = ? ORDER BY seq", (run_id,)
             )
         row = rows[0]
@@ -209,9 +121,9 @@ class SqlStore(Store):
         run = self.load_run(prefix)
         if run is not None:
             return run
-        with self._errors("look up runs"):
+        with self.db.errors("look up runs"):
             # substr, not LIKE: LIKE ignores ASCII case (SQLite), so 'AB' would find 'ab...'.
-            rows = self._query(
+            rows = self.db.rows(
                 "SELECT id FROM runs WHERE substr(id, 1, CAST(? AS INTEGER)) = ? LIMIT 2",
                 (len(prefix), prefix),
             )
@@ -250,38 +162,38 @@ class SqlStore(Store):
         if limit is not None:
             sql += " LIMIT ?"
             params.append(limit)
-        with self._errors("list runs"):
-            rows = self._query(sql, params)
+        with self.db.errors("list runs"):
+            rows = self.db.rows(sql, params)
         return [_summary(row) for row in rows]
 
     def list_group_runs(self, run_group: str) -> list[RunSummary]:
-        with self._errors(f"list the runs of group {run_group}"):
-            rows = self._query(
+        with self.db.errors(f"list the runs of group {run_group}"):
+            rows = self.db.rows(
                 f"SELECT {RUN_COLUMNS} FROM runs WHERE run_group = ? ORDER BY started_at, rowid",
                 (run_group,),
             )
         return [_summary(row) for row in rows]
 
     def run_ids(self) -> list[str]:
-        with self._errors("list runs"):
-            return [row[0] for row in self._query("SELECT id FROM runs ORDER BY rowid")]
+        with self.db.errors("list runs"):
+            return [row[0] for row in self.db.rows("SELECT id FROM runs ORDER BY rowid")]
 
     def case_scores(self, run_ids: Sequence[str]) -> list[Score]:
         ids = list(run_ids)
         rows: list[Any] = []
-        with self._errors("read scores"):
+        with self.db.errors("read scores"):
             for start in range(0, len(ids), _CHUNK):
                 chunk = ids[start : start + _CHUNK]
-                rows += self._query(
-                    f"SELECT {SCORE_COLUMNS} FROM scores WHERE run_id IN ({_marks(len(chunk))})",
+                rows += self.db.rows(
+                    f"SELECT {SCORE_COLUMNS} FROM scores WHERE run_id IN ({marks(len(chunk))})",
                     chunk,
                 )
         rows.sort(key=lambda row: (row[0], row[1]))
         return [self._score_from_row(row) for row in rows]
 
     def score_records(self) -> list[dict[str, Any]]:
-        with self._errors("read score records"):
-            rows = self._query(
+        with self.db.errors("read score records"):
+            rows = self.db.rows(
                 "SELECT r.agent_id, s.value, COALESCE(r.finished_at, r.started_at), r.id, "
                 "s.eval_set_id, s.case_id FROM scores s JOIN runs r ON r.id = s.run_id "
                 "WHERE s.value IS NOT NULL ORDER BY r.started_at, s.run_id, s.seq"
@@ -302,14 +214,14 @@ class SqlStore(Store):
 
     def save_baseline(self, baseline: Baseline) -> None:
         with (
-            self._errors(f"save baseline {baseline.label or baseline.id}"),
-            self._transaction(),
+            self.db.errors(f"save baseline {baseline.label or baseline.id}"),
+            self.db.transaction(),
         ):
-            self._execute("DELETE FROM baseline_cases WHERE baseline_id = ?", (baseline.id,))
-            self._execute("DELETE FROM baselines WHERE id = ?", (baseline.id,))
-            self._execute(
+            self.db.execute("DELETE FROM baseline_cases WHERE baseline_id = ?", (baseline.id,))
+            self.db.execute("DELETE FROM baselines WHERE id = ?", (baseline.id,))
+            self.db.execute(
                 "INSERT INTO baselines (id, label, run_id, mean, created_at, model, judge_model, "
-                f"plugin_version) VALUES ({_marks(8)})",
+                f"plugin_version) VALUES ({marks(8)})",
                 (
                     baseline.id,
                     baseline.label,
@@ -332,15 +244,15 @@ class SqlStore(Store):
                 )
                 for case in baseline.cases
             ]
-            self._insert_many(
+            self.db.insert_rows(
                 "baseline_cases",
                 "baseline_id, eval_set_id, case_id, value, fingerprint, passed",
                 rows,
             )
 
     def get_baseline(self, id_or_label: str) -> Baseline | None:
-        with self._errors(f"read baseline {id_or_label}"), self._lock:
-            rows = self._query(
+        with self.db.errors(f"read baseline {id_or_label}"), self.db.lock:
+            rows = self.db.rows(
                 "SELECT id, label, run_id, mean, created_at, model, judge_model, plugin_version "
                 "FROM baselines WHERE id = ? OR label = ? "
                 "ORDER BY CASE WHEN id = ? THEN 0 ELSE 1 END, created_at DESC LIMIT 1",
@@ -349,7 +261,7 @@ class SqlStore(Store):
             if not rows:
                 return None
             row = rows[0]
-            cases = self._query(
+            cases = self.db.rows(
                 "SELECT eval_set_id, case_id, value, fingerprint, passed FROM baseline_cases "
                 "WHERE baseline_id = ? ORDER BY rowid",
                 (row[0],),
@@ -376,8 +288,8 @@ class SqlStore(Store):
         )
 
     def list_baselines(self) -> list[tuple[str, str, float, datetime]]:
-        with self._errors("list baselines"):
-            rows = self._query(
+        with self.db.errors("list baselines"):
+            rows = self.db.rows(
                 "SELECT id, label, mean, created_at FROM baselines "
                 "ORDER BY created_at DESC, rowid DESC"
             )
@@ -388,12 +300,12 @@ class SqlStore(Store):
     def cache_get_many(self, keys: Iterable[str]) -> dict[str, tuple[dict[str, Any], float]]:
         wanted = list(keys)
         found: dict[str, tuple[dict[str, Any], float]] = {}
-        with self._errors("read the model cache"):
+        with self.db.errors("read the model cache"):
             for start in range(0, len(wanted), _CHUNK):
                 chunk = wanted[start : start + _CHUNK]
-                for key, response, cost in self._query(
+                for key, response, cost in self.db.rows(
                     "SELECT key, response, cost_usd FROM model_cache "
-                    f"WHERE key IN ({_marks(len(chunk))})",
+                    f"WHERE key IN ({marks(len(chunk))})",
                     chunk,
                 ):
                     found[key] = (json.loads(response), cost)
@@ -418,57 +330,22 @@ class SqlStore(Store):
         rows = sorted({row[0]: row for row in entries}.values())
         if not rows:
             return
-        with self._errors("write the model cache"), self._transaction():
-            self._executemany(
+        with self.db.errors("write the model cache"), self.db.transaction():
+            self.db.executemany(
                 "INSERT INTO model_cache (key, model, response, cost_usd, created_at) "
-                f"VALUES ({_marks(5)}) ON CONFLICT (key) DO UPDATE SET model = excluded.model, "
+                f"VALUES ({marks(5)}) ON CONFLICT (key) DO UPDATE SET model = excluded.model, "
                 "response = excluded.response, cost_usd = excluded.cost_usd, "
                 "created_at = excluded.created_at",
                 rows,
             )
 
     def cache_entries(self) -> Iterator[CacheEntry]:
-        with self._errors("read the model cache"):
-            rows = self._query(
+        with self.db.errors("read the model cache"):
+            rows = self.db.rows(
                 "SELECT key, model, response, cost_usd, created_at FROM model_cache ORDER BY key"
             )
         for key, model, response, cost, created in rows:
             yield key, model, json.loads(response), cost, created
-
-    # -- contract verdicts ---------------------------------------------------------------------
-
-    def save_contract_verdicts(self, verdicts: Iterable[Mapping[str, Any]]) -> None:
-        now = iso_utc(datetime.now(UTC))
-        rows = [
-            (
-                item.get("agent_id") or None,
-                item["task_id"],
-                item["verdict"],
-                item["reason"],
-                item.get("bundle_hash"),
-                item.get("run_id"),
-                item.get("created_at") or now,
-            )
-            for item in verdicts
-        ]
-        if not rows:
-            return
-        with self._errors("save contract verdicts"), self._transaction():
-            self._executemany(
-                f"INSERT INTO contract_verdicts ({', '.join(_VERDICT_KEYS)}) VALUES ({_marks(7)})",
-                rows,
-            )
-
-    def contract_verdicts(self, agent_id: str | None = None) -> list[dict[str, Any]]:
-        sql = f"SELECT {', '.join(_VERDICT_KEYS)} FROM contract_verdicts"
-        params: tuple[Any, ...] = ()
-        if agent_id is not None:
-            sql += " WHERE agent_id = ?"
-            params = (agent_id,)
-        sql += " ORDER BY created_at DESC, id DESC"
-        with self._errors("read contract verdicts"):
-            rows = self._query(sql, params)
-        return [dict(zip(_VERDICT_KEYS, row, strict=True)) for row in rows]
 
     # -- rows ----------------------------------------------------------------------------------
 
@@ -487,9 +364,9 @@ class SqlStore(Store):
             score.fingerprint,
             None if score.passed is None else int(score.passed),
             json.dumps(list(score.samples)) if score.samples else None,
-            self._text_in(score.output),
-            self._text_in(score.expected),
-            self._text_in(score.reason),
+            self.db.text_in(score.output),
+            self.db.text_in(score.expected),
+            self.db.text_in(score.reason),
         )
 
     def _score_from_row(self, row: Sequence[Any]) -> Score:
@@ -505,9 +382,9 @@ class SqlStore(Store):
             fingerprint=row[10],
             passed=None if row[11] is None else bool(row[11]),
             samples=tuple(json.loads(row[12])) if row[12] else (),
-            output=self._text_out(row[13]),
-            expected=self._text_out(row[14]),
-            reason=self._text_out(row[15]),
+            output=self.db.text_out(row[13]),
+            expected=self.db.text_out(row[14]),
+            reason=self.db.text_out(row[15]),
         )
 
 

@@ -17,6 +17,7 @@ from types import TracebackType
 from typing import Any, ClassVar, Final, Self
 
 from verdryx_core.runs import Baseline, EvalRun, Score, iso_utc
+from verdryx_core.store.db import Database
 from verdryx_core.store.target import StoreTarget, StoreUrl, is_store_url
 
 __all__ = ["SCHEMA_VERSION", "CacheEntry", "RunSummary", "Store"]
@@ -79,7 +80,7 @@ _BACKENDS: dict[str, type[Store]] = {}
 
 
 class Store(abc.ABC):
-    """Runs, scores, baselines, the model response cache and contract verdicts.
+    """Runs, scores, baselines and the model response cache.
 
     Use as `with Store.open(target) as store:`. Every backend is safe to share between
     threads (the model cache is filled from a pool) and saves a run in one transaction, so a
@@ -88,6 +89,9 @@ class Store(abc.ABC):
     """
 
     path: str
+    #: The connection (verdryx_core.store.db): add-ons keep tables of their own in the store
+    #: through it, beside the store's (docs/store.md, "Tables of add-ons").
+    db: Database
     #: The kind of target this backend opens ("sqlite", "postgresql"); None for the interface.
     backend: ClassVar[str | None] = None
 
@@ -210,16 +214,6 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def cache_import(self, entries: Iterable[CacheEntry]) -> None:
         """Store entries keeping their creation time (merge)."""
-
-    # -- contract verdicts ------------------------------------------------------------------
-
-    @abc.abstractmethod
-    def save_contract_verdicts(self, verdicts: Iterable[Mapping[str, Any]]) -> None:
-        """Store verdicts (keys: agent_id, task_id, verdict, reason, bundle_hash, run_id)."""
-
-    @abc.abstractmethod
-    def contract_verdicts(self, agent_id: str | None = None) -> list[dict[str, Any]]:
-        """Stored verdicts newest first, optionally for one agent."""
 
 
 def describe(target: StoreTarget | str | os.PathLike[str]) -> str:

@@ -17,6 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+# The contracts add-on keeps its verdict rows in a table of its own; merge copies them too.
+from verdryx_core.addons.contracts.history import save_verdicts, verdicts
 from verdryx_core.errors import UsageError
 from verdryx_core.runs import Baseline, EvalRun
 from verdryx_core.store.base import CacheEntry, Store
@@ -84,7 +86,7 @@ def merge_stores(
     plan = _Plan()
     target_name = target.path
     existing_cache = {entry[0]: entry for entry in target.cache_entries()}
-    existing_verdicts = {_verdict_identity(v): v for v in target.contract_verdicts()}
+    existing_verdicts = {_verdict_identity(v): v for v in verdicts(target)}
     for name, source in sources:
         run_ids = source.run_ids()
         if progress is not None:
@@ -132,7 +134,7 @@ def merge_stores(
                 result.cache_present += 1
             else:
                 result.cache_kept += 1
-        for verdict in reversed(source.contract_verdicts()):
+        for verdict in reversed(verdicts(source)):
             identity = _verdict_identity(verdict)
             if identity in plan.verdicts:
                 other_verdict, where = plan.verdicts[identity]
@@ -164,7 +166,7 @@ def merge_stores(
         for baseline, _ in plan.baselines.values():
             target.save_baseline(baseline)
         target.cache_import(entry for entry, _ in plan.cache.values())
-        target.save_contract_verdicts(verdict for verdict, _ in plan.verdicts.values())
+        save_verdicts(target, (verdict for verdict, _ in plan.verdicts.values()))
     result.runs_added = len(plan.runs)
     result.baselines_added = len(plan.baselines)
     result.cache_added = len(plan.cache)

@@ -1,29 +1,24 @@
 """The PostgreSQL store: many CI jobs writing one store at once, through the `psycopg` driver.
 
-Same queries as the SQLite store (see `_sql.py`); what differs is here: the schema in
-PostgreSQL types, a `verdryx_meta` table holding the schema version, migrations serialised
-between processes by an advisory lock, and the URL's password kept out of every message.
-The driver is the optional extra `verdryx[postgres]`, imported only when a URL is used.
+Same queries as the SQLite store (see `_sql.py`), through the PostgreSQL connection of
+`verdryx_core/store/db/postgres.py` (the driver, placeholders, BYTEA text, COPY, passwords
+kept out of messages). What is the store's own is here: the schema in PostgreSQL types, a
+`verdryx_meta` table holding the schema version, and migrations serialised between
+processes by an advisory lock.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Self
+from typing import ClassVar, Final, Self
 
 from verdryx_core.errors import StoreError
 from verdryx_core.store._sql import SqlStore
 from verdryx_core.store.base import SCHEMA_VERSION
-from verdryx_core.store.target import StoreTarget, StoreUrl, redact
-
-if TYPE_CHECKING:
-    import psycopg
+from verdryx_core.store.db import PostgresDb
+from verdryx_core.store.target import StoreTarget, StoreUrl
 
 __all__ = ["PostgresStore"]
-
-_INSTALL_HINT: Final = "pip install 'verdryx[postgres]'"
 
 #: Any constant shared by every verdryx process: the key of the advisory lock that makes one
 #: process at a time create or migrate the schema while eight CI jobs open the store at once.
@@ -122,63 +117,30 @@ CREATE TABLE model_cache (
     created_at      TEXT NOT NULL
 );
 
-CREATE TABLE contract_verdicts (
-    id              BIGSERIAL PRIMARY KEY,
-    agent_id        TEXT,
-    task_id         TEXT NOT NULL,
-    verdict         TEXT NOT NULL,
-    reason          TEXT NOT NULL,
-    bundle_hash     TEXT,
-    run_id          TEXT,
-    created_at      TEXT NOT NULL
-);
-CREATE INDEX contract_verdicts_by_agent ON contract_verdicts (agent_id, created_at);
 """,
 }
 assert max(_MIGRATIONS) == SCHEMA_VERSION
-
-
-def _driver() -> Any:
-    try:
-        import psycopg
-    except ImportError:
-        return None
-    return psycopg
 
 
 class PostgresStore(SqlStore):
     """One PostgreSQL database (the tables go to the first schema of its search_path)."""
 
     backend = "postgresql"
+    #: The connection's class (a test may hand in a subclass that fails on purpose).
+    database: ClassVar[type[PostgresDb]] = PostgresDb
 
-    _driver_error: ClassVar[type[Exception]] = Exception  # replaced by psycopg.Error on open
-
-    def __init__(self, connection: psycopg.Connection[Any], url: StoreUrl) -> None:
-        super().__init__(str(url))
-        self._conn = connection
-        self._sql: dict[str, str] = {}
+    db: PostgresDb
 
     @classmethod
     def _open(cls, target: StoreTarget | str | os.PathLike[str], *, read_only: bool) -> Self:
         url = target if isinstance(target, StoreUrl) else StoreUrl(os.fspath(target))
-        psycopg = _driver()
-        if psycopg is None:
-            raise StoreError(
-                f"{url}: a PostgreSQL store needs the psycopg driver, which is not installed: "
-                f"{_INSTALL_HINT}"
-            )
-        PostgresStore._driver_error = psycopg.Error
+        db = cls.database.open(url, purpose="the verdryx store")
+        store = cls(db)
         try:
-            connection = psycopg.connect(url.url, autocommit=True, connect_timeout=10)
-        except psycopg.Error as exc:
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            raise StoreError(f"{url}: cannot open the verdryx store: {redact(first)}") from None
-        store = cls(connection, url)
-        try:
-            with store._errors("prepare the verdryx store"):
+            with db.errors("prepare the verdryx store"):
                 store._prepare(read_only=read_only)
         except BaseException:
-            connection.close()
+            db.close()
             raise
         return store
 
@@ -186,7 +148,7 @@ class PostgresStore(SqlStore):
         """The schema version, None when the schema holds no verdryx store; refuses a schema
         that holds other tables. The marker and the other tables are read in one statement
         (one snapshot): a store another job is creating is seen whole or not at all."""
-        tables: list[str] = self._execute(
+        tables: list[str] = self.db.execute(
             "SELECT ARRAY(SELECT table_name::text FROM information_schema.tables "
             "WHERE table_schema = current_schema() ORDER BY table_name)"
         ).fetchone()[0]
@@ -199,9 +161,7 @@ class PostgresStore(SqlStore):
                     "or schema"
                 )
             return None
-        rows = self._execute(
-            "SELECT value FROM verdryx_meta WHERE key = 'schema_version'"
-        ).fetchall()
+        rows = self.db.rows("SELECT value FROM verdryx_meta WHERE key = 'schema_version'")
         return int(rows[0][0]) if rows else 0
 
     def _prepare(self, *, read_only: bool) -> None:
@@ -214,7 +174,7 @@ class PostgresStore(SqlStore):
         if version == SCHEMA_VERSION:
             if read_only:
                 # A read command cannot write by mistake, and a role with SELECT only will do.
-                self._execute("SET default_transaction_read_only = on")
+                self.db.execute("SET default_transaction_read_only = on")
             return
         if read_only:
             if version is None:
@@ -223,65 +183,15 @@ class PostgresStore(SqlStore):
                 f"{self.path}: the store has schema version {version}, older than this verdryx "
                 f"({SCHEMA_VERSION}), and cannot be migrated read-only"
             )
-        with self._transaction():
+        with self.db.transaction():
             # Eight jobs opening a new store at once: one creates it, the others wait here
             # and then find it made.
-            self._execute("SELECT pg_advisory_xact_lock(?)", (_MIGRATION_LOCK,))
+            self.db.advisory_lock(_MIGRATION_LOCK)
             current = self._version() or 0
             for target in range(current + 1, SCHEMA_VERSION + 1):
                 if target in _MIGRATIONS:
-                    self._conn.execute(_MIGRATIONS[target])
-            self._execute(
+                    self.db.script(_MIGRATIONS[target])
+            self.db.execute(
                 "UPDATE verdryx_meta SET value = ? WHERE key = 'schema_version'",
                 (str(SCHEMA_VERSION),),
             )
-
-    # -- the SqlStore hooks --------------------------------------------------------------------
-
-    def _translate(self, sql: str) -> str:
-        # The shared queries use `?` and never a literal `?` or `%`.
-        translated = self._sql.get(sql)
-        if translated is None:
-            translated = self._sql[sql] = sql.replace("?", "%s")
-        return translated
-
-    def _execute(self, sql: str, params: Any = ()) -> Any:
-        return self._conn.execute(self._translate(sql), params)
-
-    def _executemany(self, sql: str, rows: Any) -> None:
-        with self._conn.cursor() as cursor:
-            cursor.executemany(self._translate(sql), rows)
-
-    def _insert_many(self, table: str, columns: str, rows: Sequence[Sequence[Any]]) -> None:
-        # COPY: a run of a thousand cases in one stream instead of a thousand INSERTs.
-        if not rows:
-            return
-        with (
-            self._conn.cursor() as cursor,
-            cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy,
-        ):
-            for row in rows:
-                copy.write_row(row)
-
-    def _begin(self) -> None:
-        self._conn.execute("BEGIN")
-
-    def _commit(self) -> None:
-        self._conn.execute("COMMIT")
-
-    def _rollback(self) -> None:
-        if self._conn.closed:
-            return
-        # A broken connection: the server rolled back already; keep the first error.
-        with contextlib.suppress(self._driver_error):
-            self._conn.execute("ROLLBACK")
-
-    def _text_in(self, text: str | None) -> Any:
-        return None if text is None else text.encode("utf-8", "surrogatepass")
-
-    def _text_out(self, value: Any) -> str | None:
-        return None if value is None else bytes(value).decode("utf-8", "surrogatepass")
-
-    def close(self) -> None:
-        with self._lock:
-            self._conn.close()

@@ -2,8 +2,9 @@
 
 Habits taken from coverage.py's sqldata: one commented schema, a version checked on open,
 every `sqlite3.Error` wrapped in a `StoreError` that names the file, PRAGMAs set in one
-place, one transaction per saved run. A file that is not a verdryx store is refused before
-anything is written to it (no WAL switch, no table, no version stamp): see docs/store.md.
+place (the connection's, `verdryx_core/store/db/sqlite.py`), one transaction per saved run.
+A file that is not a verdryx store is refused before anything is written to it (no WAL
+switch, no table, no version stamp): see docs/store.md.
 """
 
 from __future__ import annotations
@@ -11,18 +12,24 @@ from __future__ import annotations
 import os
 import sqlite3
 from pathlib import Path
-from typing import Any, Final, Self
-from urllib.parse import quote
+from typing import ClassVar, Final, Self
 
 from verdryx_core.errors import StoreError
 from verdryx_core.store._sql import SqlStore
 from verdryx_core.store.base import SCHEMA_VERSION
+from verdryx_core.store.db import SqliteDb
+from verdryx_core.store.db.sqlite import writable
 from verdryx_core.store.target import StoreTarget, StoreUrl
 
 __all__ = ["SqliteStore"]
 
-# Version 1, as every store before provenance was created. A new store is built from this
-# and then migrated, so a new store and a migrated one can never differ.
+#: What an error names as being opened.
+_PURPOSE: Final = "the verdryx store"
+
+# Version 1, as every store before provenance was created, less its contract verdicts table,
+# which the contracts add-on now creates when it first saves one (a version-1 store keeps
+# its table and rows). A new store is built from this and then migrated, so a new store and
+# a migrated one can never differ in the store's own tables.
 _SCHEMA_V1: Final = """
 -- One row per stored run. The aggregate columns are denormalised so listing a thousand runs
 -- (history, reports) never reads their scores.
@@ -98,19 +105,6 @@ CREATE TABLE model_cache (
     cost_usd        REAL NOT NULL DEFAULT 0,
     created_at      TEXT NOT NULL
 );
-
--- Contract verdicts per agent, so an agent's record can be read over time.
-CREATE TABLE contract_verdicts (
-    id              INTEGER PRIMARY KEY AUTOINCREMENT,
-    agent_id        TEXT,
-    task_id         TEXT NOT NULL,
-    verdict         TEXT NOT NULL,          -- PASS, FLAG or FAIL
-    reason          TEXT NOT NULL,
-    bundle_hash     TEXT,
-    run_id          TEXT,
-    created_at      TEXT NOT NULL
-);
-CREATE INDEX contract_verdicts_by_agent ON contract_verdicts (agent_id, created_at);
 """
 
 # Each migration takes the store from the version before to its key, inside the one
@@ -138,7 +132,8 @@ CREATE INDEX runs_by_group ON runs (run_group, started_at);
 assert max(_MIGRATIONS) == SCHEMA_VERSION
 
 #: The tables (and columns of `runs`) a version-1 store has: how one is recognised without
-#: the marker table, which version 1 did not have.
+#: the marker table, which version 1 did not have. Version 1 created `contract_verdicts`
+#: too (the contracts add-on's table since).
 _V1_TABLES: Final = frozenset(
     {"runs", "scores", "baselines", "baseline_cases", "model_cache", "contract_verdicts"}
 )
@@ -161,27 +156,14 @@ _V1_RUN_COLUMNS: Final = (
 )
 
 
-def _statements(script: str) -> list[str]:
-    # executescript would COMMIT the open transaction; run statement by statement instead.
-    return [
-        statement
-        for statement in script.split(";")
-        if any(
-            line.strip() and not line.strip().startswith("--") for line in statement.splitlines()
-        )
-    ]
-
-
 class SqliteStore(SqlStore):
     """One SQLite file (or `:memory:`)."""
 
     backend = "sqlite"
+    #: The connection's class (a test may hand in a subclass that fails on purpose).
+    database: ClassVar[type[SqliteDb]] = SqliteDb
 
-    _driver_error = sqlite3.Error
-
-    def __init__(self, connection: sqlite3.Connection, path: str) -> None:
-        super().__init__(path)
-        self._db = connection
+    db: SqliteDb
 
     @classmethod
     def _open(cls, target: StoreTarget | str | os.PathLike[str], *, read_only: bool) -> Self:
@@ -189,8 +171,7 @@ class SqliteStore(SqlStore):
             raise StoreError(f"{target}: a PostgreSQL URL is not a SQLite file")
         name = os.fspath(target)
         if name == ":memory:":
-            connection = sqlite3.connect(name, check_same_thread=False, isolation_level=None)
-            store = cls(connection, name)
+            store = cls(cls.database.open(name, purpose=_PURPOSE))
             store._prepare(read_only=False, can_write=True)
             return store
         path = Path(name)
@@ -204,42 +185,23 @@ class SqliteStore(SqlStore):
                     f"{name}: cannot create the verdryx store: the directory "
                     f"{str(path.parent)!r} does not exist (verdryx creates no directories)"
                 )
-        connection = cls._connect(path, read_only=read_only)
-        store = cls(connection, name)
+        db = cls.database.open(name, purpose=_PURPOSE, read_only=read_only)
+        store = cls(db)
         try:
-            store._prepare(read_only=read_only, can_write=_writable(path))
+            store._prepare(read_only=read_only, can_write=writable(path))
         except BaseException:
-            connection.close()
+            db.close()
             raise
         return store
-
-    @staticmethod
-    def _connect(path: Path, *, read_only: bool) -> sqlite3.Connection:
-        name = os.fspath(path)
-        try:
-            if read_only and not _writable(path):
-                # A store we cannot write (an archived CI artifact, a read-only mount): read
-                # the file as it is (immutable), which creates no -wal/-shm beside it. A
-                # non-empty -wal left beside it holds committed runs: then read through it.
-                wal = Path(f"{name}-wal")
-                frozen = not (wal.exists() and wal.stat().st_size)
-                flag = "immutable=1" if frozen else "mode=ro"
-                uri = f"file:{quote(os.path.abspath(name))}?{flag}"
-                return sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
-            return sqlite3.connect(name, check_same_thread=False, isolation_level=None)
-        except sqlite3.Error as exc:
-            raise StoreError(f"{name}: cannot open the verdryx store: {exc}") from None
 
     # -- opening: recognise, then (only for a verdryx store or an empty file) prepare ---------
 
     def _inspect(self) -> tuple[int, set[str]]:
         try:
-            # Five seconds of patience when another process holds the write lock.
-            self._db.execute("PRAGMA busy_timeout = 5000")
-            version = self._db.execute("PRAGMA user_version").fetchone()[0]
+            version = self.db.execute("PRAGMA user_version").fetchone()[0]
             tables = {
                 row[0]
-                for row in self._db.execute(
+                for row in self.db.rows(
                     "SELECT name FROM sqlite_master WHERE type = 'table' "
                     "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
                 )
@@ -253,11 +215,11 @@ class SqliteStore(SqlStore):
 
     def _is_verdryx(self, version: int, tables: set[str]) -> bool:
         if "verdryx_meta" in tables:
-            rows = self._db.execute("SELECT value FROM verdryx_meta WHERE key = 'store'").fetchall()
+            rows = self.db.rows("SELECT value FROM verdryx_meta WHERE key = 'store'")
             return rows == [("verdryx",)]
         if version != 1 or not tables <= _V1_TABLES or "runs" not in tables:
             return False
-        columns = tuple(row[1] for row in self._db.execute("PRAGMA table_info(runs)"))
+        columns = tuple(row[1] for row in self.db.rows("PRAGMA table_info(runs)"))
         return columns == _V1_RUN_COLUMNS
 
     def _prepare(self, *, read_only: bool, can_write: bool) -> None:
@@ -284,65 +246,26 @@ class SqliteStore(SqlStore):
                 f"{self.path}: not a verdryx store (schema version {version} but no tables); "
                 "verdryx left it unchanged"
             )
-        try:
-            # Referential integrity: scores never outlive their run.
-            self._db.execute("PRAGMA foreign_keys = ON")
-            if read_only and not tables:
-                raise StoreError(f"{self.path}: there is no verdryx store here (empty file)")
-            if read_only and (version == SCHEMA_VERSION or not can_write):
-                if version < SCHEMA_VERSION:
-                    raise StoreError(
-                        f"{self.path}: the store has schema version {version}, older than this "
-                        f"verdryx ({SCHEMA_VERSION}), and cannot be migrated read-only; open it "
-                        "once with write access (e.g. `verdryx baseline` or a pytest run)"
-                    )
-                return
-            if self.path != ":memory:":
-                # WAL: readers (a report, the CLI) never block the writer at session end.
-                self._db.execute("PRAGMA journal_mode = WAL")
-                # NORMAL is durable across application crashes in WAL mode, and much faster.
-                self._db.execute("PRAGMA synchronous = NORMAL")
+        if read_only and not tables:
+            raise StoreError(f"{self.path}: there is no verdryx store here (empty file)")
+        if read_only and (version == SCHEMA_VERSION or not can_write):
+            if version < SCHEMA_VERSION:
+                raise StoreError(
+                    f"{self.path}: the store has schema version {version}, older than this "
+                    f"verdryx ({SCHEMA_VERSION}), and cannot be migrated read-only; open it "
+                    "once with write access (e.g. `verdryx baseline` or a pytest run)"
+                )
+            return
+        with self.db.errors("prepare the verdryx store"):
+            self.db.tune_for_writing()
             if version < SCHEMA_VERSION:
                 self._migrate()
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"{self.path}: cannot prepare the verdryx store: {exc}") from None
 
     def _migrate(self) -> None:
         """All pending migrations in one transaction: the file is at its old version or the
         new one, never between. Another process may have migrated meanwhile: re-read."""
-        with self._transaction():
-            version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        with self.db.transaction():
+            version = self.db.execute("PRAGMA user_version").fetchone()[0]
             for target in range(version + 1, SCHEMA_VERSION + 1):
-                for statement in _statements(_MIGRATIONS[target]):
-                    self._db.execute(statement)
-            self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-
-    # -- the SqlStore hooks --------------------------------------------------------------------
-
-    def _execute(self, sql: str, params: Any = ()) -> sqlite3.Cursor:
-        return self._db.execute(sql, params)
-
-    def _executemany(self, sql: str, rows: Any) -> None:
-        self._db.executemany(sql, rows)
-
-    def _begin(self) -> None:
-        # IMMEDIATE: take the write lock now, so busy_timeout applies here and not at COMMIT.
-        self._db.execute("BEGIN IMMEDIATE")
-
-    def _commit(self) -> None:
-        self._db.execute("COMMIT")
-
-    def _rollback(self) -> None:
-        # SQLite rolls back by itself on some errors (disk full, I/O); a second ROLLBACK
-        # would then raise and hide the original error.
-        if self._db.in_transaction:
-            self._db.execute("ROLLBACK")
-
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()
-
-
-def _writable(path: Path) -> bool:
-    """Can this process write the store file and create its -wal/-shm beside it?"""
-    return os.access(path.parent, os.W_OK) and (not path.exists() or os.access(path, os.W_OK))
+                self.db.script(_MIGRATIONS[target])
+            self.db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")

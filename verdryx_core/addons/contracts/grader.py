@@ -36,7 +36,7 @@ class ContractGrader:
 
     def __init__(self, *, limits: Limits | None = None) -> None:
         self.limits = limits
-        #: One `Store.save_contract_verdicts` row per graded case, for whoever stores them.
+        #: One `history.save_verdicts` row per graded case, for whoever stores them.
         self.records: list[dict[str, Any]] = []
         self._lock = threading.Lock()
 

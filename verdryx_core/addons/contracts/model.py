@@ -241,7 +241,7 @@ class Verdict:
     def to_record(
         self, *, agent_id: str | None = None, run_id: str | None = None
     ) -> dict[str, Any]:
-        """The row `Store.save_contract_verdicts` takes; `agent_id` overrides the contract's."""
+        """The row `history.save_verdicts` takes; `agent_id` overrides the contract's."""
         return {
             "agent_id": agent_id or self.agent_id,
             "task_id": self.task_id,

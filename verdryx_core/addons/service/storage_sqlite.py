@@ -2,24 +2,24 @@
 
 Habits of the store (docs/store.md): one commented schema, a version checked on open, WAL,
 one transaction per write, every `sqlite3.Error` a `StoreError` naming the file. The queries
-are shared with PostgreSQL (`_sql.py`); the schema, the PRAGMAs and the transactions are here.
+are shared with PostgreSQL (`_sql.py`), the connection (PRAGMAs, transactions) with the store
+(`verdryx_core/store/db/sqlite.py`); the schema and how the file is opened are here.
 """
 
 from __future__ import annotations
 
 import os
-import sqlite3
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Final, Self
+from typing import Final, Self
 
 from verdryx_core.addons.service._sql import SqlServiceStorage
 from verdryx_core.errors import StoreError
 from verdryx_core.store import Store
+from verdryx_core.store.db import SqliteDb
 
 __all__ = ["SqliteServiceStorage"]
 
-_SCHEMA: Final = """
+_TABLES: Final = """
 -- One row: the version of the tables below (the store's PRAGMA user_version is not ours).
 CREATE TABLE IF NOT EXISTS service_schema (
     version INTEGER NOT NULL
@@ -87,11 +87,7 @@ class SqliteServiceStorage(SqlServiceStorage):
     file anyway, and the verification work (the checks) runs outside the lock.
     """
 
-    _driver_error = sqlite3.Error
-
-    def __init__(self, connection: sqlite3.Connection, path: str) -> None:
-        super().__init__(path)
-        self._db = connection
+    _SCHEMA = _TABLES
 
     @classmethod
     def open(cls, path: str | os.PathLike[str]) -> Self:
@@ -106,61 +102,4 @@ class SqliteServiceStorage(SqlServiceStorage):
             # creates it (with its schema marker) or refuses a file that is not one, so the
             # store's own commands keep reading the same file.
             Store.open(Path(name)).close()
-        try:
-            connection = sqlite3.connect(name, check_same_thread=False, isolation_level=None)
-        except sqlite3.Error as exc:
-            raise StoreError(
-                f"{name}: cannot open the verification service tables: {exc}"
-            ) from None
-        storage = cls(connection, name)
-        try:
-            storage._pragmas()
-            storage._prepare()
-        except BaseException:
-            connection.close()
-            raise
-        return storage
-
-    def _pragmas(self) -> None:
-        with self._errors("prepare the verification service tables"):
-            # Patience when `verdryx keys` or the store writes the same file; first, since the
-            # switch to WAL needs the lock too.
-            self._db.execute("PRAGMA busy_timeout = 5000")
-            self._db.execute("PRAGMA foreign_keys = ON")
-            if self.path != ":memory:":
-                # WAL: ledger reads never wait for a run being recorded.
-                self._db.execute("PRAGMA journal_mode = WAL")
-                # NORMAL is durable across application crashes in WAL mode, and much faster.
-                self._db.execute("PRAGMA synchronous = NORMAL")
-
-    def _create_tables(self) -> None:
-        for statement in _SCHEMA.split(";"):
-            if any(
-                line.strip() and not line.strip().startswith("--")
-                for line in statement.splitlines()
-            ):
-                self._db.execute(statement)
-
-    def _lock_ledger(self) -> None:
-        # Nothing to add: BEGIN IMMEDIATE holds the whole file's write lock already.
-        pass
-
-    def _execute(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
-        return self._db.execute(sql, params)
-
-    def _begin(self, *, write: bool) -> None:
-        # IMMEDIATE: a writer takes the file's write lock now (waiting up to busy_timeout),
-        # not at its first write, where it could only fail. A read is a plain (deferred)
-        # transaction: one WAL snapshot for all its statements.
-        self._db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-
-    def _commit(self) -> None:
-        self._db.execute("COMMIT")
-
-    def _rollback(self) -> None:
-        if self._db.in_transaction:
-            self._db.execute("ROLLBACK")
-
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        return cls._start(SqliteDb.open(name, purpose="the verification service tables"))

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from verdryx_core.addons.contracts.history import verdicts as contract_verdicts
 from verdryx_core.cli.commands._common import (
     add_db_argument,
     add_json_argument,
@@ -64,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.all:  # a partial run measured a subset: not a point of the history
             summaries = [summary for summary in summaries if not summary.partial][: args.limit]
         rows = [run_row(store, summary, baseline) for summary in summaries]
-        verdicts = store.contract_verdicts(args.agent) if args.agent else None
+        verdicts = contract_verdicts(store, args.agent) if args.agent else None
     if args.json:
         document: dict[str, Any] = {
             "runs": rows,

@@ -22,6 +22,7 @@ from verdryx_core.addons.contracts.evidence import (
     verify_bundle,
     write_bundle,
 )
+from verdryx_core.addons.contracts.history import save_verdicts
 from verdryx_core.addons.contracts.model import (
     ERROR,
     FAIL,
@@ -144,7 +145,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.db or args.store:
         path = resolve_store_path(args.db)
         with Store.open(path) as store:
-            store.save_contract_verdicts([verdict.to_record()])
+            save_verdicts(store, [verdict.to_record()])
         notes.append(f"verdict saved to {path} (agent {verdict.agent_id or '-'})")
     if args.json:
         # From the service: its whole document (run_id, contract_id and received_at too).
