@@ -35,7 +35,7 @@ from verdryx_core.llm.request_adapter import RequestAdapter
 from verdryx_core.llm.usage import TokenUsage
 from verdryx_core.llm.wire import MalformedAnswer, read_json_object, token_count
 from verdryx_core.timeouts import DEFAULT_TIMEOUT_S, check_timeout
-from verdryx_core.untrusted.jsonwords import json_kind
+from verdryx_core.untrusted.json_input import json_kind
 from verdryx_core.untrusted.redact import install_log_filter, redact_url
 
 if TYPE_CHECKING:

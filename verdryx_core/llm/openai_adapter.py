@@ -32,7 +32,7 @@ from verdryx_core.llm.request_adapter import RequestAdapter
 from verdryx_core.llm.usage import TokenUsage
 from verdryx_core.llm.wire import MalformedAnswer, read_json_object, token_count
 from verdryx_core.timeouts import DEFAULT_TIMEOUT_S, check_timeout
-from verdryx_core.untrusted import jsonparse as jsonload
+from verdryx_core.untrusted.json_input import parse_json
 from verdryx_core.untrusted.redact import install_log_filter, redact_url
 
 __all__ = [
@@ -215,7 +215,7 @@ class OpenAIAdapter(RequestAdapter[Any]):
             blocks.append({"type": "text", "text": str(content)})
         for name, raw in self._calls(message):
             try:
-                data = jsonload.loads(raw) if raw else None
+                data = parse_json(raw) if raw else None
             except json.JSONDecodeError:
                 # Not JSON at all: unmeasured, saying what came back.
                 return Verdict(
@@ -303,7 +303,7 @@ def _token_usage(response: Any) -> TokenUsage:
 def _arguments(raw: str) -> dict[str, Any] | None:
     """A function call's JSON arguments; anything but a JSON object is not recorded (None)."""
     try:
-        data = jsonload.loads(raw) if raw else {}
+        data = parse_json(raw) if raw else {}
     except json.JSONDecodeError:
         return None
     return data if isinstance(data, dict) else None

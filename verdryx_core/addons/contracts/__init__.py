@@ -18,7 +18,6 @@ from verdryx_core.addons.contracts.evidence import (
     verify_workspace,
     write_bundle,
 )
-from verdryx_core.addons.contracts.jsontext import JSONTextError, parse_json
 from verdryx_core.addons.contracts.model import (
     CHECK_TYPES,
     FAIL,
@@ -50,7 +49,6 @@ __all__ = [
     "Contract",
     "ContractError",
     "Criterion",
-    "JSONTextError",
     "Limits",
     "Verdict",
     "binding_problems",
@@ -64,7 +62,6 @@ __all__ = [
     "load_contract",
     "parse_bundle",
     "parse_contract",
-    "parse_json",
     "run_check",
     "run_checks",
     "validate_bundle",

@@ -182,7 +182,10 @@ def _json_valid(criterion: Criterion, source: Source) -> _Outcome:
     if not data.strip():
         return FAILED, f"{path} is empty, not JSON"
     try:
-        # NaN and Infinity are Python's extension, not JSON: other parsers refuse them.
+        # Not `verdryx_core.untrusted.json_input`: this check asks whether any JSON parser
+        # reads the agent's file, and verdryx never walks the value, so neither its depth
+        # bound nor its number bound applies. NaN and Infinity are Python's extension, not
+        # JSON: other parsers refuse them.
         value = json.loads(data, parse_constant=_reject_constant)
     except RecursionError:
         raise CheckError(f"{path} nests too deeply for the JSON parser") from None

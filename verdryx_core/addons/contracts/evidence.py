@@ -29,11 +29,11 @@ import rfc8785
 
 from verdryx_core.addons.contracts.checks import run_checks
 from verdryx_core.addons.contracts.errors import BundleError, CheckError
-from verdryx_core.addons.contracts.jsontext import JSONTextError, check_value, parse_json
 from verdryx_core.addons.contracts.model import Contract, Limits, Verdict
 from verdryx_core.addons.contracts.paths import lexical_problem, normalize
 from verdryx_core.addons.contracts.rubric import decide
 from verdryx_core.addons.contracts.workspace import Listing, PathInfo, TableFacts, WorkspaceSource
+from verdryx_core.untrusted.json_input import StrictJSONError, check_strict, parse_json_strict
 
 __all__ = [
     "BUNDLE_FORMAT",
@@ -164,10 +164,10 @@ def load_bundle(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def parse_bundle(text: str | bytes, *, name: str = "bundle") -> dict[str, Any]:
-    """Parse and validate bundle JSON text (strictly: see `jsontext`); `BundleError` if bad."""
+    """Parse and validate bundle JSON text (strictly: `parse_json_strict`); `BundleError` if bad."""
     try:
-        data = parse_json(text)
-    except JSONTextError as exc:
+        data = parse_json_strict(text)
+    except StrictJSONError as exc:
         raise BundleError(
             f"{name}: {exc}; an evidence bundle is what `verdryx verify --bundle-out` writes"
         ) from None
@@ -210,8 +210,8 @@ def validate_bundle(bundle: object, *, name: str = "bundle") -> None:
     if not isinstance(bundle.get("bundle_hash"), str):
         raise BundleError(f"{name}: the bundle has no 'bundle_hash' string")
     try:
-        check_value(bundle)
-    except JSONTextError as exc:
+        check_strict(bundle)
+    except StrictJSONError as exc:
         raise BundleError(f"{name}: {exc}") from None
     # The compiled validator is ~20x faster on a valid bundle (the service checks every one);
     # on a failure, jsonschema finds the error worth naming.
