@@ -18,14 +18,20 @@ from fakes.openai_server import Reply as OpenAIReply
 from fakes.typryx_server import FakeTypryx
 from fakes.typryx_server import Reply as TypryxReply
 
+from verdryx_core.addons.errors import TraceError
 from verdryx_core.addons.events.log import verify_chain
-from verdryx_core.addons.traces.errors import TraceError
 from verdryx_core.addons.traces.records import read_ndjson
 from verdryx_core.addons.typed.client import TypryxClient
 from verdryx_core.cli import main
-from verdryx_core.errors import EvalSetError, ModelCallError, UsageError, VerdryxError
+from verdryx_core.errors import (
+    BaselineFileError,
+    EvalSetError,
+    ModelCallError,
+    UsageError,
+    VerdryxError,
+)
 from verdryx_core.evalsets.load import load_evalset
-from verdryx_core.gating.baselines import BaselineFileError, baseline_schema, read_baseline_file
+from verdryx_core.gating.baselines import baseline_schema, read_baseline_file
 from verdryx_core.llm.anthropic_adapter import AnthropicAdapter
 from verdryx_core.llm.prices import PriceBook
 from verdryx_core.runs import Baseline, EvalRun, Score

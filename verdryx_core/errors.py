@@ -4,6 +4,31 @@ What to do often means a setting, and the two faces spell settings differently
 (`verdryx eval --judge`, `pytest --verdryx-judge`). So an error keeps the fact apart from
 its `hint`, written with `{setting}` placeholders; each face words it with its own flag
 names (`worded`). `str()` words it as the command line does (the CLI is the core's face).
+
+Every error verdryx raises on purpose derives from `VerdryxError`. The core's are all here;
+the add-ons' are in `verdryx_core/addons/errors.py`, deriving from these (an add-on imports
+the core, never the reverse):
+
+    VerdryxError                  the base: one printable line, with an optional hint
+    ├── UsageError                asked for something that cannot be done as asked
+    │   ├── BaselineFileError     a committed baseline file is unreadable or invalid
+    │   ├── GroupError            a run group's shard runs do not make one run
+    │   ├── ModelChangeError      the run and the baseline measured different models
+    │   └── SloInputError         (add-on) an SLO parameter out of range or unknown
+    ├── EvalSetError              an eval set file is unreadable or invalid
+    ├── StoreError                the store cannot be opened, read or written
+    ├── ModelCallError            a model provider refused or could not be reached
+    ├── GraderError               a custom grader that cannot be used, or a bad score
+    ├── TargetLoadError           `module:callable` names no callable target
+    ├── TargetResultError         a target returned something that is not a result
+    ├── TargetCallError           a target call produced no output (that case's error)
+    └── (add-ons) ContractError, BundleError, CheckError, TraceError,
+        TracesExtraMissing, TypedGradeError, VerificationServiceError > AuthError,
+        RefusedRequestError
+
+Not in the family, on purpose: the ValueErrors a parser hands its own caller
+(`verdryx_core.untrusted.json_input`'s, `verdryx_core.llm.wire.MalformedAnswer`), which the
+caller always words as one of these, naming the file or the call.
 """
 
 from __future__ import annotations
@@ -15,9 +40,16 @@ from verdryx_core.untrusted.text import printable
 
 __all__ = [
     "CLI_FLAGS",
+    "BaselineFileError",
     "EvalSetError",
+    "GraderError",
+    "GroupError",
     "ModelCallError",
+    "ModelChangeError",
     "StoreError",
+    "TargetCallError",
+    "TargetLoadError",
+    "TargetResultError",
     "UsageError",
     "VerdryxError",
     "word_hint",
@@ -75,6 +107,31 @@ class UsageError(VerdryxError):
     """The user asked for something that cannot be done as asked (bad flag value, unknown label)."""
 
 
+class BaselineFileError(UsageError):
+    """A committed baseline file is unreadable or invalid; names the file, case and field."""
+
+    def __init__(
+        self, path: object, message: str, *, case: str | None = None, field: str | None = None
+    ) -> None:
+        where = str(path)
+        if case is not None:
+            where += f": case {case}"
+        if field is not None:
+            where += f": field '{field}'"
+        self.path, self.case, self.field = str(path), case, field
+        super().__init__(
+            f"{where}: {message}", hint="fix the file or re-create it with {save_baseline}"
+        )
+
+
+class GroupError(UsageError):
+    """The group's shard runs cannot be assembled into one run; the message says why."""
+
+
+class ModelChangeError(UsageError):
+    """The run and the baseline measured different models (or judges)."""
+
+
 class EvalSetError(VerdryxError):
     """An eval set file is unreadable or invalid; the message names file, case and field."""
 
@@ -114,3 +171,21 @@ class ModelCallError(VerdryxError):
     def __init__(self, message: str, *, status: int | None = None, hint: str | None = None) -> None:
         self.status = status
         super().__init__(message, hint=hint)
+
+
+class GraderError(VerdryxError):
+    """A custom grader that cannot be registered, loaded, or that answered something that
+    is not a score."""
+
+
+class TargetLoadError(VerdryxError):
+    """`module:callable` does not name a callable; the message names the spec and why.
+    A usage error in effect: raised before any case runs."""
+
+
+class TargetResultError(VerdryxError):
+    """A target returned something that is not a result; one line, naming the field."""
+
+
+class TargetCallError(VerdryxError):
+    """A target call produced no output; the message is the call's one-line error."""

@@ -6,6 +6,7 @@ pool -> Score (pass bar decided once) -> run assembly -> saving. See docs/archit
 
 from __future__ import annotations
 
+from verdryx_core.errors import TargetCallError
 from verdryx_core.evaluation.assembly import assemble_run
 from verdryx_core.evaluation.bar import pass_bar, stability
 from verdryx_core.evaluation.calls import CacheEntry, CallTally, ModelCalls
@@ -25,7 +26,7 @@ from verdryx_core.evaluation.sources import (
     RecordedOutput,
     source_for,
 )
-from verdryx_core.evaluation.target_output import TargetCallError, TargetOutput, target_of
+from verdryx_core.evaluation.target_output import TargetOutput, target_of
 
 __all__ = [
     "DEFAULT_MIN_SCORE",

@@ -17,7 +17,7 @@ from typing import Any, Final
 import jsonschema
 
 from verdryx_core.atomic import write_text_atomic
-from verdryx_core.errors import UsageError
+from verdryx_core.errors import BaselineFileError, UsageError
 from verdryx_core.runs import Baseline
 from verdryx_core.store import Store
 from verdryx_core.untrusted.json_input import NonFiniteNumber, item_label, json_kind, parse_json
@@ -25,7 +25,6 @@ from verdryx_core.untrusted.text import first_invalid_text
 
 __all__ = [
     "BASELINE_DIR",
-    "BaselineFileError",
     "baseline_file",
     "baseline_schema",
     "check_label",
@@ -59,23 +58,6 @@ def write_baseline_file(root: Path, baseline: Baseline) -> Path:
     text = json.dumps(baseline.to_dict(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     write_text_atomic(path, text)
     return path
-
-
-class BaselineFileError(UsageError):
-    """A committed baseline file is unreadable or invalid; names the file, case and field."""
-
-    def __init__(
-        self, path: object, message: str, *, case: str | None = None, field: str | None = None
-    ) -> None:
-        where = str(path)
-        if case is not None:
-            where += f": case {case}"
-        if field is not None:
-            where += f": field '{field}'"
-        self.path, self.case, self.field = str(path), case, field
-        super().__init__(
-            f"{where}: {message}", hint="fix the file or re-create it with {save_baseline}"
-        )
 
 
 @cache

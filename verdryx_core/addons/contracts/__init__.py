@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from verdryx_core.addons.contracts.checks import run_check, run_checks
-from verdryx_core.addons.contracts.errors import BundleError, CheckError, ContractError
 from verdryx_core.addons.contracts.evidence import (
     BUNDLE_FORMAT,
     binding_problems,
@@ -36,6 +35,7 @@ from verdryx_core.addons.contracts.validate import (
     load_contract,
     parse_contract,
 )
+from verdryx_core.addons.errors import BundleError, CheckError, ContractError
 
 __all__ = [
     "BUNDLE_FORMAT",

@@ -14,7 +14,6 @@ from typing import Final
 
 import regex
 
-from verdryx_core.addons.contracts.errors import CheckError
 from verdryx_core.addons.contracts.model import (
     ERROR,
     FAILED,
@@ -25,6 +24,7 @@ from verdryx_core.addons.contracts.model import (
 )
 from verdryx_core.addons.contracts.validate import pattern_flags
 from verdryx_core.addons.contracts.workspace import PathInfo, Source
+from verdryx_core.addons.errors import CheckError
 
 __all__ = ["count_lines", "run_check", "run_checks"]
 

@@ -28,11 +28,11 @@ import jsonschema.exceptions
 import rfc8785
 
 from verdryx_core.addons.contracts.checks import run_checks
-from verdryx_core.addons.contracts.errors import BundleError, CheckError
 from verdryx_core.addons.contracts.model import Contract, Limits, Verdict
 from verdryx_core.addons.contracts.paths import lexical_problem, normalize
 from verdryx_core.addons.contracts.rubric import decide
 from verdryx_core.addons.contracts.workspace import Listing, PathInfo, TableFacts, WorkspaceSource
+from verdryx_core.addons.errors import BundleError, CheckError
 from verdryx_core.untrusted.json_input import StrictJSONError, check_strict, parse_json_strict
 
 __all__ = [

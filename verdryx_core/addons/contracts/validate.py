@@ -19,9 +19,9 @@ from typing import Any, Final, cast
 import jsonschema
 import regex
 
-from verdryx_core.addons.contracts.errors import ContractError
 from verdryx_core.addons.contracts.model import CHECK_TYPES, Contract
 from verdryx_core.addons.contracts.paths import lexical_problem
+from verdryx_core.addons.errors import ContractError
 from verdryx_core.untrusted.json_input import (
     StrictJSONError,
     check_strict,

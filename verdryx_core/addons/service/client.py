@@ -16,24 +16,11 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from verdryx_core.addons.contracts.model import Contract, Verdict
-from verdryx_core.errors import VerdryxError
+from verdryx_core.addons.errors import AuthError, VerificationServiceError
 
-__all__ = ["AuthError", "Client", "VerificationServiceError"]
+__all__ = ["Client"]
 
 _USER_AGENT: Final = "verdryx-client"
-
-
-class VerificationServiceError(VerdryxError):
-    """The service could not be reached, timed out, refused the request or answered in a way
-    that is not its API. `status` is the HTTP status when there was one."""
-
-    def __init__(self, message: str, *, status: int | None = None) -> None:
-        self.status = status
-        super().__init__(message)
-
-
-class AuthError(VerificationServiceError):
-    """The service refused the API key (401 or 403): missing, unknown or revoked."""
 
 
 class Client:

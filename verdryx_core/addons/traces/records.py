@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from verdryx_core.addons.traces.errors import TraceError
+from verdryx_core.addons.errors import TraceError
 from verdryx_core.untrusted.json_input import parse_json
 
 __all__ = [
