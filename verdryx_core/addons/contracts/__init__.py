@@ -22,11 +22,11 @@ from verdryx_core.addons.contracts.model import (
     FAIL,
     FLAG,
     PASS,
-    CheckResult,
     Contract,
+    ContractVerdict,
     Criterion,
+    CriterionResult,
     Limits,
-    Verdict,
 )
 from verdryx_core.addons.contracts.rubric import decide
 from verdryx_core.addons.contracts.validate import (
@@ -45,12 +45,12 @@ __all__ = [
     "PASS",
     "BundleError",
     "CheckError",
-    "CheckResult",
     "Contract",
     "ContractError",
+    "ContractVerdict",
     "Criterion",
+    "CriterionResult",
     "Limits",
-    "Verdict",
     "binding_problems",
     "bundle_hash",
     "bundle_schema",

@@ -18,9 +18,9 @@ from verdryx_core.addons.contracts.model import (
     ERROR,
     FAILED,
     PASSED,
-    CheckResult,
     Contract,
     Criterion,
+    CriterionResult,
 )
 from verdryx_core.addons.contracts.validate import pattern_flags
 from verdryx_core.addons.contracts.workspace import PathInfo, Source
@@ -35,11 +35,11 @@ _Check = Callable[[Criterion, Source], _Outcome]
 _SNIPPET: Final = 80
 
 
-def run_checks(contract: Contract, source: Source) -> tuple[CheckResult, ...]:
+def run_checks(contract: Contract, source: Source) -> tuple[CriterionResult, ...]:
     return tuple(run_check(criterion, source) for criterion in contract.success_criteria)
 
 
-def run_check(criterion: Criterion, source: Source) -> CheckResult:
+def run_check(criterion: Criterion, source: Source) -> CriterionResult:
     try:
         status, evidence = _CHECKS[criterion.type](criterion, source)
     except CheckError as exc:
@@ -51,7 +51,7 @@ def run_check(criterion: Criterion, source: Source) -> CheckResult:
             f"{source.limits.regex_timeout_s:g}s on {criterion.path!r} (catastrophic "
             "backtracking); simplify the pattern",
         )
-    return CheckResult(
+    return CriterionResult(
         check_id=criterion.id,
         type=criterion.type,
         status=status,

@@ -28,7 +28,7 @@ import jsonschema.exceptions
 import rfc8785
 
 from verdryx_core.addons.contracts.checks import run_checks
-from verdryx_core.addons.contracts.model import Contract, Limits, Verdict
+from verdryx_core.addons.contracts.model import Contract, ContractVerdict, Limits
 from verdryx_core.addons.contracts.paths import lexical_problem, normalize
 from verdryx_core.addons.contracts.rubric import decide
 from verdryx_core.addons.contracts.workspace import Listing, PathInfo, TableFacts, WorkspaceSource
@@ -68,7 +68,7 @@ def bundle_hash(bundle: Mapping[str, Any]) -> str:
 
 def verify_and_collect(
     contract: Contract, base_path: str | os.PathLike[str], *, limits: Limits | None = None
-) -> tuple[Verdict, dict[str, Any]]:
+) -> tuple[ContractVerdict, dict[str, Any]]:
     """Check the workspace and keep what the checks saw, in one pass over the files."""
     source = WorkspaceSource(base_path, limits)
     results = run_checks(contract, source)
@@ -78,7 +78,7 @@ def verify_and_collect(
 
 def verify_workspace(
     contract: Contract, base_path: str | os.PathLike[str], *, limits: Limits | None = None
-) -> Verdict:
+) -> ContractVerdict:
     return verify_and_collect(contract, base_path, limits=limits)[0]
 
 
@@ -281,7 +281,7 @@ def binding_problems(contract: Contract, bundle: Mapping[str, Any]) -> list[str]
 
 def verify_bundle(
     contract: Contract, bundle: Mapping[str, Any], *, limits: Limits | None = None
-) -> Verdict:
+) -> ContractVerdict:
     """Check the bundle is one, recompute every hash, check it was collected for `contract`,
     then re-run every check on the bundle alone."""
     validate_bundle(bundle)

@@ -15,7 +15,7 @@ import urllib.parse
 from collections.abc import Mapping
 from typing import Any, Final
 
-from verdryx_core.addons.contracts.model import Contract, Verdict
+from verdryx_core.addons.contracts.model import Contract, ContractVerdict
 from verdryx_core.addons.errors import AuthError, VerificationServiceError
 
 __all__ = ["Client"]
@@ -161,9 +161,9 @@ def _answer(where: str, status: int, raw: bytes) -> dict[str, Any]:
 
 
 def _verdict(document: dict[str, Any]) -> dict[str, Any]:
-    """The document, once it is known to read as a `Verdict` (a caller may build one)."""
+    """The document, once it is known to read as a `ContractVerdict` (a caller may build one)."""
     try:
-        verdict = Verdict.from_dict(document)
+        verdict = ContractVerdict.from_dict(document)
         ok = verdict.verdict in ("PASS", "FAIL", "FLAG") and all(
             isinstance(result.status, str) for result in verdict.check_results
         )
