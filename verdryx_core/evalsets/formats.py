@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any, Final
 
 from verdryx_core.errors import EvalSetError
-from verdryx_core.evalsets.lines import scan_cases
 from verdryx_core.evalsets.schema import evalset_schema
 from verdryx_core.untrusted.json_input import MAX_DEPTH, NonFiniteNumber, json_kind, parse_json
 
@@ -36,7 +35,6 @@ __all__ = [
     "CSV_SIDECAR_SUFFIX",
     "EVALSET_SUFFIXES",
     "Document",
-    "json_case_lines",
     "read_document",
 ]
 
@@ -314,13 +312,3 @@ def _read_csv(path: Path) -> Document:
     data.update({k: v for k, v in sidecar.items() if k != "columns"})
     data["cases"] = cases
     return Document(data, case_lines=tuple(lines))
-
-
-def json_case_lines(text: str) -> tuple[int, ...]:
-    """The 1-based line each element of the top-level `cases` array starts on, in a JSON
-    eval set's text (read only when asked: a JSON load does not pay for it); () when the
-    text is not an eval set's JSON object."""
-    try:
-        return tuple(line for line, _ in scan_cases(text))
-    except ValueError:
-        return ()

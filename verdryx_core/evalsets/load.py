@@ -23,11 +23,8 @@ import jsonschema
 
 from verdryx_core.cases import EvalCase
 from verdryx_core.errors import EvalSetError
-from verdryx_core.evalsets.formats import (
-    EVALSET_SUFFIXES,
-    json_case_lines,
-    read_document,
-)
+from verdryx_core.evalsets.formats import EVALSET_SUFFIXES, read_document
+from verdryx_core.evalsets.lines import case_lines
 from verdryx_core.evalsets.rules import check_case, check_defaults, effective_case
 from verdryx_core.evalsets.schema import evalset_schema
 from verdryx_core.untrusted.json_input import NonFiniteNumber, item_label, json_kind
@@ -66,7 +63,7 @@ class EvalSet:
             text = self.path.read_text(encoding="utf-8-sig")
         except (OSError, UnicodeDecodeError):
             return None
-        lines = json_case_lines(text)
+        lines = case_lines(text)
         return lines if len(lines) == len(self.cases) else None
 
 
