@@ -9,7 +9,7 @@ from __future__ import annotations
 from verdryx_core.errors import TargetCallError
 from verdryx_core.evaluation.assembly import assemble_run
 from verdryx_core.evaluation.bar import pass_bar, stability
-from verdryx_core.evaluation.calls import CacheEntry, CallTally, ModelCalls
+from verdryx_core.evaluation.calls import CallTally, ModelCalls
 from verdryx_core.evaluation.pipeline import Pipeline
 from verdryx_core.evaluation.prefetch import Ahead, Work, call_ahead, score_all, start_ahead
 from verdryx_core.evaluation.saving import Promises, promises_of, save_run
@@ -31,7 +31,6 @@ from verdryx_core.evaluation.target_output import TargetOutput, target_of
 __all__ = [
     "DEFAULT_MIN_SCORE",
     "Ahead",
-    "CacheEntry",
     "CallTally",
     "CaseScorer",
     "EvalSettings",
