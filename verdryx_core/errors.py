@@ -52,6 +52,7 @@ __all__ = [
     "TargetResultError",
     "UsageError",
     "VerdryxError",
+    "located",
     "word_hint",
 ]
 
@@ -73,6 +74,26 @@ CLI_FLAGS: Final[Mapping[str, str]] = {
     "typed_template": "--typed-template",
     "typed_url": "--typed-url",
 }
+
+
+def located(
+    place: str,
+    message: str,
+    *,
+    case: str | None = None,
+    criterion: str | None = None,
+    field: str | None = None,
+) -> str:
+    """`place: case C: field 'F': message` with the parts that are given (a contract's
+    criterion stands where a file's case would): how every file error says where."""
+    where = place
+    if case is not None:
+        where += f": case {case}"
+    if criterion is not None:
+        where += f": criterion {criterion}"
+    if field is not None:
+        where += f": field '{field}'"
+    return f"{where}: {message}"
 
 
 def word_hint(hint: str, flags: Mapping[str, str]) -> str:
@@ -113,14 +134,10 @@ class BaselineFileError(UsageError):
     def __init__(
         self, path: object, message: str, *, case: str | None = None, field: str | None = None
     ) -> None:
-        where = str(path)
-        if case is not None:
-            where += f": case {case}"
-        if field is not None:
-            where += f": field '{field}'"
         self.path, self.case, self.field = str(path), case, field
         super().__init__(
-            f"{where}: {message}", hint="fix the file or re-create it with {save_baseline}"
+            located(self.path, message, case=case, field=field),
+            hint="fix the file or re-create it with {save_baseline}",
         )
 
 
@@ -150,12 +167,8 @@ class EvalSetError(VerdryxError):
         #: The 1-based line of the file the problem is on, when the format has one per case.
         self.line = line
         self.detail = message
-        where = self.path if line is None else f"{self.path}:{line}"
-        if case is not None:
-            where += f": case {case}"
-        if field is not None:
-            where += f": field '{field}'"
-        super().__init__(f"{where}: {message}")
+        place = self.path if line is None else f"{self.path}:{line}"
+        super().__init__(located(place, message, case=case, field=field))
 
 
 class StoreError(VerdryxError):

@@ -13,7 +13,7 @@ as one line.
 
 from __future__ import annotations
 
-from verdryx_core.errors import UsageError, VerdryxError
+from verdryx_core.errors import UsageError, VerdryxError, located
 
 __all__ = [
     "AuthError",
@@ -47,12 +47,7 @@ class ContractError(VerdryxError):
         self.criterion = criterion
         self.field = field
         self.detail = message
-        where = source
-        if criterion is not None:
-            where += f": criterion {criterion}"
-        if field is not None:
-            where += f": field '{field}'"
-        super().__init__(f"{where}: {message}")
+        super().__init__(located(source, message, criterion=criterion, field=field))
 
 
 class BundleError(VerdryxError):
