@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
+from verdryx_core.evalsets.lines import read_case_lines_by_id
 from verdryx_core.gating.compare import GateOutcome
 from verdryx_core.reporting.ci import (
     CaseFailure,
-    case_lines,
     github_annotations,
     step_summary,
     verdict_line,
@@ -69,7 +69,7 @@ class CiOutputs:
         else:  # an eval set item whose reportinfo has no line: find the case in its file
             key = str(path)
             if key not in self._lines:
-                self._lines[key] = case_lines(path)
+                self._lines[key] = read_case_lines_by_id(path)
             shown = self._lines[key].get(report.nodeid.rsplit("::", 1)[-1])
         return CaseFailure(
             key=report.nodeid,

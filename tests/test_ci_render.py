@@ -11,16 +11,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from verdryx_core.evalsets.lines import case_lines_by_id, read_case_lines_by_id
 from verdryx_core.gating.compare import GateOutcome
 from verdryx_core.gating.comparison import CaseDelta, GateResult, compare_to_baseline
 from verdryx_core.gating.drift import DriftReport, PairedStats
 from verdryx_core.reporting.ci import (
     CaseFailure,
-    case_lines,
     escape_data,
     escape_property,
     github_annotations,
-    json_case_lines,
     step_summary,
     verdict_interval,
     verdict_line,
@@ -261,18 +260,18 @@ def test_case_lines_of_a_json_eval_set(tmp_path: Path) -> None:
         '    {\n      "id": "b",\n      "prompt": "two\\nlines"\n    },'
         '{"id": "c", "prompt": "same line as b\'s end"}\n  ]\n}\n'
     )
-    assert case_lines(path) == {"a": 5, "b": 6, "c": 9}
+    assert read_case_lines_by_id(path) == {"a": 5, "b": 6, "c": 9}
     assert json.loads(path.read_text())["cases"][2]["id"] == "c"  # the file is valid JSON
 
 
 def test_case_lines_on_one_line_with_a_bom_and_on_bad_files(tmp_path: Path) -> None:
     path = tmp_path / "s.evalset.json"
     path.write_text('\ufeff{"cases":[{"id":"a"},{"id":"b"}],"id":"s"}', encoding="utf-8")
-    assert case_lines(path) == {"a": 1, "b": 1}
+    assert read_case_lines_by_id(path) == {"a": 1, "b": 1}
     path.write_text('{"id": "s", "cases": [{"id": "a"}')  # cut short
-    assert case_lines(path) == {}
-    assert case_lines(tmp_path / "missing.evalset.json") == {}
-    assert json_case_lines("[1, 2]") == {}
+    assert read_case_lines_by_id(path) == {}
+    assert read_case_lines_by_id(tmp_path / "missing.evalset.json") == {}
+    assert case_lines_by_id("[1, 2]") == {}
 
 
 @given(
@@ -291,7 +290,7 @@ def test_case_lines_agree_with_where_json_dumps_puts_them(
     """With `indent`, json.dumps puts each case object's `{` on its own line: line 3 + i
     for the i-th case when `id` comes first, then one line per key and the closing brace."""
     text = json.dumps({"id": "s", "cases": cases}, indent=indent or None)
-    found = json_case_lines(text)
+    found = case_lines_by_id(text)
     assert set(found) == {case["id"] for case in cases}
     if indent:
         per_case = len(next(iter(cases), {})) + 2  # "{", the keys, "}"
@@ -312,4 +311,4 @@ def test_case_lines_of_a_large_file_match_a_naive_search(tmp_path: Path, cases: 
         for n, line in enumerate(lines)
         if line.strip() == "{" and n > 0
     }
-    assert json_case_lines(text) == naive
+    assert case_lines_by_id(text) == naive

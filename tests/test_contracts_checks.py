@@ -16,8 +16,8 @@ import pytest
 
 from verdryx_core.addons.contracts import (
     CheckError,
-    CheckResult,
     ContractError,
+    CriterionResult,
     Limits,
     contract_from_data,
     run_check,
@@ -30,7 +30,7 @@ FAST = Limits(sqlite_timeout_s=0.05, regex_timeout_s=0.2)
 BINARY = bytes(range(256)) * 4  # every byte value; 0x80.. alone is never valid UTF-8
 
 
-def check(base: Path, limits: Limits = FAST, **criterion: Any) -> CheckResult:
+def check(base: Path, limits: Limits = FAST, **criterion: Any) -> CriterionResult:
     contract = contract_from_data({"task_id": "t", "success_criteria": [{"id": "c", **criterion}]})
     return run_check(contract.success_criteria[0], WorkspaceSource(base, limits))
 

@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 
 from verdryx_core.addons.contracts import (
     CHECK_TYPES,
-    CheckResult,
     Contract,
     ContractError,
-    Verdict,
+    ContractVerdict,
+    CriterionResult,
     contract_from_data,
     contract_schema,
     decide,
@@ -182,8 +182,8 @@ def test_load_contract_file_errors(tmp_path: Path) -> None:
 # -- the rubric ------------------------------------------------------------------------------
 
 
-def result(status: str, check_id: str = "c") -> CheckResult:
-    return CheckResult(
+def result(status: str, check_id: str = "c") -> CriterionResult:
+    return CriterionResult(
         check_id=check_id, type="file_exists", status=status, evidence=f"ev-{status}"
     )
 
@@ -236,7 +236,7 @@ def test_the_rubric(
     assert answer.check_results == tuple(results)
     assert answer.unverifiable_claims == claims
     assert (answer.task_id, answer.agent_id) == ("t", "agent")
-    assert Verdict.from_dict(answer.to_dict()) == answer
+    assert ContractVerdict.from_dict(answer.to_dict()) == answer
 
 
 @settings(max_examples=200, deadline=None)

@@ -20,7 +20,6 @@ from hypothesis import strategies as st
 from verdryx_core.addons.contracts import (
     BundleError,
     ContractError,
-    JSONTextError,
     bundle_hash,
     bundle_schema,
     collect_evidence,
@@ -28,10 +27,10 @@ from verdryx_core.addons.contracts import (
     load_bundle,
     load_contract,
     parse_bundle,
-    parse_json,
     verify_bundle,
 )
 from verdryx_core.cli import main
+from verdryx_core.untrusted.json_input import StrictJSONError, parse_json_strict
 
 VERDRYX = Path(sys.executable).parent / "verdryx"
 
@@ -73,8 +72,8 @@ def reseal(bundle: dict[str, Any]) -> dict[str, Any]:
     ids=["deep", "depth-33", "dup-key", "inf", "nan", "big-int", "huge-int", "surrogate", "bad"],
 )
 def test_hostile_json_is_one_clear_error(text: str, words: str) -> None:
-    with pytest.raises(JSONTextError) as caught:
-        parse_json(text)
+    with pytest.raises(StrictJSONError) as caught:
+        parse_json_strict(text)
     assert words in str(caught.value)
     assert "\n" not in str(caught.value)
 

@@ -420,10 +420,8 @@ def test_every_format_knows_the_line_each_case_starts_on(tmp_path: Path) -> None
     prompts=st.lists(st.text(alphabet='ab[]{}"\\\n ,:', max_size=8), min_size=1, max_size=5),
     description=st.text(alphabet='[]{}"\\\n', max_size=6),
 )
-def test_json_case_lines_agree_with_the_indented_layout(
-    prompts: list[str], description: str
-) -> None:
-    from verdryx_core.evalsets.formats import json_case_lines
+def test_case_lines_agree_with_the_indented_layout(prompts: list[str], description: str) -> None:
+    from verdryx_core.evalsets.lines import case_lines
 
     document = {
         "id": "s",
@@ -436,4 +434,4 @@ def test_json_case_lines_agree_with_the_indented_layout(
     text = json.dumps(document, indent=2)
     # With indent=2 each case opens on a line that is exactly four spaces and a brace.
     expected = tuple(n for n, line in enumerate(text.splitlines(), start=1) if line == "    {")
-    assert json_case_lines(text) == expected
+    assert case_lines(text) == expected

@@ -18,19 +18,25 @@ from fakes.openai_server import Reply as OpenAIReply
 from fakes.typryx_server import FakeTypryx
 from fakes.typryx_server import Reply as TypryxReply
 
+from verdryx_core.addons.errors import TraceError
 from verdryx_core.addons.events.log import verify_chain
-from verdryx_core.addons.traces.errors import TraceError
 from verdryx_core.addons.traces.records import read_ndjson
 from verdryx_core.addons.typed.client import TypryxClient
 from verdryx_core.cli import main
-from verdryx_core.errors import EvalSetError, ModelCallError, UsageError, VerdryxError
+from verdryx_core.errors import (
+    BaselineFileError,
+    EvalSetError,
+    ModelCallError,
+    UsageError,
+    VerdryxError,
+)
 from verdryx_core.evalsets.load import load_evalset
-from verdryx_core.gating.baselines import BaselineFileError, baseline_schema, read_baseline_file
+from verdryx_core.gating.baselines import baseline_schema, read_baseline_file
 from verdryx_core.llm.anthropic_adapter import AnthropicAdapter
 from verdryx_core.llm.prices import PriceBook
 from verdryx_core.runs import Baseline, EvalRun, Score
 from verdryx_core.store import Store
-from verdryx_core.untrusted import jsonparse as jsonload
+from verdryx_core.untrusted.json_input import parse_json
 from verdryx_core.untrusted.redact import install_log_filter, redact_text
 from verdryx_core.untrusted.text import clean_text, first_invalid_text, printable
 
@@ -168,15 +174,15 @@ def test_an_error_message_never_carries_a_raw_control_character() -> None:
 DEEP = "[" * 100_000
 
 
-def test_jsonload_words_deep_nesting_and_long_numbers() -> None:
+def test_parse_json_words_deep_nesting_and_long_numbers() -> None:
     with pytest.raises(json.JSONDecodeError, match="nested deeper than 100 levels") as caught:
-        jsonload.loads(DEEP)
+        parse_json(DEEP)
     assert (caught.value.lineno, caught.value.colno) == (1, 101)
     with pytest.raises(json.JSONDecodeError, match="nested deeper"):
-        jsonload.loads("[" * 150 + "]" * 150)  # parses, but is too deep to walk safely
+        parse_json("[" * 150 + "]" * 150)  # parses, but is too deep to walk safely
     with pytest.raises(json.JSONDecodeError, match="more digits"):
-        jsonload.loads("[" + "9" * 5000 + "]")
-    assert jsonload.loads("[" * 100 + "]" * 100) is not None
+        parse_json("[" + "9" * 5000 + "]")
+    assert parse_json("[" * 100 + "]" * 100) is not None
 
 
 def _loaders(tmp_path: Path) -> dict[str, Any]:

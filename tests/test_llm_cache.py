@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,7 @@ from fakes.anthropic_server import DEFAULT_KEY, FakeAnthropic, error_reply, mess
 from verdryx_core.errors import ModelCallError, UsageError
 from verdryx_core.llm import CachedAdapter, CacheStats, ModelAdapter, StubAdapter, make_adapter
 from verdryx_core.llm.cache import REFRESH
-from verdryx_core.store import Store
+from verdryx_core.store import CacheEntry, Store
 from verdryx_core.store.sqlite import SqliteStore
 
 MODEL = "claude-haiku-4-5"
@@ -27,7 +27,7 @@ class CountingStore(SqliteStore):
 
     puts = 0
 
-    def cache_put_many(self, entries: Iterable[tuple[str, str, Mapping[str, Any], float]]) -> None:
+    def cache_put_many(self, entries: Iterable[CacheEntry]) -> None:
         self.puts += 1
         super().cache_put_many(entries)
 

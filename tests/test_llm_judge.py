@@ -22,9 +22,9 @@ from verdryx_core.llm import Judgement, StubAdapter, make_adapter
 from verdryx_core.llm.judge_prompt import (
     JUDGE_SYSTEM,
     neutralise,
-    parse_verdict,
+    reading_from_blocks,
+    reading_from_input,
     render_judge_prompt,
-    verdict_from_input,
 )
 
 MODEL = "claude-haiku-4-5"
@@ -124,7 +124,7 @@ def test_an_output_that_closes_the_block_and_gives_orders_is_not_obeyed(
     ],
 )
 def test_malformed_verdicts_are_unmeasured_never_clamped(data: Any, fragment: str) -> None:
-    verdict = verdict_from_input(data)
+    verdict = reading_from_input(data)
     assert verdict.score is None
     assert verdict.unmeasured is not None
     assert fragment in verdict.unmeasured
@@ -132,27 +132,27 @@ def test_malformed_verdicts_are_unmeasured_never_clamped(data: Any, fragment: st
 
 @pytest.mark.parametrize("score", [0, 0.0, 0.25, 1, 1.0])
 def test_numbers_in_range_are_scores(score: float) -> None:
-    verdict = verdict_from_input({"score": score, "reason": " ok "})
+    verdict = reading_from_input({"score": score, "reason": " ok "})
     assert verdict.score == float(score)
     assert verdict.reason == "ok"
     assert verdict.unmeasured is None
 
 
 def test_no_tool_call_is_unmeasured_and_quotes_what_the_judge_wrote() -> None:
-    verdict = parse_verdict([{"type": "text", "text": "I would give it 0.9"}], "end_turn")
+    verdict = reading_from_blocks([{"type": "text", "text": "I would give it 0.9"}], "end_turn")
     assert verdict.score is None
     assert "did not call record_verdict" in (verdict.unmeasured or "")
     assert "I would give it 0.9" in (verdict.unmeasured or "")
 
 
 def test_a_cut_off_answer_says_so() -> None:
-    verdict = parse_verdict([], "max_tokens")
+    verdict = reading_from_blocks([], "max_tokens")
     assert "cut off at max_tokens" in (verdict.unmeasured or "")
 
 
 def test_a_call_to_another_tool_is_not_a_verdict() -> None:
     blocks = [{"type": "tool_use", "name": "other", "input": {"score": 1, "reason": "r"}}]
-    assert parse_verdict(blocks).score is None
+    assert reading_from_blocks(blocks).score is None
 
 
 def test_contradicting_verdicts_are_unmeasured() -> None:
@@ -160,7 +160,7 @@ def test_contradicting_verdicts_are_unmeasured() -> None:
         {"type": "tool_use", "name": "record_verdict", "input": {"score": 1, "reason": "a"}},
         {"type": "tool_use", "name": "record_verdict", "input": {"score": 0, "reason": "b"}},
     ]
-    assert "2 different verdicts" in (parse_verdict(blocks).unmeasured or "")
+    assert "2 different verdicts" in (reading_from_blocks(blocks).unmeasured or "")
 
 
 MALFORMED_REPLIES = {

@@ -15,7 +15,7 @@ from tests.store_support import BACKENDS, store_target
 from verdryx_core.addons.contracts.history import save_verdicts, verdicts
 from verdryx_core.cli import main
 from verdryx_core.runs import Baseline, EvalRun, Score
-from verdryx_core.store import Store, StoreTarget
+from verdryx_core.store import CacheEntry, Store, StoreTarget
 
 T0 = datetime(2026, 2, 1, 8, 0, tzinfo=UTC)
 
@@ -61,8 +61,16 @@ def fill(target: StoreTarget, prefix: str, *, shift: int = 0) -> None:
             Baseline.from_run(runs[1], id=f"{prefix}-base", label=prefix, created_at=T0)
         )
         store.cache_put_many(
-            [(f"{prefix}-k{i}", "stub", {"text": f"{prefix} {i}"}, 0.01 * i) for i in range(3)]
-            + [("shared-key", "stub", {"text": "same"}, 0.0)]
+            [
+                CacheEntry(
+                    key=f"{prefix}-k{i}",
+                    model="stub",
+                    response={"text": f"{prefix} {i}"},
+                    cost_usd=0.01 * i,
+                )
+                for i in range(3)
+            ]
+            + [CacheEntry(key="shared-key", model="stub", response={"text": "same"}, cost_usd=0.0)]
         )
         save_verdicts(
             store,
@@ -87,7 +95,10 @@ def dump(target: StoreTarget) -> dict[str, Any]:
             "runs": [store.load_run(run_id) for run_id in store.run_ids()],
             "listed": [summary.id for summary in store.list_runs()],
             "baselines": [store.get_baseline(row[0]) for row in store.list_baselines()],
-            "cache": [json.dumps(entry[:4]) for entry in store.cache_entries()],
+            "cache": [
+                json.dumps([entry.key, entry.model, entry.response, entry.cost_usd])
+                for entry in store.cache_entries()
+            ],
             "verdicts": verdicts(store),
         }
 
@@ -184,7 +195,9 @@ def test_a_cache_entry_with_another_answer_keeps_the_first(
     a, b, into = tmp_path / "a.db", tmp_path / "b.db", tmp_path / "all.db"
     for path, text in ((a, "first"), (b, "second")):
         with Store.open(path) as store:
-            store.cache_put_many([("k", "stub", {"text": text}, 0.0)])
+            store.cache_put_many(
+                [CacheEntry(key="k", model="stub", response={"text": text}, cost_usd=0.0)]
+            )
     code, out, err = cli(capsys, "merge", str(a), str(b), "--into", str(into))
     assert code == 0, err
     assert "1 cache entries had another answer there and kept it" in out

@@ -6,6 +6,7 @@ import json
 
 from pytest_verdryx.state import SessionState
 from verdryx_core.runs import Score
+from verdryx_core.store import CacheEntry
 
 
 def _score(case_id: str, value: float, bar: float, samples: tuple[float, ...] = ()) -> Score:
@@ -29,7 +30,9 @@ def _worker(nodeids: list[str], scores: list[Score]) -> SessionState:
         state.add_score(nodeid, score)
     state.known_keys = {f"s::{score.case_id}" for score in scores}
     state.calls.hits, state.calls.misses, state.calls.saved_usd = 1, 2, 0.5
-    state.calls.entries.append(("k-" + nodeids[0], "m", {"text": "t"}, 0.25))
+    state.calls.entries.append(
+        CacheEntry(key="k-" + nodeids[0], model="m", response={"text": "t"}, cost_usd=0.25)
+    )
     state.calls.unpriced.add("m")
     return state
 
@@ -53,7 +56,7 @@ def test_two_workers_merge_into_the_controller_state() -> None:
     assert controller.not_run == {"a.evalset.json::c3"}
     calls = controller.calls
     assert (calls.hits, calls.misses, calls.saved_usd) == (2, 4, 1.0)
-    assert [entry[0] for entry in calls.entries] == [
+    assert [entry.key for entry in calls.entries] == [
         "k-a.evalset.json::c1",
         "k-a.evalset.json::c2",
     ]

@@ -45,6 +45,7 @@ from verdryx_core.errors import StoreError, UsageError, VerdryxError
 from verdryx_core.runs import Baseline, BaselineCase, EvalRun, Score
 from verdryx_core.store import (
     SCHEMA_VERSION,
+    CacheEntry,
     Store,
     StoreTarget,
     StoreUrl,
@@ -235,7 +236,12 @@ def test_a_baseline_needs_a_measured_case() -> None:
 def test_the_model_cache_round_trips(target: StoreTarget) -> None:
     response = {"text": "h\u00e9llo", "tool_names": ["a"], "tokens": 12}
     with Store.open(target) as store:
-        store.cache_put_many([("k1", "stub", response, 0.5), ("k2", "stub", {"text": ""}, 0.0)])
+        store.cache_put_many(
+            [
+                CacheEntry(key="k1", model="stub", response=response, cost_usd=0.5),
+                CacheEntry(key="k2", model="stub", response={"text": ""}, cost_usd=0.0),
+            ]
+        )
         store.cache_put_many([])
     with Store.open(target) as store:
         found = store.cache_get_many(["k1", "k2", "absent"])
@@ -849,7 +855,7 @@ WRITER = """
 import sys
 from datetime import UTC, datetime, timedelta
 from verdryx_core.runs import EvalRun, Score
-from verdryx_core.store import Store, StoreUrl
+from verdryx_core.store import CacheEntry, Store, StoreUrl
 
 url, writer, runs, cases = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 T0 = datetime(2025, 3, 1, tzinfo=UTC)
@@ -863,7 +869,8 @@ with Store.open(StoreUrl(url)) as store:
         run = EvalRun(id=f"w{writer}-r{index}", model="stub", eval_set_ids=("s",), scores=scores,
                       started_at=T0 + timedelta(seconds=index), run_group=f"w{writer}")
         # Every writer fills the same cache keys too: the cache is shared between the jobs.
-        store.cache_put_many([(f"key-{case}", "stub", {"text": f"w{writer}"}, 0.0)
+        store.cache_put_many([CacheEntry(key=f"key-{case}", model="stub",
+                                         response={"text": f"w{writer}"}, cost_usd=0.0)
                               for case in range(cases)])
         store.save_run(run)
 """

@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 from fakes.typryx_server import DEFAULT_KEY, FakeTypryx, Reply, Template
 
+from verdryx_core.addons.errors import TypedGradeError
 from verdryx_core.addons.typed.client import TypryxClient, read_key_file, resolve_key_file
-from verdryx_core.addons.typed.grader import LABEL_SOURCE, TypedGradeError, TypedGrader
+from verdryx_core.addons.typed.grader import LABEL_SOURCE, TypedGrader
 from verdryx_core.cases import EvalCase
 from verdryx_core.errors import ModelCallError, UsageError, VerdryxError
 from verdryx_core.graders import build_graders

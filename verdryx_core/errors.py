@@ -4,6 +4,31 @@ What to do often means a setting, and the two faces spell settings differently
 (`verdryx eval --judge`, `pytest --verdryx-judge`). So an error keeps the fact apart from
 its `hint`, written with `{setting}` placeholders; each face words it with its own flag
 names (`worded`). `str()` words it as the command line does (the CLI is the core's face).
+
+Every error verdryx raises on purpose derives from `VerdryxError`. The core's are all here;
+the add-ons' are in `verdryx_core/addons/errors.py`, deriving from these (an add-on imports
+the core, never the reverse):
+
+    VerdryxError                  the base: one printable line, with an optional hint
+    ├── UsageError                asked for something that cannot be done as asked
+    │   ├── BaselineFileError     a committed baseline file is unreadable or invalid
+    │   ├── GroupError            a run group's shard runs do not make one run
+    │   ├── ModelChangeError      the run and the baseline measured different models
+    │   └── SloInputError         (add-on) an SLO parameter out of range or unknown
+    ├── EvalSetError              an eval set file is unreadable or invalid
+    ├── StoreError                the store cannot be opened, read or written
+    ├── ModelCallError            a model provider refused or could not be reached
+    ├── GraderError               a custom grader that cannot be used, or a bad score
+    ├── TargetLoadError           `module:callable` names no callable target
+    ├── TargetResultError         a target returned something that is not a result
+    ├── TargetCallError           a target call produced no output (that case's error)
+    └── (add-ons) ContractError, BundleError, CheckError, TraceError,
+        TracesExtraMissing, TypedGradeError, VerificationServiceError > AuthError,
+        RefusedRequestError
+
+Not in the family, on purpose: the ValueErrors a parser hands its own caller
+(`verdryx_core.untrusted.json_input`'s, `verdryx_core.llm.wire.MalformedAnswer`), which the
+caller always words as one of these, naming the file or the call.
 """
 
 from __future__ import annotations
@@ -15,11 +40,19 @@ from verdryx_core.untrusted.text import printable
 
 __all__ = [
     "CLI_FLAGS",
+    "BaselineFileError",
     "EvalSetError",
+    "GraderError",
+    "GroupError",
     "ModelCallError",
+    "ModelChangeError",
     "StoreError",
+    "TargetCallError",
+    "TargetLoadError",
+    "TargetResultError",
     "UsageError",
     "VerdryxError",
+    "located",
     "word_hint",
 ]
 
@@ -41,6 +74,26 @@ CLI_FLAGS: Final[Mapping[str, str]] = {
     "typed_template": "--typed-template",
     "typed_url": "--typed-url",
 }
+
+
+def located(
+    place: str,
+    message: str,
+    *,
+    case: str | None = None,
+    criterion: str | None = None,
+    field: str | None = None,
+) -> str:
+    """`place: case C: field 'F': message` with the parts that are given (a contract's
+    criterion stands where a file's case would): how every file error says where."""
+    where = place
+    if case is not None:
+        where += f": case {case}"
+    if criterion is not None:
+        where += f": criterion {criterion}"
+    if field is not None:
+        where += f": field '{field}'"
+    return f"{where}: {message}"
 
 
 def word_hint(hint: str, flags: Mapping[str, str]) -> str:
@@ -75,6 +128,27 @@ class UsageError(VerdryxError):
     """The user asked for something that cannot be done as asked (bad flag value, unknown label)."""
 
 
+class BaselineFileError(UsageError):
+    """A committed baseline file is unreadable or invalid; names the file, case and field."""
+
+    def __init__(
+        self, path: object, message: str, *, case: str | None = None, field: str | None = None
+    ) -> None:
+        self.path, self.case, self.field = str(path), case, field
+        super().__init__(
+            located(self.path, message, case=case, field=field),
+            hint="fix the file or re-create it with {save_baseline}",
+        )
+
+
+class GroupError(UsageError):
+    """The group's shard runs cannot be assembled into one run; the message says why."""
+
+
+class ModelChangeError(UsageError):
+    """The run and the baseline measured different models (or judges)."""
+
+
 class EvalSetError(VerdryxError):
     """An eval set file is unreadable or invalid; the message names file, case and field."""
 
@@ -93,12 +167,8 @@ class EvalSetError(VerdryxError):
         #: The 1-based line of the file the problem is on, when the format has one per case.
         self.line = line
         self.detail = message
-        where = self.path if line is None else f"{self.path}:{line}"
-        if case is not None:
-            where += f": case {case}"
-        if field is not None:
-            where += f": field '{field}'"
-        super().__init__(f"{where}: {message}")
+        place = self.path if line is None else f"{self.path}:{line}"
+        super().__init__(located(place, message, case=case, field=field))
 
 
 class StoreError(VerdryxError):
@@ -114,3 +184,21 @@ class ModelCallError(VerdryxError):
     def __init__(self, message: str, *, status: int | None = None, hint: str | None = None) -> None:
         self.status = status
         super().__init__(message, hint=hint)
+
+
+class GraderError(VerdryxError):
+    """A custom grader that cannot be registered, loaded, or that answered something that
+    is not a score."""
+
+
+class TargetLoadError(VerdryxError):
+    """`module:callable` does not name a callable; the message names the spec and why.
+    A usage error in effect: raised before any case runs."""
+
+
+class TargetResultError(VerdryxError):
+    """A target returned something that is not a result; one line, naming the field."""
+
+
+class TargetCallError(VerdryxError):
+    """A target call produced no output; the message is the call's one-line error."""

@@ -28,18 +28,13 @@ from pathlib import Path
 from typing import Any, Final
 
 from verdryx_core.errors import EvalSetError
-from verdryx_core.evalsets.lines import scan_cases
 from verdryx_core.evalsets.schema import evalset_schema
-from verdryx_core.untrusted.jsonparse import MAX_DEPTH
-from verdryx_core.untrusted.jsonparse import loads as load_json
-from verdryx_core.untrusted.jsonwords import json_kind
+from verdryx_core.untrusted.json_input import MAX_DEPTH, NonFiniteNumber, json_kind, parse_json
 
 __all__ = [
     "CSV_SIDECAR_SUFFIX",
     "EVALSET_SUFFIXES",
     "Document",
-    "NonFiniteNumber",
-    "json_case_lines",
     "read_document",
 ]
 
@@ -51,12 +46,6 @@ _TRUE: Final = frozenset({"true", "yes", "1"})
 _FALSE: Final = frozenset({"false", "no", "0"})
 
 
-class NonFiniteNumber(ValueError):
-    def __init__(self, name: str, line: int | None = None) -> None:
-        super().__init__(name)
-        self.line = line
-
-
 @dataclass(frozen=True, slots=True)
 class Document:
     data: object
@@ -64,12 +53,6 @@ class Document:
     case_lines: tuple[int, ...] | None = None
     #: The line of the set-level fields (a JSONL header); None when not one line.
     header_line: int | None = None
-
-
-def _reject_constant(name: str) -> Any:
-    # Python's json reads NaN and Infinity, which JSON does not have; a NaN min_score would
-    # pass every range check (all comparisons with NaN are false).
-    raise NonFiniteNumber(name)
 
 
 def _read_text(path: Path) -> str:
@@ -113,7 +96,7 @@ def read_document(path: Path) -> Document:
         return _read_csv(path)
     text = _read_text(path)
     try:
-        return Document(load_json(text, parse_constant=_reject_constant))
+        return Document(parse_json(text, allow_nan=False))
     except json.JSONDecodeError as exc:
         raise EvalSetError(
             path, f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
@@ -122,9 +105,9 @@ def read_document(path: Path) -> Document:
 
 def _parse_line(path: Path, text: str, number: int) -> Any:
     try:
-        return load_json(text, parse_constant=_reject_constant)
+        return parse_json(text, allow_nan=False)
     except NonFiniteNumber as exc:
-        raise NonFiniteNumber(exc.args[0], number) from None
+        raise NonFiniteNumber(exc.name, number) from None
     except json.JSONDecodeError as exc:
         raise EvalSetError(
             path, f"not valid JSON at column {exc.colno}: {exc.msg}", line=number
@@ -167,9 +150,9 @@ def _read_jsonl(path: Path) -> Document:
     # only when that fails, to name the bad line.
     cases: Any = None
     try:
-        cases = load_json(
+        cases = parse_json(
             "[" + ",".join(text for _, text in rows) + "]",
-            parse_constant=_reject_constant,
+            allow_nan=False,
             max_depth=MAX_DEPTH + 1,  # the array wrapped around the lines is one level more
         )
     except (json.JSONDecodeError, NonFiniteNumber):
@@ -189,9 +172,9 @@ def _sidecar(path: Path) -> tuple[Path, dict[str, Any]]:
         return sidecar, {}
     text = _read_text(sidecar)
     try:
-        data = load_json(text, parse_constant=_reject_constant)
+        data = parse_json(text, allow_nan=False)
     except NonFiniteNumber as exc:
-        raise EvalSetError(sidecar, f"not valid JSON: {exc.args[0]} is not a JSON number") from None
+        raise EvalSetError(sidecar, f"not valid JSON: {exc.name} is not a JSON number") from None
     except json.JSONDecodeError as exc:
         raise EvalSetError(
             sidecar, f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
@@ -263,12 +246,12 @@ def _cell(path: Path, line: int, case: str, field: str, text: str) -> Any:
         if not text.lstrip().startswith("["):
             return text
         try:
-            return load_json(text)
+            return parse_json(text)
         except ValueError:
             return text
     try:
-        return load_json(text, parse_constant=_reject_constant)
-    except (ValueError, NonFiniteNumber) as exc:
+        return parse_json(text, allow_nan=False)
+    except ValueError as exc:  # NonFiniteNumber too
         raise bad(f"the cell is not valid JSON ({exc})") from None
 
 
@@ -329,13 +312,3 @@ def _read_csv(path: Path) -> Document:
     data.update({k: v for k, v in sidecar.items() if k != "columns"})
     data["cases"] = cases
     return Document(data, case_lines=tuple(lines))
-
-
-def json_case_lines(text: str) -> tuple[int, ...]:
-    """The 1-based line each element of the top-level `cases` array starts on, in a JSON
-    eval set's text (read only when asked: a JSON load does not pay for it); () when the
-    text is not an eval set's JSON object."""
-    try:
-        return tuple(line for line, _ in scan_cases(text))
-    except ValueError:
-        return ()

@@ -24,15 +24,11 @@ import jsonschema
 
 from verdryx_core.cases import EvalCase
 from verdryx_core.errors import EvalSetError, UsageError
-from verdryx_core.evalsets.formats import (
-    EVALSET_SUFFIXES,
-    NonFiniteNumber,
-    json_case_lines,
-    read_document,
-)
+from verdryx_core.evalsets.formats import EVALSET_SUFFIXES, read_document
+from verdryx_core.evalsets.lines import case_lines
 from verdryx_core.evalsets.rules import check_case, check_defaults, effective_case
 from verdryx_core.evalsets.schema import evalset_schema
-from verdryx_core.untrusted.jsonwords import item_label, json_kind
+from verdryx_core.untrusted.json_input import NonFiniteNumber, item_label, json_kind
 from verdryx_core.untrusted.text import first_invalid_text
 
 __all__ = [
@@ -75,7 +71,7 @@ class EvalSet:
             text = self.path.read_text(encoding="utf-8-sig")
         except (OSError, UnicodeDecodeError):
             return None
-        lines = json_case_lines(text)
+        lines = case_lines(text)
         return lines if len(lines) == len(self.cases) else None
 
 
@@ -87,7 +83,7 @@ def load_evalset(path: str | Path) -> EvalSet:
     except NonFiniteNumber as exc:
         raise EvalSetError(
             path,
-            f"not valid JSON: {exc.args[0]} is not a JSON number (JSON has no NaN or "
+            f"not valid JSON: {exc.name} is not a JSON number (JSON has no NaN or "
             "Infinity); use a finite number",
             line=exc.line,
         ) from None

@@ -21,8 +21,7 @@ from verdryx_core.errors import EvalSetError
 from verdryx_core.graders.regex import compile_pattern
 from verdryx_core.graders.registry import custom_grader_names, is_grader
 from verdryx_core.graders.text import TEXT_OPTIONS
-from verdryx_core.untrusted import jsonparse as jsonload
-from verdryx_core.untrusted.jsonwords import item_label
+from verdryx_core.untrusted.json_input import item_label, parse_json
 
 __all__ = ["OPTIONS_BY_GRADER", "check_case", "check_defaults", "effective_case"]
 
@@ -162,7 +161,7 @@ def _expected_text(grader: str, expected: Any, fail: Any, field: str) -> str | N
     if grader == "json":
         if isinstance(expected, str):
             try:
-                jsonload.loads(expected)
+                parse_json(expected)
             except ValueError as exc:
                 raise fail(
                     field,

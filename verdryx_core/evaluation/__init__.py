@@ -7,7 +7,8 @@ See `evaluate.py` and docs/architecture.md.
 
 from __future__ import annotations
 
-from verdryx_core.evaluation.calls import CacheEntry, CallTally, ModelCalls
+from verdryx_core.errors import TargetCallError
+from verdryx_core.evaluation.calls import CallTally, ModelCalls
 from verdryx_core.evaluation.evaluate import Evaluation, EvaluationInterrupted, evaluate
 from verdryx_core.evaluation.prefetch import Prefetch, Work, prefetch_all, start_prefetch
 from verdryx_core.evaluation.scoring import (
@@ -25,11 +26,10 @@ from verdryx_core.evaluation.sources import (
     RecordedOutput,
     source_for,
 )
-from verdryx_core.evaluation.target_output import TargetCallError, TargetOutput, target_of
+from verdryx_core.evaluation.target_output import TargetOutput, target_of
 
 __all__ = [
     "DEFAULT_MIN_SCORE",
-    "CacheEntry",
     "CallTally",
     "CaseScorer",
     "EvalSettings",

@@ -15,13 +15,10 @@ from verdryx_core.evaluation.settings import EvalSettings
 from verdryx_core.llm.base import ModelAdapter
 from verdryx_core.llm.cache import CachedAdapter
 from verdryx_core.llm.prices import PriceBook
-from verdryx_core.store import Store
+from verdryx_core.store import CacheEntry, Store
 from verdryx_core.timeouts import DEFAULT_TIMEOUT_S
 
-__all__ = ["CacheEntry", "CallTally", "ModelCalls"]
-
-#: (key, model, response, cost): one answer for `Store.cache_put_many`.
-CacheEntry = tuple[str, str, dict[str, Any], float]
+__all__ = ["CallTally", "ModelCalls"]
 
 
 @dataclass(slots=True)
@@ -40,7 +37,7 @@ class CallTally:
             "hits": self.hits,
             "misses": self.misses,
             "saved_usd": self.saved_usd,
-            "entries": [list(entry) for entry in self.entries],
+            "entries": [entry.to_builtins() for entry in self.entries],
             "unpriced": sorted(self.unpriced),
         }
 
@@ -48,10 +45,7 @@ class CallTally:
         self.hits += int(payload.get("hits", 0))
         self.misses += int(payload.get("misses", 0))
         self.saved_usd += float(payload.get("saved_usd", 0.0))
-        self.entries.extend(
-            (str(key), str(model), dict(response), float(cost))
-            for key, model, response, cost in payload.get("entries", ())
-        )
+        self.entries.extend(CacheEntry.from_builtins(item) for item in payload.get("entries", ()))
         self.unpriced.update(payload.get("unpriced", ()))
 
     def take_entries(self) -> list[CacheEntry]:

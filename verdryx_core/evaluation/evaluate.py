@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from verdryx_core.cases import EvalCase
 from verdryx_core.errors import UsageError, VerdryxError
 from verdryx_core.evalsets.load import EvalSet, check_unique_ids, load_evalsets
-from verdryx_core.evaluation.calls import CacheEntry, CallTally, ModelCalls
+from verdryx_core.evaluation.calls import CallTally, ModelCalls
 from verdryx_core.evaluation.prefetch import Work, start_prefetch
 from verdryx_core.evaluation.saving import Promises, promises_of, save_run
 from verdryx_core.evaluation.scoring import CaseScorer
@@ -35,7 +35,7 @@ from verdryx_core.graders import GradeContext, build_graders
 from verdryx_core.llm.cache import REFRESH
 from verdryx_core.llm.progress import TextStream
 from verdryx_core.runs import EvalRun, Score
-from verdryx_core.store import Store
+from verdryx_core.store import CacheEntry, Store
 from verdryx_core.version import __version__
 
 if TYPE_CHECKING:

@@ -7,9 +7,8 @@ from collections.abc import Iterable, Mapping
 
 from verdryx_core.addons.contracts.history import promise_of, save_verdicts, verdict_rows
 from verdryx_core.cases import EvalCase, case_key
-from verdryx_core.evaluation.calls import CacheEntry
 from verdryx_core.runs import EvalRun
-from verdryx_core.store import Store
+from verdryx_core.store import CacheEntry, Store
 
 __all__ = ["Promises", "promises_of", "save_run"]
 

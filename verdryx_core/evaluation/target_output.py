@@ -16,17 +16,13 @@ from pathlib import Path
 from typing import Any, Final
 
 from verdryx_core.cases import EvalCase
-from verdryx_core.errors import VerdryxError
+from verdryx_core.errors import TargetCallError, VerdryxError
 from verdryx_core.evaluation.sources import OutputSource, Produced
 from verdryx_core.graders.base import GradeContext
 from verdryx_core.store import Store
 from verdryx_core.targets import Target, TargetCache, TargetCase, TargetRunner
 
-__all__ = ["TargetCallError", "TargetOutput", "target_of"]
-
-
-class TargetCallError(VerdryxError):
-    """A target call produced no output; the message is the call's one-line error."""
+__all__ = ["TargetOutput", "target_of"]
 
 
 #: What to do, by kind of failure, in the face's own flags.

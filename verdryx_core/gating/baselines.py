@@ -18,16 +18,14 @@ from typing import Any, Final
 import jsonschema
 
 from verdryx_core.atomic import write_text_atomic
-from verdryx_core.errors import UsageError
+from verdryx_core.errors import BaselineFileError, UsageError
 from verdryx_core.runs import Baseline, BaselineCase, Score
 from verdryx_core.store import Store
-from verdryx_core.untrusted import jsonparse as jsonload
-from verdryx_core.untrusted.jsonwords import item_label, json_kind
+from verdryx_core.untrusted.json_input import NonFiniteNumber, item_label, json_kind, parse_json
 from verdryx_core.untrusted.text import first_invalid_text
 
 __all__ = [
     "BASELINE_DIR",
-    "BaselineFileError",
     "baseline_file",
     "baseline_schema",
     "check_label",
@@ -77,23 +75,6 @@ def write_baseline_file(root: Path, baseline: Baseline) -> Path:
     return path
 
 
-class BaselineFileError(UsageError):
-    """A committed baseline file is unreadable or invalid; names the file, case and field."""
-
-    def __init__(
-        self, path: object, message: str, *, case: str | None = None, field: str | None = None
-    ) -> None:
-        where = str(path)
-        if case is not None:
-            where += f": case {case}"
-        if field is not None:
-            where += f": field '{field}'"
-        self.path, self.case, self.field = str(path), case, field
-        super().__init__(
-            f"{where}: {message}", hint="fix the file or re-create it with {save_baseline}"
-        )
-
-
 @cache
 def baseline_schema() -> dict[str, Any]:
     """The published baseline file JSON Schema."""
@@ -114,22 +95,14 @@ def read_baseline_file(path: Path) -> Baseline:
     except (OSError, UnicodeDecodeError) as exc:
         raise BaselineFileError(path, f"cannot read: {exc}") from None
     try:
-        data = jsonload.loads(text, parse_constant=_reject_constant)
+        data = parse_json(text, allow_nan=False)
     except json.JSONDecodeError as exc:
         raise BaselineFileError(
             path, f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
         ) from None
-    except _NonFiniteNumber as exc:
-        raise BaselineFileError(path, f"{exc.args[0]} is not a JSON number") from None
+    except NonFiniteNumber as exc:
+        raise BaselineFileError(path, f"{exc.name} is not a JSON number") from None
     return baseline_from_data(data, path)
-
-
-class _NonFiniteNumber(ValueError):
-    pass
-
-
-def _reject_constant(name: str) -> Any:
-    raise _NonFiniteNumber(name)
 
 
 def baseline_from_data(data: object, path: Path | str) -> Baseline:

@@ -12,7 +12,7 @@ from collections import defaultdict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from verdryx_core.errors import UsageError
+from verdryx_core.errors import ModelChangeError, UsageError
 from verdryx_core.gating.drift import (
     DEFAULT_ITERATIONS,
     DEFAULT_THRESHOLD,
@@ -25,15 +25,10 @@ from verdryx_core.store import Store
 __all__ = [
     "CaseDelta",
     "GateResult",
-    "ModelChangeError",
     "check_models",
     "compare_to_baseline",
     "select_window",
 ]
-
-
-class ModelChangeError(UsageError):
-    """The run and the baseline measured different models (or judges)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

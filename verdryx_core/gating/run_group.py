@@ -13,19 +13,15 @@ import uuid
 from dataclasses import dataclass
 from typing import Final
 
-from verdryx_core.errors import UsageError
+from verdryx_core.errors import GroupError, UsageError
 from verdryx_core.gating.sharding import ShardSpec, parse_shard
 from verdryx_core.runs import EvalRun
 from verdryx_core.store import RunSummary, Store
 
-__all__ = ["AssembledGroup", "GroupError", "assemble_group"]
+__all__ = ["AssembledGroup", "assemble_group"]
 
 _ID_NAMESPACE: Final = uuid.UUID("5d0f4f4e-6a43-4c55-9a49-76a2d2b0c0de")
 _LISTED: Final = 10
-
-
-class GroupError(UsageError):
-    """The group's shard runs cannot be assembled into one run; the message says why."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

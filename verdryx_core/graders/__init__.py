@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from verdryx_core.errors import GraderError
 from verdryx_core.graders.base import Grade, GradeContext, Grader
 from verdryx_core.graders.checks import ChecksGrader
 from verdryx_core.graders.contains import ContainsGrader, IContainsGrader
@@ -12,7 +13,6 @@ from verdryx_core.graders.numeric import NumericGrader
 from verdryx_core.graders.outcome_tag import OutcomeTagGrader
 from verdryx_core.graders.regex import RegexGrader
 from verdryx_core.graders.registry import (
-    GraderError,
     custom_grader_names,
     default_min_score,
     is_grader,

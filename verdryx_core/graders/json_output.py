@@ -20,7 +20,7 @@ import jsonschema
 from verdryx_core.cases import EvalCase
 from verdryx_core.graders.base import Grade, GradeContext
 from verdryx_core.graders.values import value_matches
-from verdryx_core.untrusted import jsonparse as jsonload
+from verdryx_core.untrusted.json_input import parse_json
 
 __all__ = ["JsonGrader", "json_score", "parse_output", "resolve_path"]
 
@@ -34,15 +34,11 @@ def parse_output(text: str) -> tuple[bool, Any]:
     if fenced:
         stripped = fenced.group(1).strip()
     try:
-        # Depth-limited (untrusted/jsonparse.py): an agent's `[` x 100,000 is not JSON here,
+        # Depth-limited (untrusted/json_input.py): an agent's `[` x 100,000 is not JSON here,
         # not a RecursionError that loses the case.
-        return True, jsonload.loads(stripped, parse_constant=_no_constant)
+        return True, parse_json(stripped, allow_nan=False)
     except ValueError:
         return False, None
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(name)
 
 
 def resolve_path(document: Any, path: str) -> Any:
@@ -80,7 +76,7 @@ def json_score(
     total = 0
     if expected is not None:
         total += 1
-        if not value_matches(jsonload.loads(expected), document):
+        if not value_matches(parse_json(expected), document):
             failed.append("the value differs from expected")
     if schema is not None:
         total += 1

@@ -19,13 +19,12 @@ from importlib import metadata
 from typing import Any, ClassVar, Final, final
 
 from verdryx_core.cases import CHECKS_GRADER, GRADER_KINDS, EvalCase
-from verdryx_core.errors import VerdryxError
+from verdryx_core.errors import GraderError
 from verdryx_core.graders.base import Grade, GradeContext, Grader
 from verdryx_core.graders.tool_trace import ToolTraceGrader
 
 __all__ = [
     "ENTRY_POINT_GROUP",
-    "GraderError",
     "custom_grader_names",
     "default_min_score",
     "is_grader",
@@ -42,11 +41,6 @@ ENTRY_POINT_GROUP: Final = "verdryx.graders"
 _BUILTIN_MIN_SCORES: Final[Mapping[str, float]] = {"tool_trace": ToolTraceGrader.default_min_score}
 
 _NAME: Final = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")
-
-
-class GraderError(VerdryxError):
-    """A custom grader that cannot be registered, loaded, or that answered something that
-    is not a score."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,14 +28,14 @@ from verdryx_core.errors import ModelCallError
 from verdryx_core.llm.base import CALL_NAMES, Completion, Judgement
 from verdryx_core.llm.call_request import CallRequest, conversation_of
 from verdryx_core.llm.judge_answer import judgement, unreadable_judgement
-from verdryx_core.llm.judge_prompt import parse_verdict
+from verdryx_core.llm.judge_prompt import reading_from_blocks
 from verdryx_core.llm.prices import PriceBook
 from verdryx_core.llm.provider_errors import Provider, ProviderErrors
 from verdryx_core.llm.request_adapter import RequestAdapter
 from verdryx_core.llm.usage import TokenUsage
 from verdryx_core.llm.wire import MalformedAnswer, read_json_object, token_count
 from verdryx_core.timeouts import DEFAULT_TIMEOUT_S, check_timeout
-from verdryx_core.untrusted.jsonwords import json_kind
+from verdryx_core.untrusted.json_input import json_kind
 from verdryx_core.untrusted.redact import install_log_filter, redact_url
 
 if TYPE_CHECKING:
@@ -245,9 +245,9 @@ class AnthropicAdapter(RequestAdapter[dict[str, Any]]):
         )
 
     def _judgement(self, message: Mapping[str, Any], *, price_factor: float = 1.0) -> Judgement:
-        verdict = parse_verdict(message["content"], message.get("stop_reason"))
+        reading = reading_from_blocks(message["content"], message.get("stop_reason"))
         usage = _token_usage(message)
-        return judgement(verdict, usage, usage.cost(self.prices, self.model, factor=price_factor))
+        return judgement(reading, usage, usage.cost(self.prices, self.model, factor=price_factor))
 
 
 def _token_usage(message: Mapping[str, Any]) -> TokenUsage:

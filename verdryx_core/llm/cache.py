@@ -28,7 +28,7 @@ from verdryx_core.errors import ModelCallError, UsageError
 from verdryx_core.llm.base import Completion, Judgement, ModelAdapter
 from verdryx_core.llm.call_request import call_request, conversation_arguments
 from verdryx_core.llm.wire import UNREADABLE_ANSWER
-from verdryx_core.store import Store
+from verdryx_core.store import CacheEntry, Store
 
 __all__ = ["CACHE_MODES", "REFRESH", "CacheStats", "CachedAdapter"]
 
@@ -102,7 +102,7 @@ class CachedAdapter:
         # Keys a preload found absent from the store: no need to ask it again.
         self._absent: set[str] = set()
         self._inflight: dict[str, Future[tuple[dict[str, Any], float]]] = {}
-        self._pending: list[tuple[str, str, dict[str, Any], float]] = []
+        self._pending: list[CacheEntry] = []
         # Answers paid for by a batch this session (verdryx_core.llm.batch): served once as
         # fresh answers (misses), not as cache hits; and the calls the batch failed.
         self._fresh: set[str] = set()
@@ -216,7 +216,9 @@ class CachedAdapter:
             self._known[key] = (response, answer.cost_usd)
             self._fresh.add(key)
             self._failed.pop(key, None)
-            self._pending.append((key, self.model, response, answer.cost_usd))
+            self._pending.append(
+                CacheEntry(key=key, model=self.model, response=response, cost_usd=answer.cost_usd)
+            )
 
     def remember_error(self, key: str, error: ModelCallError) -> None:
         """The call `key` failed outside the protocol (a batch request errored or expired): a
@@ -277,7 +279,7 @@ class CachedAdapter:
             Judgement,
         )
 
-    def take_pending(self) -> list[tuple[str, str, dict[str, Any], float]]:
+    def take_pending(self) -> list[CacheEntry]:
         """Hand over the answers gathered since the last flush without writing them: an xdist
         worker sends them to the controller, the only process that writes the store."""
         with self._lock:
@@ -372,7 +374,9 @@ class CachedAdapter:
         with self._lock:
             self._misses += 1
             self._known[key] = entry
-            self._pending.append((key, self.model, response, answer.cost_usd))
+            self._pending.append(
+                CacheEntry(key=key, model=self.model, response=response, cost_usd=answer.cost_usd)
+            )
         return entry
 
     def _hit(

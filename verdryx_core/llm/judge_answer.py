@@ -1,10 +1,10 @@
 """A judge call's answer as a `Judgement`, by one rule set for every adapter.
 
-The verdict is read by `verdryx_core.llm.judge_prompt`'s rules and carries the call's tokens
-and cost (an unmeasured verdict was paid too). A 2xx answer that cannot be read at all (a
-proxy's error page, truncated JSON) is unmeasured as well, its cost unknown, and never cached
-(`UNREADABLE_ANSWER`); a call that was refused or never answered stays an infrastructure error,
-not a verdict (docs/models-and-judges.md).
+The answer is read by `verdryx_core.llm.judge_prompt`'s rules (a `JudgeReading`) and carries
+the call's tokens and cost (an unmeasured reading was paid too). A 2xx answer that cannot be
+read at all (a proxy's error page, truncated JSON) is unmeasured as well, its cost unknown,
+and never cached (`UNREADABLE_ANSWER`); a call that was refused or never answered stays an
+infrastructure error, not a reading (docs/models-and-judges.md).
 """
 
 from __future__ import annotations
@@ -13,19 +13,19 @@ from collections.abc import Callable
 
 from verdryx_core.errors import ModelCallError
 from verdryx_core.llm.base import Judgement
-from verdryx_core.llm.judge_prompt import Verdict
+from verdryx_core.llm.judge_prompt import JudgeReading
 from verdryx_core.llm.usage import TokenUsage
 from verdryx_core.llm.wire import UNREADABLE_ANSWER
 
 __all__ = ["judgement", "unmeasured_if_unreadable", "unreadable_judgement"]
 
 
-def judgement(verdict: Verdict, usage: TokenUsage, cost: float) -> Judgement:
-    """`verdict` with its call's tokens and `cost` (dollars)."""
+def judgement(reading: JudgeReading, usage: TokenUsage, cost: float) -> Judgement:
+    """`reading` with its call's tokens and `cost` (dollars)."""
     return Judgement(
-        score=verdict.score,
-        reason=verdict.reason,
-        unmeasured=verdict.unmeasured,
+        score=reading.score,
+        reason=reading.reason,
+        unmeasured=reading.unmeasured,
         input_tokens=usage.input_tokens,
         output_tokens=usage.output,
         cost_usd=cost,

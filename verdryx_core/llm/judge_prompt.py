@@ -26,11 +26,11 @@ __all__ = [
     "RECORD_VERDICT",
     "RECORD_VERDICT_TOOL",
     "TOOL_CHOICE",
-    "Verdict",
+    "JudgeReading",
     "neutralise",
-    "parse_verdict",
+    "reading_from_blocks",
+    "reading_from_input",
     "render_judge_prompt",
-    "verdict_from_input",
 ]
 
 RECORD_VERDICT: Final = "record_verdict"
@@ -100,7 +100,7 @@ def render_judge_prompt(prompt: str, output: str, rubric: str) -> str:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Verdict:
+class JudgeReading:
     """A judge answer as read: `score` None exactly when `unmeasured` says why."""
 
     score: float | None
@@ -108,8 +108,8 @@ class Verdict:
     unmeasured: str | None = None
 
 
-def _unmeasured(why: str) -> Verdict:
-    return Verdict(score=None, unmeasured=f"judge answer unreadable: {why}")
+def _unmeasured(why: str) -> JudgeReading:
+    return JudgeReading(score=None, unmeasured=f"judge answer unreadable: {why}")
 
 
 def _preview(value: object) -> str:
@@ -118,7 +118,7 @@ def _preview(value: object) -> str:
     return text if len(text) <= _REASON_PREVIEW else text[: _REASON_PREVIEW - 3] + "..."
 
 
-def verdict_from_input(data: object) -> Verdict:
+def reading_from_input(data: object) -> JudgeReading:
     """Read the input of one `record_verdict` call."""
     if not isinstance(data, Mapping):
         return _unmeasured(f"{RECORD_VERDICT} input {_preview(data)} is not an object")
@@ -134,10 +134,12 @@ def verdict_from_input(data: object) -> Verdict:
     if not isinstance(reason, str):
         what = "missing" if reason is None else f"{_preview(reason)}, not a string"
         return _unmeasured(f"reason is {what}")
-    return Verdict(score=float(score), reason=reason.strip())
+    return JudgeReading(score=float(score), reason=reason.strip())
 
 
-def parse_verdict(blocks: Sequence[Mapping[str, Any]], stop_reason: str | None = None) -> Verdict:
+def reading_from_blocks(
+    blocks: Sequence[Mapping[str, Any]], stop_reason: str | None = None
+) -> JudgeReading:
     """Read a judge response from its content blocks (`type`, `name`, `input`, `text`)."""
     calls = [
         block
@@ -154,7 +156,7 @@ def parse_verdict(blocks: Sequence[Mapping[str, Any]], stop_reason: str | None =
         if said:
             why += f"; it wrote: {_preview(said)!r}"
         return _unmeasured(why)
-    verdicts = [verdict_from_input(call.get("input")) for call in calls]
-    if len({(v.score, v.reason, v.unmeasured) for v in verdicts}) > 1:
+    readings = [reading_from_input(call.get("input")) for call in calls]
+    if len({(r.score, r.reason, r.unmeasured) for r in readings}) > 1:
         return _unmeasured(f"the judge gave {len(calls)} different verdicts")
-    return verdicts[0]
+    return readings[0]

@@ -25,14 +25,14 @@ from verdryx_core.errors import UsageError
 from verdryx_core.llm.base import CALL_NAMES, Completion, Judgement
 from verdryx_core.llm.call_request import CallRequest, conversation_of
 from verdryx_core.llm.judge_answer import judgement
-from verdryx_core.llm.judge_prompt import RECORD_VERDICT, Verdict, parse_verdict
+from verdryx_core.llm.judge_prompt import RECORD_VERDICT, JudgeReading, reading_from_blocks
 from verdryx_core.llm.prices import PriceBook
 from verdryx_core.llm.provider_errors import Provider, ProviderErrors, preview
 from verdryx_core.llm.request_adapter import RequestAdapter
 from verdryx_core.llm.usage import TokenUsage
 from verdryx_core.llm.wire import MalformedAnswer, read_json_object, token_count
 from verdryx_core.timeouts import DEFAULT_TIMEOUT_S, check_timeout
-from verdryx_core.untrusted import jsonparse as jsonload
+from verdryx_core.untrusted.json_input import parse_json
 from verdryx_core.untrusted.redact import install_log_filter, redact_url
 
 __all__ = [
@@ -205,9 +205,9 @@ class OpenAIAdapter(RequestAdapter[Any]):
 
     def _judgement(self, response: Any) -> Judgement:
         usage = _token_usage(response)
-        return judgement(self._verdict(response), usage, self._cost(usage))
+        return judgement(self._reading(response), usage, self._cost(usage))
 
-    def _verdict(self, response: Any) -> Verdict:
+    def _reading(self, response: Any) -> JudgeReading:
         message, finish = self._message(response)
         blocks: list[dict[str, Any]] = []
         content = getattr(message, "content", None)
@@ -215,10 +215,10 @@ class OpenAIAdapter(RequestAdapter[Any]):
             blocks.append({"type": "text", "text": str(content)})
         for name, raw in self._calls(message):
             try:
-                data = jsonload.loads(raw) if raw else None
+                data = parse_json(raw) if raw else None
             except json.JSONDecodeError:
                 # Not JSON at all: unmeasured, saying what came back.
-                return Verdict(
+                return JudgeReading(
                     score=None,
                     unmeasured=(
                         f"judge answer unreadable: {RECORD_VERDICT} arguments are not JSON: "
@@ -226,7 +226,7 @@ class OpenAIAdapter(RequestAdapter[Any]):
                     ),
                 )
             blocks.append({"type": "tool_use", "name": name, "input": data})
-        return parse_verdict(blocks, "max_tokens" if finish == "length" else finish)
+        return reading_from_blocks(blocks, "max_tokens" if finish == "length" else finish)
 
     def _cost(self, usage: TokenUsage) -> float:
         priced_as = self.model if self.prices.is_known(self.model) else self.name
@@ -303,7 +303,7 @@ def _token_usage(response: Any) -> TokenUsage:
 def _arguments(raw: str) -> dict[str, Any] | None:
     """A function call's JSON arguments; anything but a JSON object is not recorded (None)."""
     try:
-        data = jsonload.loads(raw) if raw else {}
+        data = parse_json(raw) if raw else {}
     except json.JSONDecodeError:
         return None
     return data if isinstance(data, dict) else None

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Final, Self
 
 from verdryx_core.errors import UsageError
-from verdryx_core.untrusted import jsonparse as jsonload
+from verdryx_core.untrusted.json_input import parse_json
 
 __all__ = ["DEFAULT_PRICES", "FALLBACK_PRICE", "ModelPrice", "PriceBook"]
 
@@ -138,7 +138,7 @@ class PriceBook:
                 "it as UTF-8 JSON"
             ) from None
         try:
-            data = jsonload.loads(text)
+            data = parse_json(text)
         except json.JSONDecodeError as exc:
             raise UsageError(
                 f"{name}: the price file is not JSON (line {exc.lineno}, column {exc.colno}: "

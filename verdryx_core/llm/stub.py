@@ -14,7 +14,7 @@ from typing import Any
 from verdryx_core.cases import ToolCall
 from verdryx_core.llm.base import Completion, Judgement
 from verdryx_core.llm.judge_answer import judgement
-from verdryx_core.llm.judge_prompt import verdict_from_input
+from verdryx_core.llm.judge_prompt import reading_from_input
 from verdryx_core.llm.usage import TokenUsage
 
 __all__ = ["StubAdapter", "StubCall"]
@@ -143,6 +143,6 @@ class StubAdapter:
         self._record(
             StubCall(kind="judge", prompt=prompt, repeat=repeat, output=output, rubric=rubric)
         )
-        verdict = verdict_from_input({"score": self.judge_value, "reason": self.judge_reason})
+        reading = reading_from_input({"score": self.judge_value, "reason": self.judge_reason})
         usage = TokenUsage(fresh=self.input_tokens, output=self.output_tokens)
-        return judgement(verdict, usage, self.cost_usd)
+        return judgement(reading, usage, self.cost_usd)

@@ -11,8 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from verdryx_core.untrusted import jsonparse as jsonload
-from verdryx_core.untrusted.jsonwords import json_kind
+from verdryx_core.untrusted.json_input import json_kind, parse_json
 
 __all__ = ["UNREADABLE_ANSWER", "MalformedAnswer", "read_json_object", "token_count"]
 
@@ -34,7 +33,7 @@ def read_json_object(body: bytes, content_type: str) -> dict[str, Any]:
             f"content type {kind or 'none'!r}, not application/json (it starts {preview!r})"
         )
     try:
-        data = jsonload.loads(body)
+        data = parse_json(body)
     except UnicodeDecodeError:
         raise MalformedAnswer("a body that is not UTF-8") from None
     except json.JSONDecodeError as exc:

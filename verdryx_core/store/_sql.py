@@ -11,7 +11,7 @@ its schema and how it recognises and migrates a store.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -311,18 +311,13 @@ class SqlStore(Store):
                     found[key] = (json.loads(response), cost)
         return found
 
-    def cache_put_many(self, entries: Iterable[tuple[str, str, Mapping[str, Any], float]]) -> None:
+    def cache_put_many(self, entries: Iterable[CacheEntry]) -> None:
         now = iso_utc(datetime.now(UTC))
-        self._cache_write(
-            (key, model, json.dumps(response, ensure_ascii=False), cost, now)
-            for key, model, response, cost in entries
-        )
+        self._cache_write(_cache_row(entry, now) for entry in entries)
 
     def cache_import(self, entries: Iterable[CacheEntry]) -> None:
-        self._cache_write(
-            (key, model, json.dumps(response, ensure_ascii=False), cost, created)
-            for key, model, response, cost, created in entries
-        )
+        now = iso_utc(datetime.now(UTC))  # for an entry that was never stored (none in a merge)
+        self._cache_write(_cache_row(entry, entry.created_at or now) for entry in entries)
 
     def _cache_write(self, entries: Iterable[tuple[str, str, str, float, str]]) -> None:
         # Sorted by key: two processes upserting overlapping keys lock rows in one order, so
@@ -345,7 +340,13 @@ class SqlStore(Store):
                 "SELECT key, model, response, cost_usd, created_at FROM model_cache ORDER BY key"
             )
         for key, model, response, cost, created in rows:
-            yield key, model, json.loads(response), cost, created
+            yield CacheEntry(
+                key=key,
+                model=model,
+                response=json.loads(response),
+                cost_usd=cost,
+                created_at=created,
+            )
 
     # -- rows ----------------------------------------------------------------------------------
 
@@ -386,6 +387,16 @@ class SqlStore(Store):
             expected=self.db.text_out(row[14]),
             reason=self.db.text_out(row[15]),
         )
+
+
+def _cache_row(entry: CacheEntry, created_at: str) -> tuple[str, str, str, float, str]:
+    return (
+        entry.key,
+        entry.model,
+        json.dumps(entry.response, ensure_ascii=False),
+        entry.cost_usd,
+        created_at,
+    )
 
 
 def _summary(row: Sequence[Any]) -> RunSummary:

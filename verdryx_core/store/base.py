@@ -25,8 +25,45 @@ __all__ = ["SCHEMA_VERSION", "CacheEntry", "RunSummary", "Store"]
 #: Version 2 added the run provenance columns and the `verdryx_meta` marker table.
 SCHEMA_VERSION: Final = 2
 
-#: (key, model, response, cost_usd, created_at ISO) as kept in the model cache.
-CacheEntry = tuple[str, str, dict[str, Any], float, str]
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CacheEntry:
+    """One remembered answer of the response cache (a model's, or a recorded target's): the
+    call's `key`, who answered (`model`), the answer as its dict and what it cost.
+
+    `created_at` (ISO 8601) is set once the store holds it; an answer gathered this session
+    has none until `Store.cache_put_many` stamps it. Defined here, not beside the cache in
+    `verdryx_core.llm.cache`, because that module reads the store: the store cannot read it
+    back without an import cycle.
+    """
+
+    key: str
+    model: str
+    response: dict[str, Any]
+    cost_usd: float
+    created_at: str | None = None
+
+    def to_builtins(self) -> dict[str, Any]:
+        """JSON-ready builtins: what an xdist worker sends its controller."""
+        return {
+            "key": self.key,
+            "model": self.model,
+            "response": self.response,
+            "cost_usd": self.cost_usd,
+            "created_at": self.created_at,
+        }
+
+    @classmethod
+    def from_builtins(cls, data: Mapping[str, Any]) -> CacheEntry:
+        """The entry `to_builtins` gave, after the trip through JSON."""
+        created = data.get("created_at")
+        return cls(
+            key=str(data["key"]),
+            model=str(data["model"]),
+            response=dict(data["response"]),
+            cost_usd=float(data["cost_usd"]),
+            created_at=None if created is None else str(created),
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -204,8 +241,8 @@ class Store(abc.ABC):
         """Cached responses for the keys that have one: key -> (response, cost_usd)."""
 
     @abc.abstractmethod
-    def cache_put_many(self, entries: Iterable[tuple[str, str, Mapping[str, Any], float]]) -> None:
-        """Store (key, model, response, cost_usd) entries in one transaction."""
+    def cache_put_many(self, entries: Iterable[CacheEntry]) -> None:
+        """Store new entries in one transaction, stamped now (their `created_at` is ignored)."""
 
     @abc.abstractmethod
     def cache_entries(self) -> Iterator[CacheEntry]:

@@ -85,7 +85,7 @@ def merge_stores(
     result = MergeResult()
     plan = _Plan()
     target_name = target.path
-    existing_cache = {entry[0]: entry for entry in target.cache_entries()}
+    existing_cache = {entry.key: entry for entry in target.cache_entries()}
     existing_verdicts = {_verdict_identity(v): v for v in verdicts(target)}
     for name, source in sources:
         run_ids = source.run_ids()
@@ -126,11 +126,15 @@ def merge_stores(
             else:
                 result.conflicts.append(f"baseline {baseline_id} ({name} vs {target_name})")
         for entry in source.cache_entries():
-            key = entry[0]
+            key = entry.key
             known = existing_cache.get(key) or (plan.cache[key][0] if key in plan.cache else None)
             if known is None:
                 plan.cache[key] = (entry, name)
-            elif known[1:4] == entry[1:4]:
+            elif (known.model, known.response, known.cost_usd) == (
+                entry.model,
+                entry.response,
+                entry.cost_usd,
+            ):
                 result.cache_present += 1
             else:
                 result.cache_kept += 1

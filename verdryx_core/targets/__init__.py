@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from verdryx_core.errors import TargetLoadError, TargetResultError
 from verdryx_core.targets.cache import TargetCache
 from verdryx_core.targets.case import TargetCase
-from verdryx_core.targets.errors import TargetLoadError, TargetResultError
 from verdryx_core.targets.loader import load_target, parse_spec
 from verdryx_core.targets.result import TargetResult, TargetUsage, normalise_result
 from verdryx_core.targets.runner import ERROR_KINDS, TargetOutcome, TargetRunner

@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from verdryx_core.errors import UsageError
 from verdryx_core.llm.cache import CACHE_MODES, REFRESH
-from verdryx_core.store import Store
+from verdryx_core.store import CacheEntry, Store
 from verdryx_core.targets.case import TargetCase
 from verdryx_core.targets.result import TargetResult
 
@@ -54,7 +54,7 @@ class TargetCache:
         self._lock = threading.Lock()
         self._known: dict[str, dict[str, Any]] = {}
         self._absent: set[str] = set()
-        self._pending: list[tuple[str, str, dict[str, Any], float]] = []
+        self._pending: list[CacheEntry] = []
         self.hits = 0
         self.misses = 0
         self.saved_usd = 0.0
@@ -127,10 +127,15 @@ class TargetCache:
             self._known[key] = data
             self._absent.discard(key)
             self._pending.append(
-                (key, f"target:{spec}@{self.version}", data, result.usage.cost_usd)
+                CacheEntry(
+                    key=key,
+                    model=f"target:{spec}@{self.version}",
+                    response=data,
+                    cost_usd=result.usage.cost_usd,
+                )
             )
 
-    def take_pending(self) -> list[tuple[str, str, dict[str, Any], float]]:
+    def take_pending(self) -> list[CacheEntry]:
         """The results gathered since the last flush, unwritten (an xdist worker sends them
         to the controller, the only process that writes the store)."""
         with self._lock:

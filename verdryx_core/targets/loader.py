@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
-from verdryx_core.targets.errors import TargetLoadError
+from verdryx_core.errors import TargetLoadError
 
 __all__ = ["load_target", "parse_spec"]
 

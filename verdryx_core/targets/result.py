@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from verdryx_core.cases import ToolCall
-from verdryx_core.targets.errors import TargetResultError
+from verdryx_core.errors import TargetResultError
 
 __all__ = ["TargetResult", "TargetUsage", "normalise_result"]
 

@@ -28,10 +28,9 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Final, Protocol, Self
 
-from verdryx_core.errors import UsageError
+from verdryx_core.errors import TargetResultError, UsageError
 from verdryx_core.targets.cache import TargetCache
 from verdryx_core.targets.case import TargetCase
-from verdryx_core.targets.errors import TargetResultError
 from verdryx_core.targets.result import TargetResult, normalise_result
 from verdryx_core.targets.target import Target
 from verdryx_core.timeouts import DEFAULT_TIMEOUT_S, check_timeout

@@ -1,2 +1,2 @@
 """Text that came from an agent, a file or a server: parsed with bounds on the way in
-(`jsonparse`), cleaned and escaped on the way out (`text`), credentials masked (`redact`)."""
+(`json_input`), cleaned and escaped on the way out (`text`), credentials masked (`redact`)."""

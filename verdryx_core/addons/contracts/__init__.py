@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from verdryx_core.addons.contracts.checks import run_check, run_checks
-from verdryx_core.addons.contracts.errors import BundleError, CheckError, ContractError
 from verdryx_core.addons.contracts.evidence import (
     BUNDLE_FORMAT,
     binding_problems,
@@ -18,17 +17,16 @@ from verdryx_core.addons.contracts.evidence import (
     verify_workspace,
     write_bundle,
 )
-from verdryx_core.addons.contracts.jsontext import JSONTextError, parse_json
 from verdryx_core.addons.contracts.model import (
     CHECK_TYPES,
     FAIL,
     FLAG,
     PASS,
-    CheckResult,
     Contract,
+    ContractVerdict,
     Criterion,
+    CriterionResult,
     Limits,
-    Verdict,
 )
 from verdryx_core.addons.contracts.rubric import decide
 from verdryx_core.addons.contracts.validate import (
@@ -37,6 +35,7 @@ from verdryx_core.addons.contracts.validate import (
     load_contract,
     parse_contract,
 )
+from verdryx_core.addons.errors import BundleError, CheckError, ContractError
 
 __all__ = [
     "BUNDLE_FORMAT",
@@ -46,13 +45,12 @@ __all__ = [
     "PASS",
     "BundleError",
     "CheckError",
-    "CheckResult",
     "Contract",
     "ContractError",
+    "ContractVerdict",
     "Criterion",
-    "JSONTextError",
+    "CriterionResult",
     "Limits",
-    "Verdict",
     "binding_problems",
     "bundle_hash",
     "bundle_schema",
@@ -64,7 +62,6 @@ __all__ = [
     "load_contract",
     "parse_bundle",
     "parse_contract",
-    "parse_json",
     "run_check",
     "run_checks",
     "validate_bundle",

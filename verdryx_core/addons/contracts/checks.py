@@ -14,17 +14,17 @@ from typing import Final
 
 import regex
 
-from verdryx_core.addons.contracts.errors import CheckError
 from verdryx_core.addons.contracts.model import (
     ERROR,
     FAILED,
     PASSED,
-    CheckResult,
     Contract,
     Criterion,
+    CriterionResult,
 )
 from verdryx_core.addons.contracts.validate import pattern_flags
 from verdryx_core.addons.contracts.workspace import PathInfo, Source
+from verdryx_core.addons.errors import CheckError
 
 __all__ = ["count_lines", "run_check", "run_checks"]
 
@@ -35,11 +35,11 @@ _Check = Callable[[Criterion, Source], _Outcome]
 _SNIPPET: Final = 80
 
 
-def run_checks(contract: Contract, source: Source) -> tuple[CheckResult, ...]:
+def run_checks(contract: Contract, source: Source) -> tuple[CriterionResult, ...]:
     return tuple(run_check(criterion, source) for criterion in contract.success_criteria)
 
 
-def run_check(criterion: Criterion, source: Source) -> CheckResult:
+def run_check(criterion: Criterion, source: Source) -> CriterionResult:
     try:
         status, evidence = _CHECKS[criterion.type](criterion, source)
     except CheckError as exc:
@@ -51,7 +51,7 @@ def run_check(criterion: Criterion, source: Source) -> CheckResult:
             f"{source.limits.regex_timeout_s:g}s on {criterion.path!r} (catastrophic "
             "backtracking); simplify the pattern",
         )
-    return CheckResult(
+    return CriterionResult(
         check_id=criterion.id,
         type=criterion.type,
         status=status,
@@ -182,7 +182,10 @@ def _json_valid(criterion: Criterion, source: Source) -> _Outcome:
     if not data.strip():
         return FAILED, f"{path} is empty, not JSON"
     try:
-        # NaN and Infinity are Python's extension, not JSON: other parsers refuse them.
+        # Not `verdryx_core.untrusted.json_input`: this check asks whether any JSON parser
+        # reads the agent's file, and verdryx never walks the value, so neither its depth
+        # bound nor its number bound applies. NaN and Infinity are Python's extension, not
+        # JSON: other parsers refuse them.
         value = json.loads(data, parse_constant=_reject_constant)
     except RecursionError:
         raise CheckError(f"{path} nests too deeply for the JSON parser") from None

@@ -28,12 +28,12 @@ import jsonschema.exceptions
 import rfc8785
 
 from verdryx_core.addons.contracts.checks import run_checks
-from verdryx_core.addons.contracts.errors import BundleError, CheckError
-from verdryx_core.addons.contracts.jsontext import JSONTextError, check_value, parse_json
-from verdryx_core.addons.contracts.model import Contract, Limits, Verdict
+from verdryx_core.addons.contracts.model import Contract, ContractVerdict, Limits
 from verdryx_core.addons.contracts.paths import lexical_problem, normalize
 from verdryx_core.addons.contracts.rubric import decide
 from verdryx_core.addons.contracts.workspace import Listing, PathInfo, TableFacts, WorkspaceSource
+from verdryx_core.addons.errors import BundleError, CheckError
+from verdryx_core.untrusted.json_input import StrictJSONError, check_strict, parse_json_strict
 
 __all__ = [
     "BUNDLE_FORMAT",
@@ -68,7 +68,7 @@ def bundle_hash(bundle: Mapping[str, Any]) -> str:
 
 def verify_and_collect(
     contract: Contract, base_path: str | os.PathLike[str], *, limits: Limits | None = None
-) -> tuple[Verdict, dict[str, Any]]:
+) -> tuple[ContractVerdict, dict[str, Any]]:
     """Check the workspace and keep what the checks saw, in one pass over the files."""
     source = WorkspaceSource(base_path, limits)
     results = run_checks(contract, source)
@@ -78,7 +78,7 @@ def verify_and_collect(
 
 def verify_workspace(
     contract: Contract, base_path: str | os.PathLike[str], *, limits: Limits | None = None
-) -> Verdict:
+) -> ContractVerdict:
     return verify_and_collect(contract, base_path, limits=limits)[0]
 
 
@@ -164,10 +164,10 @@ def load_bundle(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def parse_bundle(text: str | bytes, *, name: str = "bundle") -> dict[str, Any]:
-    """Parse and validate bundle JSON text (strictly: see `jsontext`); `BundleError` if bad."""
+    """Parse and validate bundle JSON text (strictly: `parse_json_strict`); `BundleError` if bad."""
     try:
-        data = parse_json(text)
-    except JSONTextError as exc:
+        data = parse_json_strict(text)
+    except StrictJSONError as exc:
         raise BundleError(
             f"{name}: {exc}; an evidence bundle is what `verdryx verify --bundle-out` writes"
         ) from None
@@ -210,8 +210,8 @@ def validate_bundle(bundle: object, *, name: str = "bundle") -> None:
     if not isinstance(bundle.get("bundle_hash"), str):
         raise BundleError(f"{name}: the bundle has no 'bundle_hash' string")
     try:
-        check_value(bundle)
-    except JSONTextError as exc:
+        check_strict(bundle)
+    except StrictJSONError as exc:
         raise BundleError(f"{name}: {exc}") from None
     # The compiled validator is ~20x faster on a valid bundle (the service checks every one);
     # on a failure, jsonschema finds the error worth naming.
@@ -281,7 +281,7 @@ def binding_problems(contract: Contract, bundle: Mapping[str, Any]) -> list[str]
 
 def verify_bundle(
     contract: Contract, bundle: Mapping[str, Any], *, limits: Limits | None = None
-) -> Verdict:
+) -> ContractVerdict:
     """Check the bundle is one, recompute every hash, check it was collected for `contract`,
     then re-run every check on the bundle alone."""
     validate_bundle(bundle)

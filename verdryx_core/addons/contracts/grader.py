@@ -11,10 +11,10 @@ import threading
 from pathlib import Path
 from typing import Any, ClassVar, final
 
-from verdryx_core.addons.contracts.errors import ContractError
 from verdryx_core.addons.contracts.evidence import verify_and_collect
 from verdryx_core.addons.contracts.model import FAIL, FLAG, PASS, Limits
 from verdryx_core.addons.contracts.validate import contract_from_data
+from verdryx_core.addons.errors import ContractError
 from verdryx_core.cases import EvalCase
 from verdryx_core.errors import UsageError
 from verdryx_core.graders.base import Grade, GradeContext

@@ -1,4 +1,5 @@
-"""Contract value types: the promise (Contract, Criterion) and the answer (CheckResult, Verdict).
+"""Contract value types: the promise (Contract, Criterion) and the answer (CriterionResult for
+each criterion, ContractVerdict for the whole contract).
 
 A contract is written before a run: what the agent intends to do and the success criteria
 that show it did. A verdict is what the world (or an evidence bundle) says about it.
@@ -23,11 +24,11 @@ __all__ = [
     "PASS",
     "PASSED",
     "VERDICTS",
-    "CheckResult",
     "Contract",
+    "ContractVerdict",
     "Criterion",
+    "CriterionResult",
     "Limits",
-    "Verdict",
 ]
 
 #: Declaration order is the order error messages list them in.
@@ -161,7 +162,7 @@ class Limits:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class CheckResult:
+class CriterionResult:
     """One criterion checked: `status` is pass, fail or error, with the evidence in words."""
 
     check_id: str
@@ -180,7 +181,7 @@ class CheckResult:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> CheckResult:
+    def from_dict(cls, data: Mapping[str, Any]) -> CriterionResult:
         return cls(
             check_id=data["check_id"],
             type=data["type"],
@@ -191,7 +192,7 @@ class CheckResult:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Verdict:
+class ContractVerdict:
     """PASS, FAIL or FLAG for one contract, with a reason a person can read."""
 
     verdict: str
@@ -201,7 +202,7 @@ class Verdict:
     #: The reason's headline without the verdict word or the evidence ("all 3 checks passed").
     summary: str = ""
     agent_id: str | None = None
-    check_results: tuple[CheckResult, ...] = ()
+    check_results: tuple[CriterionResult, ...] = ()
     unverifiable_claims: tuple[str, ...] = ()
     #: Artifacts whose hash did not match (bundle verification only); any makes it FAIL.
     integrity_problems: tuple[str, ...] = ()
@@ -223,7 +224,7 @@ class Verdict:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Verdict:
+    def from_dict(cls, data: Mapping[str, Any]) -> ContractVerdict:
         return cls(
             verdict=data["verdict"],
             reason=data["reason"],
@@ -231,7 +232,7 @@ class Verdict:
             summary=data.get("summary") or "",
             agent_id=data.get("agent_id"),
             check_results=tuple(
-                CheckResult.from_dict(item) for item in data.get("check_results") or ()
+                CriterionResult.from_dict(item) for item in data.get("check_results") or ()
             ),
             unverifiable_claims=tuple(data.get("unverifiable_claims") or ()),
             integrity_problems=tuple(data.get("integrity_problems") or ()),

@@ -12,7 +12,7 @@ import re
 from pathlib import Path, PurePosixPath
 from typing import Final
 
-from verdryx_core.addons.contracts.errors import CheckError
+from verdryx_core.addons.errors import CheckError
 
 __all__ = ["lexical_problem", "normalize", "resolve_under"]
 

@@ -16,9 +16,9 @@ from verdryx_core.addons.contracts.model import (
     FLAG,
     PASS,
     PASSED,
-    CheckResult,
     Contract,
-    Verdict,
+    ContractVerdict,
+    CriterionResult,
 )
 
 __all__ = ["decide"]
@@ -26,11 +26,11 @@ __all__ = ["decide"]
 
 def decide(
     contract: Contract,
-    results: Sequence[CheckResult],
+    results: Sequence[CriterionResult],
     *,
     integrity_problems: Sequence[str] = (),
     bundle_hash: str | None = None,
-) -> Verdict:
+) -> ContractVerdict:
     failed = [result for result in results if result.status == FAILED]
     errored = [result for result in results if result.status == ERROR]
     passed = [result for result in results if result.status == PASSED]
@@ -65,7 +65,7 @@ def decide(
     reason = f"{verdict}: {headline}"
     if details:
         reason += " - " + "; ".join(details)
-    return Verdict(
+    return ContractVerdict(
         verdict=verdict,
         reason=reason,
         summary=headline,
@@ -78,7 +78,7 @@ def decide(
     )
 
 
-def _line(result: CheckResult) -> str:
+def _line(result: CriterionResult) -> str:
     return f"[{result.check_id}] {result.status} ({result.type}): {result.evidence}"
 
 

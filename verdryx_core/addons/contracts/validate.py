@@ -19,11 +19,16 @@ from typing import Any, Final, cast
 import jsonschema
 import regex
 
-from verdryx_core.addons.contracts.errors import ContractError
-from verdryx_core.addons.contracts.jsontext import JSONTextError, check_value, parse_json
 from verdryx_core.addons.contracts.model import CHECK_TYPES, Contract
 from verdryx_core.addons.contracts.paths import lexical_problem
-from verdryx_core.untrusted.jsonwords import item_label, json_kind
+from verdryx_core.addons.errors import ContractError
+from verdryx_core.untrusted.json_input import (
+    StrictJSONError,
+    check_strict,
+    item_label,
+    json_kind,
+    parse_json_strict,
+)
 
 __all__ = [
     "contract_from_data",
@@ -84,10 +89,10 @@ def load_contract(path: str | Path) -> Contract:
 
 
 def parse_contract(text: str | bytes, *, source: str = "contract") -> Contract:
-    """Parse contract JSON text strictly (see `jsontext`) and validate it."""
+    """Parse contract JSON text strictly (`parse_json_strict`) and validate it."""
     try:
-        data = parse_json(text)
-    except JSONTextError as exc:
+        data = parse_json_strict(text)
+    except StrictJSONError as exc:
         raise ContractError(source, str(exc)) from None
     return contract_from_data(data, source=source)
 
@@ -103,8 +108,8 @@ def contract_from_data(
     if default_task_id is not None and "task_id" not in data:
         data = {**data, "task_id": default_task_id}
     try:
-        check_value(data)
-    except JSONTextError as exc:
+        check_strict(data)
+    except StrictJSONError as exc:
         raise ContractError(source, str(exc)) from None
     _check_schema(data, source)
     criteria: list[Mapping[str, Any]] = list(data["success_criteria"])

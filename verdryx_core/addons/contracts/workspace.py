@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Protocol
 
-from verdryx_core.addons.contracts.errors import CheckError
 from verdryx_core.addons.contracts.model import Limits
 from verdryx_core.addons.contracts.paths import normalize, resolve_under
+from verdryx_core.addons.errors import CheckError
 from verdryx_core.errors import UsageError
 
 __all__ = [

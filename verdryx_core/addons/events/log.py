@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Final
 import rfc8785
 
 from verdryx_core.errors import UsageError
-from verdryx_core.untrusted import jsonparse as jsonload
+from verdryx_core.untrusted.json_input import parse_json
 
 if TYPE_CHECKING:
     from verdryx_core.runs import EvalRun
@@ -122,7 +122,7 @@ class _Tail:
 def _parse_line(raw: bytes) -> dict[str, Any] | None:
     """The event on one line, or None when it is not a JSON object that canonicalises."""
     try:
-        event = jsonload.loads(raw.decode("utf-8"))
+        event = parse_json(raw.decode("utf-8"))
         if not isinstance(event, dict):
             return None
         canonical_bytes(event)
@@ -281,7 +281,7 @@ class EventLog:
                 line = json.dumps(event, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
                 # Hash what a reader will parse back, so the writer, a resumed writer and
                 # `verify_chain` agree even for values JSON cannot keep (tuples, int subclasses).
-                next_hash = chain_hash(jsonload.loads(line))
+                next_hash = chain_hash(parse_json(line))
                 payload = line.encode("utf-8") + b"\n"  # a lone surrogate fails here
             except (TypeError, ValueError) as exc:
                 self.rejected += 1
@@ -480,7 +480,7 @@ def _check_line(
     if not raw.strip():
         return (number, f"line {number} is blank; an event log has one event per line"), None
     try:
-        event = jsonload.loads(raw.decode("utf-8"))
+        event = parse_json(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         return (number, f"line {number} is not a JSON event (a torn write or an edit): {exc}"), None
     if not isinstance(event, dict):

@@ -4,9 +4,10 @@ the `serve` extra and is imported only where it is used."""
 
 from __future__ import annotations
 
+from verdryx_core.addons.errors import AuthError, RefusedRequestError, VerificationServiceError
 from verdryx_core.addons.service.backends import open_service_storage
-from verdryx_core.addons.service.client import AuthError, Client, VerificationServiceError
-from verdryx_core.addons.service.core import ApiError, VerificationService, contract_id_for
+from verdryx_core.addons.service.client import Client
+from verdryx_core.addons.service.core import VerificationService, contract_id_for
 from verdryx_core.addons.service.keys import KEY_PREFIX, create_key, hash_key
 from verdryx_core.addons.service.openapi import openapi_document
 from verdryx_core.addons.service.storage import (
@@ -21,13 +22,13 @@ from verdryx_core.addons.service.storage_sqlite import SqliteServiceStorage
 
 __all__ = [
     "KEY_PREFIX",
-    "ApiError",
     "ApiKey",
     "AuthError",
     "Client",
     "LedgerEntry",
     "LedgerPage",
     "PostgresServiceStorage",
+    "RefusedRequestError",
     "ServiceStorage",
     "SqliteServiceStorage",
     "StoredContract",

@@ -20,7 +20,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from verdryx_core.addons.contracts.model import Limits
-from verdryx_core.addons.service.core import ApiError, VerificationService
+from verdryx_core.addons.service.core import RefusedRequestError, VerificationService
 from verdryx_core.addons.service.openapi import openapi_document
 from verdryx_core.addons.service.storage import ApiKey, ServiceStorage
 from verdryx_core.errors import StoreError
@@ -45,7 +45,7 @@ def _size(n: int) -> str:
 async def _read_body(request: Request, limit: int) -> bytes:
     """The body, refused with 413 as soon as it is known to exceed `limit` (never buffered
     past it, whatever Content-Length claims)."""
-    too_large = ApiError(
+    too_large = RefusedRequestError(
         413,
         f"request body is larger than the server's limit of {_size(limit)}; "
         "collect a smaller bundle or start the server with a larger --max-body-bytes",
@@ -53,7 +53,7 @@ async def _read_body(request: Request, limit: int) -> bytes:
     declared = request.headers.get("content-length")
     if declared is not None:
         if not declared.isascii() or not declared.isdigit():
-            raise ApiError(400, "Content-Length is not a number")
+            raise RefusedRequestError(400, "Content-Length is not a number")
         if int(declared) > limit:
             raise too_large
     chunks: list[bytes] = []
@@ -85,7 +85,7 @@ def create_app(
                     service.authenticate, request.headers.get("authorization")
                 )
                 return await handler(request, key)
-            except ApiError as exc:
+            except RefusedRequestError as exc:
                 return _error(exc.status, exc.message)
             except StoreError as exc:
                 _log.error("storage error: %s", exc)
@@ -113,7 +113,9 @@ def create_app(
         params = request.query_params
         repeated = sorted({name for name in params if len(params.getlist(name)) > 1})
         if repeated:
-            raise ApiError(400, f"query parameter {repeated[0]!r} is given more than once")
+            raise RefusedRequestError(
+                400, f"query parameter {repeated[0]!r} is given more than once"
+            )
         answer = await run_in_threadpool(service.ledger, key, dict(params))
         return JSONResponse(answer)
 

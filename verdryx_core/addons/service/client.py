@@ -15,25 +15,12 @@ import urllib.parse
 from collections.abc import Mapping
 from typing import Any, Final
 
-from verdryx_core.addons.contracts.model import Contract, Verdict
-from verdryx_core.errors import VerdryxError
+from verdryx_core.addons.contracts.model import Contract, ContractVerdict
+from verdryx_core.addons.errors import AuthError, VerificationServiceError
 
-__all__ = ["AuthError", "Client", "VerificationServiceError"]
+__all__ = ["Client"]
 
 _USER_AGENT: Final = "verdryx-client"
-
-
-class VerificationServiceError(VerdryxError):
-    """The service could not be reached, timed out, refused the request or answered in a way
-    that is not its API. `status` is the HTTP status when there was one."""
-
-    def __init__(self, message: str, *, status: int | None = None) -> None:
-        self.status = status
-        super().__init__(message)
-
-
-class AuthError(VerificationServiceError):
-    """The service refused the API key (401 or 403): missing, unknown or revoked."""
 
 
 class Client:
@@ -174,9 +161,9 @@ def _answer(where: str, status: int, raw: bytes) -> dict[str, Any]:
 
 
 def _verdict(document: dict[str, Any]) -> dict[str, Any]:
-    """The document, once it is known to read as a `Verdict` (a caller may build one)."""
+    """The document, once it is known to read as a `ContractVerdict` (a caller may build one)."""
     try:
-        verdict = Verdict.from_dict(document)
+        verdict = ContractVerdict.from_dict(document)
         ok = verdict.verdict in ("PASS", "FAIL", "FLAG") and all(
             isinstance(result.status, str) for result in verdict.check_results
         )

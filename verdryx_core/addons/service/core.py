@@ -12,20 +12,18 @@ import hashlib
 import re
 import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Final
 
-from verdryx_core.addons.contracts.errors import BundleError, ContractError
 from verdryx_core.addons.contracts.evidence import bundle_hash, parse_bundle, verify_bundle
 from verdryx_core.addons.contracts.model import Contract, Limits
 from verdryx_core.addons.contracts.validate import parse_contract
+from verdryx_core.addons.errors import BundleError, ContractError, RefusedRequestError
 from verdryx_core.addons.service.keys import hash_key, looks_like_key
 from verdryx_core.addons.service.storage import ApiKey, ServiceStorage, StoredContract, now_iso
 
 __all__ = [
     "DEFAULT_LIMIT",
     "MAX_LIMIT",
-    "ApiError",
     "VerificationService",
     "contract_id_for",
 ]
@@ -35,17 +33,6 @@ MAX_LIMIT: Final = 500
 _CONTRACT_ID: Final = re.compile(r"vc_[0-9a-f]{32}")
 _CURSOR: Final = re.compile(r"[1-9][0-9]{0,17}")
 _LIMIT: Final = re.compile(r"[0-9]{1,6}")
-
-
-@dataclass(frozen=True, slots=True)
-class ApiError(Exception):
-    """An answer other than success: the HTTP status and one message for `{"error": ...}`."""
-
-    status: int
-    message: str
-
-    def __str__(self) -> str:
-        return self.message
 
 
 def contract_id_for(key_id: str, contract_sha256: str) -> str:
@@ -72,10 +59,12 @@ class VerificationService:
         scheme, _, token = (authorization or "").strip().partition(" ")
         token = token.strip()
         if scheme.lower() != "bearer" or not looks_like_key(token):
-            raise ApiError(401, _UNAUTHORIZED)
+            raise RefusedRequestError(401, _UNAUTHORIZED)
         key = self.storage.active_key(hash_key(token))
         if key is None:
-            raise ApiError(401, "API key not recognised or revoked; ask the operator for a key")
+            raise RefusedRequestError(
+                401, "API key not recognised or revoked; ask the operator for a key"
+            )
         return key
 
     # -- contracts --------------------------------------------------------------------------
@@ -85,7 +74,7 @@ class VerificationService:
         try:
             contract = parse_contract(body, source="contract")
         except ContractError as exc:
-            raise ApiError(400, str(exc)) from None
+            raise RefusedRequestError(400, str(exc)) from None
         digest = contract.sha256()
         contract_id = contract_id_for(key.key_id, digest)
         created = self.storage.put_contract(
@@ -110,7 +99,7 @@ class VerificationService:
         )
         if stored is None:
             # The same answer whether it does not exist or another key owns it.
-            raise ApiError(404, f"no contract {contract_id[:80]!r} for this API key")
+            raise RefusedRequestError(404, f"no contract {contract_id[:80]!r} for this API key")
         return stored
 
     # -- runs -------------------------------------------------------------------------------
@@ -122,7 +111,7 @@ class VerificationService:
         try:
             bundle = parse_bundle(body, name="bundle")
         except BundleError as exc:
-            raise ApiError(400, str(exc)) from None
+            raise RefusedRequestError(400, str(exc)) from None
         verdict = verify_bundle(contract, bundle, limits=self.limits).to_dict()
         # Keep the bundle only under a hash it really has: a forged bundle_hash must not
         # claim a slot another (honest) bundle will need.
@@ -144,7 +133,9 @@ class VerificationService:
         self._stored(key, contract_id)
         document = self.storage.latest_verdict(contract_id, key.key_id)
         if document is None:
-            raise ApiError(404, f"contract {contract_id!r} has no verdict yet; submit a run")
+            raise RefusedRequestError(
+                404, f"contract {contract_id!r} has no verdict yet; submit a run"
+            )
         return document
 
     # -- the ledger -------------------------------------------------------------------------
@@ -152,16 +143,18 @@ class VerificationService:
     def ledger(self, key: ApiKey, query: Mapping[str, str]) -> dict[str, Any]:
         unknown = sorted(set(query) - {"agent_id", "limit", "cursor"})
         if unknown:
-            raise ApiError(
+            raise RefusedRequestError(
                 400, f"unknown query parameter {unknown[0]!r}; expected agent_id, limit, cursor"
             )
         agent_id = query.get("agent_id")
         if agent_id is not None and not 1 <= len(agent_id) <= 1000:
-            raise ApiError(400, "agent_id must be 1 to 1000 characters")
+            raise RefusedRequestError(400, "agent_id must be 1 to 1000 characters")
         limit = _limit(query.get("limit"))
         cursor = query.get("cursor")
         if cursor is not None and not _CURSOR.fullmatch(cursor):
-            raise ApiError(400, f"cursor {cursor[:40]!r} is not one this server returned")
+            raise RefusedRequestError(
+                400, f"cursor {cursor[:40]!r} is not one this server returned"
+            )
         page = self.storage.ledger(
             key.key_id,
             agent_id=agent_id,
@@ -180,5 +173,7 @@ def _limit(text: str | None) -> int:
     if text is None:
         return DEFAULT_LIMIT
     if not _LIMIT.fullmatch(text) or not 1 <= int(text) <= MAX_LIMIT:
-        raise ApiError(400, f"limit must be an integer from 1 to {MAX_LIMIT}, got {text[:40]!r}")
+        raise RefusedRequestError(
+            400, f"limit must be an integer from 1 to {MAX_LIMIT}, got {text[:40]!r}"
+        )
     return int(text)

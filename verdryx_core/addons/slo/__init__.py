@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from verdryx_core.addons.errors import SloInputError
 from verdryx_core.addons.slo.bus import (
     ALERTING_TRIGGERS,
     burn_events,
@@ -16,7 +17,6 @@ from verdryx_core.addons.slo.compute import (
     compute_slo,
     cost_reference,
 )
-from verdryx_core.addons.slo.errors import SloInputError
 from verdryx_core.addons.slo.render import render_report
 from verdryx_core.addons.slo.stats import (
     FAST_BURN,

@@ -20,7 +20,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from verdryx_core.addons.slo.errors import SloInputError
+from verdryx_core.addons.errors import SloInputError
 from verdryx_core.addons.slo.stats import budget_remaining, burn_rate, trigger_for, wilson_interval
 from verdryx_core.addons.slo.table import RunTable, ScoreTable
 from verdryx_core.addons.traces import UNTAGGED

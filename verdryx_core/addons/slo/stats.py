@@ -6,7 +6,7 @@ import math
 from statistics import NormalDist
 from typing import Final
 
-from verdryx_core.addons.slo.errors import SloInputError
+from verdryx_core.addons.errors import SloInputError
 
 __all__ = [
     "FAST_BURN",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from verdryx_core.addons.errors import TraceError, TracesExtraMissing
 from verdryx_core.addons.traces._arrow import INSTALL_HINT
 from verdryx_core.addons.traces.cost import (
     ABANDONED,
@@ -14,7 +15,6 @@ from verdryx_core.addons.traces.cost import (
     cost_report,
 )
 from verdryx_core.addons.traces.decisions import BLOCKED_DECISIONS, REFUSED_DECISIONS, UNTAGGED
-from verdryx_core.addons.traces.errors import TraceError, TracesExtraMissing
 from verdryx_core.addons.traces.loaders import (
     RECORD_SUFFIXES,
     cost_report_for,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
-from verdryx_core.addons.traces.errors import TracesExtraMissing
+from verdryx_core.addons.errors import TracesExtraMissing
 
 __all__ = ["INSTALL_HINT", "require_pyarrow"]
 

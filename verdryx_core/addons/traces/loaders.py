@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from verdryx_core.addons.errors import TraceError
 from verdryx_core.addons.traces.cost import CostPerOutcomeReport, cost_per_outcome, cost_report
-from verdryx_core.addons.traces.errors import TraceError
 from verdryx_core.addons.traces.parquet import read_parquet, read_parquet_runs, reduce_traces
 from verdryx_core.addons.traces.records import (
     iter_csv,

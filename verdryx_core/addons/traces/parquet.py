@@ -6,9 +6,9 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final
 
+from verdryx_core.addons.errors import TraceError
 from verdryx_core.addons.traces._arrow import require_pyarrow
 from verdryx_core.addons.traces._readahead import read_ahead
-from verdryx_core.addons.traces.errors import TraceError
 from verdryx_core.addons.traces.reduction import (
     COST_COLUMNS,
     DETAIL_COLUMNS,

@@ -13,8 +13,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from verdryx_core.addons.traces.errors import TraceError
-from verdryx_core.untrusted import jsonparse as jsonload
+from verdryx_core.addons.errors import TraceError
+from verdryx_core.untrusted.json_input import parse_json
 
 __all__ = [
     "iter_csv",
@@ -46,7 +46,7 @@ def iter_ndjson(path: str | Path) -> Iterator[tuple[str, dict[str, Any]]]:
             if not text.strip():
                 continue
             try:
-                record = jsonload.loads(text)
+                record = parse_json(text)
             except json.JSONDecodeError as exc:
                 raise TraceError(
                     f"{where}: not valid JSON ({exc.msg} at column {exc.colno}); expected one "

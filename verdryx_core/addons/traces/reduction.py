@@ -30,9 +30,9 @@ from typing import Any, Final
 
 import numpy as np
 
+from verdryx_core.addons.errors import TraceError
 from verdryx_core.addons.traces._arrow import require_pyarrow
 from verdryx_core.addons.traces.decisions import BLOCKED_DECISIONS, REFUSED_DECISIONS
-from verdryx_core.addons.traces.errors import TraceError
 from verdryx_core.addons.traces.run_codes import Keys, RunCoder, concat_keys
 
 __all__ = [

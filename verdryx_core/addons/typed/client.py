@@ -22,7 +22,7 @@ from typing import Any, Final, final
 from urllib.parse import urlsplit
 
 from verdryx_core.errors import ModelCallError, UsageError, VerdryxError
-from verdryx_core.untrusted import jsonparse as jsonload
+from verdryx_core.untrusted.json_input import parse_json
 from verdryx_core.untrusted.redact import redact_url
 
 __all__ = [
@@ -184,7 +184,7 @@ class TypryxClient:
         try:
             if len(raw) > _MAX_RESPONSE_BYTES:
                 raise ValueError("response larger than 1 MiB")
-            document = jsonload.loads(raw.decode("utf-8"))
+            document = parse_json(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError) as exc:
             raise ModelCallError(
                 self._redact(
@@ -204,7 +204,7 @@ class TypryxClient:
     def _refusal(self, where: str, status: int, raw: bytes) -> ModelCallError:
         code: str | None = None
         try:
-            document = jsonload.loads(raw[:_MAX_RESPONSE_BYTES].decode("utf-8"))
+            document = parse_json(raw[:_MAX_RESPONSE_BYTES].decode("utf-8"))
             if isinstance(document, dict) and isinstance(document.get("error"), str):
                 code = document["error"]
         except (UnicodeDecodeError, ValueError):

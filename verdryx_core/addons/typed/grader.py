@@ -16,23 +16,19 @@ import threading
 from collections.abc import Mapping
 from typing import Any, ClassVar, Final, final
 
+from verdryx_core.addons.errors import TypedGradeError
 from verdryx_core.addons.typed.client import TypryxClient
 from verdryx_core.cases import EvalCase
-from verdryx_core.errors import ModelCallError, VerdryxError
+from verdryx_core.errors import ModelCallError
 from verdryx_core.graders.base import Grade, GradeContext
 
-__all__ = ["LABEL_SOURCE", "TypedGradeError", "TypedGrader", "label_truth", "score_value"]
+__all__ = ["LABEL_SOURCE", "TypedGrader", "label_truth", "score_value"]
 
 LABEL_SOURCE: Final = "verdryx:evalset"
 #: typryx checks its probabilities sum to 1 within 1e-6; rounding may leave p just past 1.
 _TOLERANCE: Final = 1e-6
 _YES: Final = frozenset({"true", "yes"})
 _NO: Final = frozenset({"false", "no"})
-
-
-class TypedGradeError(VerdryxError):
-    """A typed case that cannot be graded as written: a choice template, a label that does
-    not fit the template's type. Fixing the case or the template fixes it."""
 
 
 def _malformed(template: str, why: str) -> ModelCallError:

@@ -17,7 +17,7 @@ from verdryx_core.gating.breakdown import breakdown_lines, compute_breakdown
 from verdryx_core.reporting.naturalsort import score_order
 from verdryx_core.reporting.summary import fmt_usd, run_lines
 from verdryx_core.runs import EvalRun, Score, iso_utc
-from verdryx_core.untrusted import jsonparse as jsonload
+from verdryx_core.untrusted.json_input import parse_json
 
 NAME = "show"
 HELP = "show one stored run (id or unique prefix) with its per-case scores"
@@ -127,7 +127,7 @@ def structured_output(score: Score) -> Any:
         return []
     if text.lstrip().startswith("{"):
         try:
-            calls = jsonload.loads(f"[{text}]")
+            calls = parse_json(f"[{text}]")
         except ValueError:
             return text  # cut for length: shown as stored
         return calls if isinstance(calls, list) else text

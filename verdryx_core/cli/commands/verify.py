@@ -31,7 +31,7 @@ from verdryx_core.addons.contracts.model import (
     PASS,
     PASSED,
     Contract,
-    Verdict,
+    ContractVerdict,
 )
 from verdryx_core.addons.contracts.validate import load_contract
 from verdryx_core.addons.service.client import Client
@@ -157,7 +157,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _verify_on_server(
     args: argparse.Namespace, contract: Contract, notes: list[str]
-) -> tuple[Verdict, dict[str, Any]]:
+) -> tuple[ContractVerdict, dict[str, Any]]:
     """Collect (or read) the bundle here; let the service verify it and record the verdict."""
     key = os.environ.get("VERDRYX_API_KEY", "").strip()
     if not key:
@@ -178,10 +178,10 @@ def _verify_on_server(
     notes.append(
         f"verified by {client.base_url} (contract {contract_id}, run {document.get('run_id')})"
     )
-    return Verdict.from_dict(document), document
+    return ContractVerdict.from_dict(document), document
 
 
-def _print_text(verdict: Verdict, *, verbose: bool, notes: list[str]) -> None:
+def _print_text(verdict: ContractVerdict, *, verbose: bool, notes: list[str]) -> None:
     agent = f" (agent {verdict.agent_id})" if verdict.agent_id else ""
     print(f"{verdict.verdict}  task {verdict.task_id}{agent}: {verdict.summary}")
     for problem in verdict.integrity_problems:

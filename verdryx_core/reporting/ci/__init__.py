@@ -1,4 +1,5 @@
-"""What CI sees: annotations, the job summary, case locations and run provenance (no pytest)."""
+"""What CI sees: annotations, the job summary and run provenance (no pytest). Where a case
+starts in its file is `verdryx_core.evalsets.lines`."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ from verdryx_core.reporting.ci.annotations import (
     github_annotations,
 )
 from verdryx_core.reporting.ci.failures import CaseFailure
-from verdryx_core.reporting.ci.locate import case_lines, json_case_lines
 from verdryx_core.reporting.ci.provenance import (
     Provenance,
     ci_provenance,
@@ -25,7 +25,6 @@ __all__ = [
     "Interval",
     "Provenance",
     "case_annotation",
-    "case_lines",
     "ci_provenance",
     "default_run_group",
     "escape_data",
@@ -33,7 +32,6 @@ __all__ = [
     "gate_annotation",
     "git_provenance",
     "github_annotations",
-    "json_case_lines",
     "step_summary",
     "verdict_interval",
     "verdict_line",
