@@ -43,6 +43,10 @@ def check_exports(
                 f"--verdryx-agent-id {agent_id!r} is not an agent id of the form "
                 "agent://host/path (lowercase letters, digits, '.', '_', '/', '-')"
             )
+    if settings.events:
+        from verdryx_core.addons.canonical import require_canonical_json
+
+        require_canonical_json()
     exporter = None
     if otlp_endpoint and on_controller:
         exporter = SpanExporter(otlp_endpoint)

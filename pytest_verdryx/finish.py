@@ -125,7 +125,6 @@ def _store(end: SessionEnd) -> None:
             context.store.open(),
             end.run,
             cache_entries=context.state.calls.take_entries(),
-            promises=context.state.contract_ids,
         )
         end.stored = True
     except StoreError as exc:

@@ -289,6 +289,8 @@ def eval_settings(
 ) -> EvalSettings:
     """What the pipeline needs; a relative price file is read from `prices_base` (the ini
     file's folder, as pytest reads an ini key's relative path)."""
+    from verdryx_core.addons.typed import typed_options
+
     prices = None
     if settings.prices:
         path = Path(settings.prices)
@@ -300,9 +302,9 @@ def eval_settings(
         concurrency=settings.concurrency,
         repeat=settings.repeat,
         prices=prices,
-        typed_url=settings.typed_url,
-        typed_key_file=settings.typed_key_file,
-        typed_template=settings.typed_template,
+        grader_options=typed_options(
+            settings.typed_url, settings.typed_key_file, settings.typed_template
+        ),
         min_score=settings.min_score,
         agent_id=settings.agent_id,
         batch=settings.batch,

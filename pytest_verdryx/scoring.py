@@ -114,10 +114,6 @@ class ItemScoring:
         case = case_of(item)
         if case is not None and case.needs_model:
             state.live_cases += 1  # its output came from the model or a target
-        if case is not None and case.grader == "contract":
-            from verdryx_core.addons.contracts.history import promise_of
-
-            state.contract_ids[score.key] = promise_of(case)
 
 
 def scorer_for(

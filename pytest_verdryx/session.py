@@ -149,7 +149,7 @@ class VerdryxSession:
             context.exporter = check_exports(
                 settings, on_controller=not context.is_worker, otlp_endpoint=context.otlp_endpoint
             )
-            context.evaluation.typed_client()
+            context.evaluation.check_graders()
             if settings.save_baseline:
                 # A label that cannot name a file is refused now, before any call is paid
                 # for, not after the whole run (docs/troubleshooting.md).

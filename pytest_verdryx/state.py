@@ -38,8 +38,6 @@ class SessionState:
     #: Items that errored instead of scoring (a target that raised or timed out, a model
     #: call that failed): "node id: one-line reason", for the summary's count.
     errors: list[str] = field(default_factory=list)
-    #: Contract cases' own task and agent ids, by case key.
-    contract_ids: dict[str, dict[str, str | None]] = field(default_factory=dict)
     #: Scored cases whose output came from a live source (the model or a target): repeats
     #: sample only those, so with none `--verdryx-repeat` changes nothing.
     live_cases: int = 0
@@ -87,7 +85,6 @@ class SessionState:
             "known_keys": sorted(self.known_keys),
             "stopped_early": self.stopped_early,
             "calls": self.calls.to_payload(),
-            "contract_ids": dict(self.contract_ids),
             "not_run": sorted(self.not_run),
             "collection_errors": sorted(self.collection_errors),
             "errors": list(self.errors),
@@ -105,7 +102,6 @@ class SessionState:
         self.known_keys.update(payload["known_keys"])
         self.stopped_early |= bool(payload["stopped_early"])
         self.calls.merge(payload["calls"])
-        self.contract_ids.update(payload["contract_ids"])
         self.not_run.update(payload["not_run"])
         self.collection_errors.update(payload.get("collection_errors", ()))
         self.errors.extend(payload.get("errors", ()))

@@ -11,7 +11,7 @@ from typing import Any
 from pytest_verdryx.finish import SessionEnd
 from pytest_verdryx.options import FLAGS
 from pytest_verdryx.shard import gate_hint
-from verdryx_core.gating.breakdown import breakdown_lines, compute_breakdown
+from verdryx_core.reporting.breakdown import breakdown_lines, compute_breakdown
 from verdryx_core.reporting.summary import (
     fmt_score,
     fmt_usd,

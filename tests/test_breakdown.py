@@ -1,4 +1,4 @@
-"""The run by eval set and by grader (verdryx_core.gating.breakdown): numbers checked against an
+"""The run by eval set and by grader (verdryx_core.reporting.breakdown): numbers checked against an
 independent tally and the paired interval against scipy's bootstrap; then the three places
 that print it: `verdryx show` (text and --json), the HTML report and the pytest summary."""
 
@@ -15,8 +15,8 @@ from plugin_support import FULL, PARTIAL, exact_case, trace_case, write_evalset
 from scipy import stats
 
 from verdryx_core.cli import main
-from verdryx_core.gating.breakdown import breakdown_lines, compute_breakdown
 from verdryx_core.gating.comparison import compare_to_baseline
+from verdryx_core.reporting.breakdown import breakdown_lines, compute_breakdown
 from verdryx_core.reporting.html import build_report_html, collect_report
 from verdryx_core.runs import Baseline, EvalRun, Score
 from verdryx_core.store import Store

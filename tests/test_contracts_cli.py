@@ -7,6 +7,8 @@ import json
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -14,11 +16,14 @@ import pytest
 
 from verdryx_core.addons.contracts import ContractError
 from verdryx_core.addons.contracts.grader import ContractGrader
-from verdryx_core.addons.contracts.history import save_verdicts, verdicts
+from verdryx_core.addons.contracts.history import verdict_rows, verdicts
 from verdryx_core.cases import EvalCase
 from verdryx_core.cli import main
 from verdryx_core.evalsets.load import load_evalset
+from verdryx_core.evaluation import decided
+from verdryx_core.evaluation.saving import save_run
 from verdryx_core.graders import GradeContext, build_graders
+from verdryx_core.runs import EvalRun
 from verdryx_core.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -320,11 +325,14 @@ def case(contract: dict[str, Any], output: str | None = None, case_id: str = "c1
     return EvalCase(id=case_id, prompt="p", grader="contract", contract=contract, output=output)
 
 
-def test_the_grader_is_always_built() -> None:
+def test_the_grader_plugs_in_by_its_entry_point() -> None:
+    """No configuration: any run's table finds it, held to the rules every grader is."""
     graders = build_graders()
-    assert isinstance(graders["contract"], ContractGrader)
-    assert graders["contract"].kind == "contract"
+    assert graders.has("contract")
+    assert isinstance(graders["contract"].grader, ContractGrader)  # type: ignore[attr-defined]
     assert not graders.has("llm_judge")  # still nothing paid by default
+    # Its cases read their output from the workspace, never from the model.
+    assert not case({"success_criteria": [EXISTS]}).needs_model
 
 
 def test_grader_pass_fail_flag(ws: Path, tmp_path: Path) -> None:
@@ -356,22 +364,40 @@ def test_grader_missing_workspace_is_flag_not_zero(tmp_path: Path) -> None:
 
 
 def test_grader_records_verdicts_with_the_case_id_as_task_id(ws: Path, tmp_path: Path) -> None:
-    grader = ContractGrader()
-    grade(
+    """The grade keeps the contract's own ids (`notes`); once the run is stored, the add-on
+    writes one verdict row per case in its table (`after_save`)."""
+    cases = [
         case({"agent_id": "bot", "success_criteria": [EXISTS]}, "ws", "case-7"),
-        tmp_path / "s.json",
-        grader,
+        case({"task_id": "own", "success_criteria": [MISSING]}, "ws"),
+    ]
+    grades = [grade(item, tmp_path / "s.json") for item in cases]
+    assert [g.notes for g in grades] == [{"agent_id": "bot"}, {"task_id": "own"}]
+    scores = tuple(
+        replace(
+            decided(
+                item,
+                eval_set_id="set",
+                min_score=None,
+                value=g.value,
+                unmeasured=g.unmeasured,
+                grader="contract",
+                reason=g.reason,
+            ),
+            notes=g.notes,
+        )
+        for item, g in zip(cases, grades, strict=True)
     )
-    grade(
-        case({"task_id": "own", "success_criteria": [MISSING]}, "ws"), tmp_path / "s.json", grader
-    )
-    assert [(r["agent_id"], r["task_id"], r["verdict"], r["run_id"]) for r in grader.records] == [
+    run = EvalRun(id="run-1", model="stub", started_at=datetime.now(UTC), scores=scores)
+    assert [
+        (r["agent_id"], r["task_id"], r["verdict"], r["run_id"]) for r in verdict_rows(run)
+    ] == [
         ("bot", "case-7", "PASS", "run-1"),
         (None, "own", "FAIL", "run-1"),
     ]
     with Store.open(tmp_path / "v.db") as store:
-        save_verdicts(store, grader.records)
+        save_run(store, run, cache_entries=[])
         assert verdicts(store, "bot")[0]["task_id"] == "case-7"
+        assert [row["task_id"] for row in verdicts(store)] == ["own", "case-7"]
 
 
 def test_grader_contract_errors_name_the_case_criterion_and_field(tmp_path: Path) -> None:

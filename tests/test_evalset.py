@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -295,8 +296,18 @@ def test_the_first_bad_case_in_file_order_is_reported(tmp_path: Path) -> None:
 
 
 def test_the_published_schema_lists_the_grader_kinds() -> None:
+    """The built-in kinds, then the add-on graders verdryx itself installs (by entry point)."""
     schema = evalset_schema()
-    assert schema["$defs"]["grader"]["examples"] == list(GRADER_KINDS)
+    shipped = sorted(
+        (
+            point.name
+            for point in metadata.entry_points(group="verdryx.graders")
+            if point.dist is not None and point.dist.name == "verdryx"
+        ),
+        reverse=True,
+    )
+    assert shipped == ["typed", "contract"]
+    assert schema["$defs"]["grader"]["examples"] == [*GRADER_KINDS, *shipped]
 
 
 _ids = st.text(alphabet="abcdefghij-_0123456789", min_size=1, max_size=8)

@@ -18,6 +18,8 @@ import pytest
 from scipy import stats
 
 from tests.history_support import GOOD, history_store, make_run, make_score
+from verdryx_core.addons.traces import cost_report_for
+from verdryx_core.cli import main
 from verdryx_core.errors import UsageError
 from verdryx_core.gating.comparison import compare_to_baseline
 from verdryx_core.reporting.html import build_report_html, collect_report, write_report
@@ -352,7 +354,9 @@ def test_traces_add_the_cost_per_outcome_table(history: Path, tmp_path: Path) ->
         {"outcome": "abandoned", "cost_usd": 0.06},
     ]
     records.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    page = report_of(history, tmp_path, traces=records)
+    page = report_of(
+        history, tmp_path, traces=records, traces_costs=(cost_report_for(records), None)
+    )
     section = page.split('<h2 id="outcomes">')[1]
     assert re.search(r"<td>case_resolved</td><td class=num>2</td>", section)
     assert "$0.0300" in section  # mean of the resolved runs
@@ -361,11 +365,21 @@ def test_traces_add_the_cost_per_outcome_table(history: Path, tmp_path: Path) ->
 
 
 def test_without_the_traces_package_the_section_is_skipped_with_a_note(
-    history: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    history: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    # Another engineer's package, imported lazily: a missing one must not break the report.
-    monkeypatch.setitem(sys.modules, "verdryx_core.addons.traces", None)
-    page = report_of(history, tmp_path, traces=tmp_path / "whatever")
+    # The traces add-on is read by the command; without its extra (pyarrow) Parquet traces
+    # cannot be read: the report is still written, and says why the section is not there.
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    (traces / "part-0.parquet").write_bytes(b"PAR1")
+    out = tmp_path / "page.html"
+    code = main(["report", "--db", str(history), "--output", str(out), "--traces", str(traces)])
+    assert code == 0, capsys.readouterr().err
+    page = out.read_text(encoding="utf-8")
     assert "Cost per outcome skipped" in page
     assert "REGRESSED" in page
 

@@ -14,11 +14,12 @@ import pytest
 from fakes.typryx_server import DEFAULT_KEY, FakeTypryx, Reply, Template
 
 from verdryx_core.addons.errors import TypedGradeError
+from verdryx_core.addons.typed import typed_options
 from verdryx_core.addons.typed.client import TypryxClient, read_key_file, resolve_key_file
 from verdryx_core.addons.typed.grader import LABEL_SOURCE, TypedGrader
 from verdryx_core.cases import EvalCase
 from verdryx_core.errors import ModelCallError, UsageError, VerdryxError
-from verdryx_core.graders import build_graders
+from verdryx_core.evaluation import EvalSettings, Evaluation
 from verdryx_core.graders.base import GradeContext
 
 CONTEXT = GradeContext(eval_set_id="support", run_id="run-42")
@@ -355,12 +356,25 @@ def test_client_construction_errors(url: str, key: str, words: str) -> None:
         TypryxClient(url, key)
 
 
-def test_build_graders_wires_the_typed_grader(service: FakeTypryx) -> None:
-    client = TypryxClient(service.url, DEFAULT_KEY)
-    graders = build_graders(typed_client=client)
-    assert isinstance(graders["typed"], TypedGrader)
-    assert graders["typed"].kind == "typed"
-    assert "typed" not in build_graders()  # nothing paid by default
+def test_the_typed_grader_plugs_in_from_the_run_settings(
+    service: FakeTypryx, tmp_path: Path
+) -> None:
+    """Its options reach it through `grader_options`; without them its cases are unmeasured
+    with the reason naming the flag, and nothing is called."""
+    key_file = tmp_path / "key"
+    key_file.write_text(DEFAULT_KEY)
+    settings = EvalSettings(grader_options=typed_options(service.url, str(key_file), None))
+    graders = Evaluation(settings).scorer([]).graders
+    typed = graders["typed"]
+    assert isinstance(typed.grader, TypedGrader)  # type: ignore[attr-defined]
+    assert typed.grader.client.template == "eval.outcome_met"  # type: ignore[attr-defined]
+    plain = Evaluation().scorer([]).graders
+    assert plain.find("typed") is None  # nothing paid by default
+    assert "--typed-url" in plain.missing_reason("typed")
+    with pytest.raises(UsageError, match="no key"):
+        Evaluation(
+            EvalSettings(grader_options=typed_options(service.url, None, None))
+        ).check_graders()
 
 
 def test_a_recorded_non_text_output_is_sent_as_json_text(service: FakeTypryx) -> None:

@@ -23,6 +23,7 @@ __all__ = [
     "EvalCase",
     "ToolCall",
     "case_key",
+    "declare_model_free",
     "expected_text",
     "output_text",
 ]
@@ -34,8 +35,6 @@ GRADER_KINDS: Final = (
     "outcome_tag",
     "llm_judge",
     "tool_trace",
-    "typed",
-    "contract",
     "contains",
     "icontains",
     "json",
@@ -63,8 +62,16 @@ OPTION_FIELDS: Final = (
     "options",
 )
 
-#: Graders whose output never comes from the model under evaluation.
-MODEL_FREE_GRADERS: Final = frozenset({"outcome_tag", "contract"})
+#: Graders whose output never comes from the model under evaluation: the built-in
+#: `outcome_tag`, and plugged-in graders that declare it (`declare_model_free`, called when
+#: the grader is loaded; verdryx_core.graders.plugins).
+MODEL_FREE_GRADERS: Final[set[str]] = {"outcome_tag"}
+
+
+def declare_model_free(grader: str) -> None:
+    """`grader`'s cases read their output from the world (a workspace), never the model."""
+    MODEL_FREE_GRADERS.add(grader)
+
 
 DEFAULT_OUTCOME_SCORES: Final[Mapping[str, float]] = {
     "case_resolved": 1.0,

@@ -128,6 +128,10 @@ class Score:
     #: Seconds the case's calls took (model or target, and judge; all samples), when it made
     #: any. Not stored: it is the item's duration (`--durations`, JUnit `time`).
     latency_s: float | None = field(default=None, compare=False)
+    #: What a plugged-in grader keeps of this case for its own tables (a contract's task and
+    #: agent ids), JSON-ready strings; it travels with the score (xdist), never into the
+    #: scores table (verdryx_core.graders.plugins, `after_save`).
+    notes: Mapping[str, str] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         # The text rule (untrusted/text.py): an agent's or a provider's answer may hold a lone
@@ -166,7 +170,7 @@ class Score:
             "expected": self.expected,
             "reason": self.reason,
             "checks": [check.to_dict() for check in self.checks],
-        }
+        } | ({"notes": dict(self.notes)} if self.notes else {})
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Score:
@@ -186,6 +190,7 @@ class Score:
             expected=data.get("expected"),
             reason=data.get("reason"),
             checks=tuple(CheckResult.from_dict(item) for item in data.get("checks") or ()),
+            notes=data.get("notes") or None,
         )
 
 

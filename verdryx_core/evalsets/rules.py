@@ -18,8 +18,13 @@ import jsonschema
 
 from verdryx_core.cases import GRADER_KINDS, OPTION_FIELDS
 from verdryx_core.errors import EvalSetError
+from verdryx_core.graders.plugins import case_problem, field_owners, usable_in_checks
 from verdryx_core.graders.regex import compile_pattern
-from verdryx_core.graders.registry import custom_grader_names, is_grader
+from verdryx_core.graders.registry import (
+    installed_grader_names,
+    is_grader,
+    registered_grader_names,
+)
 from verdryx_core.graders.text import TEXT_OPTIONS
 from verdryx_core.untrusted.json_input import item_label, parse_json
 
@@ -38,7 +43,28 @@ _CUSTOM_OPTIONS: Final = frozenset({"options"})
 _TOOL_FIELDS: Final = ("tools", "expected_tools", "expected_tool_calls", "expected_tool_calls_any")
 _EXPECTATIONS: Final = ("expected_tools", "expected_tool_calls", "expected_tool_calls_any")
 #: Graders a check may use: each grades the case's one text output.
-_NOT_IN_CHECKS: Final = frozenset({"tool_trace", "outcome_tag", "contract"})
+_NOT_IN_CHECKS: Final = frozenset({"tool_trace", "outcome_tag"})
+#: The case fields the core reads itself; any other field belongs to a grader that plugs in.
+_CORE_FIELDS: Final = frozenset(
+    {
+        "id",
+        "description",
+        "prompt",
+        "grader",
+        "expected",
+        "rubric",
+        "output",
+        "min_score",
+        "tags",
+        "checks",
+        "system",
+        "messages",
+        "metadata",
+        "target",
+        *_TOOL_FIELDS,
+        *OPTION_FIELDS,
+    }
+)
 _NEEDS_EXPECTED: Final = frozenset({"exact", "regex", "contains", "icontains", "numeric", "f1"})
 #: Anthropic's rule for tool names.
 TOOL_NAME: Final = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -89,9 +115,13 @@ def effective_case(
 
 
 def known_graders_text() -> str:
-    custom = custom_grader_names()
+    """The graders a case may name: built in, installed (the add-ons'), registered in code."""
     text = ", ".join(GRADER_KINDS)
-    return text + (f"; registered: {', '.join(custom)}" if custom else "")
+    installed = installed_grader_names()
+    registered = registered_grader_names()
+    if installed:
+        text += f"; installed: {', '.join(installed)}"
+    return text + (f"; registered: {', '.join(registered)}" if registered else "")
 
 
 def check_defaults(defaults: Mapping[str, Any], path: str | Path, line: int | None) -> None:
@@ -248,7 +278,7 @@ def check_case(
                     f"{prefix}grader",
                     f"{kind!r} is not a grader; expected one of {known_graders_text()}",
                 )
-            if kind in _NOT_IN_CHECKS:
+            if kind in _NOT_IN_CHECKS or not usable_in_checks(kind):
                 raise fail(
                     f"{prefix}grader",
                     f"grader {kind!r} cannot be a check (checks grade one text output); "
@@ -257,19 +287,14 @@ def check_case(
             _check_grading(check, kind, fail, prefix, in_check=True)
     else:
         _check_grading(case, grader, fail, "", in_check=False)
-    if grader == "contract":
-        if "contract" not in case:
-            raise fail("contract", "grader 'contract' requires the field 'contract'")
-        # A bad contract is a collection error now, not an error at grading time.
-        from verdryx_core.addons.contracts.validate import contract_from_data
-        from verdryx_core.errors import VerdryxError
-
-        try:
-            contract_from_data(case["contract"], source="contract", default_task_id=case["id"])
-        except VerdryxError as exc:
-            raise fail("contract", str(exc)) from None
-    elif "contract" in case:
-        raise fail("contract", f"only valid with grader 'contract' (this case is {grader!r})")
+    # Graders that plug in check their own fields (the contracts add-on its `contract`).
+    for field in case.keys() - _CORE_FIELDS:
+        owner = field_owners().get(field)
+        if owner is not None and grader != owner:
+            raise fail(field, f"only valid with grader {owner!r} (this case is {grader!r})")
+    problem = case_problem(grader, case)
+    if problem is not None:
+        raise fail(problem.field, str(problem))
     return case
 
 

@@ -14,7 +14,6 @@ from verdryx_core.evaluation.prefetch import Prefetch, Work, prefetch_all, start
 from verdryx_core.evaluation.scoring import (
     CaseScorer,
     decided,
-    missing_grader_reason,
     pass_bar,
     stability,
 )
@@ -47,7 +46,6 @@ __all__ = [
     "decided",
     "evaluate",
     "judge_in_effect",
-    "missing_grader_reason",
     "pass_bar",
     "prefetch_all",
     "source_for",

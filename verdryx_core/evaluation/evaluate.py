@@ -15,31 +15,31 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import threading
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from verdryx_core.cases import EvalCase
 from verdryx_core.errors import UsageError, VerdryxError
 from verdryx_core.evalsets.load import EvalSet, check_unique_ids, load_evalsets
 from verdryx_core.evaluation.calls import CallTally, ModelCalls
 from verdryx_core.evaluation.prefetch import Work, start_prefetch
-from verdryx_core.evaluation.saving import Promises, promises_of, save_run
+from verdryx_core.evaluation.saving import save_run
 from verdryx_core.evaluation.scoring import CaseScorer
 from verdryx_core.evaluation.settings import EvalSettings
 from verdryx_core.evaluation.sources import ModelOutput, OutputSource
 from verdryx_core.evaluation.target_output import TargetOutput, target_of
-from verdryx_core.graders import GradeContext, build_graders
+from verdryx_core.graders import GradeContext, Grader, build_graders
+from verdryx_core.graders.plugins import GraderUnavailable, plugin
+from verdryx_core.graders.registry import checked_grader, load_custom_grader
 from verdryx_core.llm.cache import REFRESH
 from verdryx_core.llm.progress import TextStream
 from verdryx_core.runs import EvalRun, Score
 from verdryx_core.store import CacheEntry, Store
 from verdryx_core.version import __version__
-
-if TYPE_CHECKING:
-    from verdryx_core.addons.typed.client import TypryxClient
 
 __all__ = ["Evaluation", "EvaluationInterrupted", "evaluate"]
 
@@ -73,7 +73,9 @@ class Evaluation:
         self._store = store
         self._calls: list[ModelCalls] = []
         self._targets: list[TargetOutput] = []
-        self._typed: TypryxClient | None = None
+        #: Plugged-in graders built for this run (or why they cannot be), by name.
+        self._plugged: dict[str, Grader | GraderUnavailable] = {}
+        self._plug_lock = threading.Lock()
 
     # -- the store -------------------------------------------------------------------------
 
@@ -126,7 +128,7 @@ class Evaluation:
         if targeted:
             live = self._target_output(settings, fallback=live)
         judge = calls.adapter(judge_name) if needs_judge and judge_name is not None else None
-        graders = build_graders(judge=judge, typed_client=self.typed_client(), flags=settings.flags)
+        graders = build_graders(judge=judge, flags=settings.flags, plug_in=self.plug_in)
         graders.prepare({case.grader for case in cases})
         return CaseScorer(
             graders=graders,
@@ -136,28 +138,33 @@ class Evaluation:
             flags=settings.flags,
         )
 
-    def typed_client(self) -> TypryxClient | None:
-        """The typed grading service client when a URL is set (built once; a missing key is a
-        UsageError now, not at the first typed case)."""
-        settings = self.settings
-        if not settings.typed_url:
-            return None
-        if self._typed is None:
-            from verdryx_core.addons.typed.client import TypryxClient, read_key_file
+    def plug_in(self, name: str) -> Grader:
+        """The plugged-in grader `name` for this run, built once from the run's settings
+        (`for_run`, verdryx_core.graders.plugins), else as registered. Raises
+        GraderUnavailable when the settings do not configure it, VerdryxError when they are
+        wrong."""
+        with self._plug_lock:
+            found = self._plugged.get(name)
+            if found is None:
+                found = self._plugged[name] = self._build_plugged(name)
+        if isinstance(found, GraderUnavailable):
+            raise found
+        return found
 
-            if not settings.typed_key_file:
-                raise UsageError(
-                    "a typed grading service URL was given with no key",
-                    hint="pass {typed_key_file} PATH or set $VERDRYX_TYPRYX_KEY_FILE",
-                )
-            key = read_key_file(settings.typed_key_file)
-            self._typed = TypryxClient(
-                settings.typed_url,
-                key,
-                template=settings.typed_template,
-                timeout=settings.call_timeout,
-            )
-        return self._typed
+    def _build_plugged(self, name: str) -> Grader | GraderUnavailable:
+        for_run = getattr(plugin(name), "for_run", None)
+        if for_run is None:
+            return load_custom_grader(name)
+        try:
+            return checked_grader(name, for_run(self.settings))
+        except GraderUnavailable as exc:
+            return exc
+
+    def check_graders(self) -> None:
+        """At start: every plugged-in grader the settings configure builds (a wrong option is
+        a UsageError of one line now, not at the first case)."""
+        for name in self.settings.grader_options:
+            self.plug_in(name)
 
     def check_target(self) -> None:
         """At start: the run's target loads, and a replay can replay it (a UsageError or a
@@ -253,13 +260,12 @@ class Evaluation:
         run: EvalRun,
         *,
         cache_entries: Iterable[CacheEntry] | None = None,
-        promises: Promises | None = None,
     ) -> None:
         """Store `run` with the model answers its calls got (all of this evaluation's, by
         default). Raises StoreError; the answers go first, so a run that is stored never
-        misses them. `promises` give contract cases their task and agent ids."""
+        misses them."""
         entries = self.tally.take_entries() if cache_entries is None else cache_entries
-        save_run(store, run, cache_entries=entries, promises=promises or {})
+        save_run(store, run, cache_entries=entries)
 
 
 def _judged(case: EvalCase) -> bool:
@@ -313,7 +319,7 @@ def _evaluate(
         check_batchable(settings.model, cache=settings.cache)
     evaluation = Evaluation(settings, store=store)
     evaluation.check_target()
-    cases = [(evalset.id, case) for evalset in sets for case in evalset.cases]
+    evaluation.check_graders()
     work = [evaluation.work(evalset, case) for evalset in sets for case in evalset.cases]
     try:
         scores, errors, interrupted = _score_in_order(evaluation, work, progress)
@@ -326,7 +332,7 @@ def _evaluate(
         errors=errors,
     )
     if store is not None:
-        evaluation.save(store, run, promises=promises_of(cases))
+        evaluation.save(store, run)
     if interrupted:
         raise EvaluationInterrupted(run, total=len(work))
     return run

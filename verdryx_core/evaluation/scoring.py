@@ -21,18 +21,19 @@ from verdryx_core.cases import EvalCase, expected_text, output_text
 from verdryx_core.evaluation.settings import DEFAULT_MIN_SCORE
 from verdryx_core.evaluation.sources import OutputSource, source_for
 from verdryx_core.graders.base import Grade, GradeContext, Grader
-from verdryx_core.graders.missing import missing_grader_reason
 from verdryx_core.graders.registry import default_min_score
 from verdryx_core.graders.table import GraderTable
 from verdryx_core.runs import CheckResult, Score
 
-__all__ = ["CaseScorer", "decided", "missing_grader_reason", "pass_bar", "stability"]
+__all__ = ["CaseScorer", "decided", "pass_bar", "stability"]
 
 #: Stored outputs are for reading in reports; beyond this they are cut (and say so).
 _MAX_STORED_OUTPUT: Final = 8_000
 
-#: Graders that call a service when grading (the judge model, the typed grading service).
-_REMOTE_GRADERS: Final = ("llm_judge", "typed")
+
+def _remote(grader: Grader | None) -> bool:
+    """Whether grading calls a service (the judge model, a plugged-in service grader)."""
+    return bool(getattr(grader, "remote", False))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -67,7 +68,7 @@ class CaseScorer:
         """Whether scoring this case makes a network call (its source or its grader)."""
         if not self.graders.has(case.grader):
             return False  # skipped before any call
-        if case.grader in _REMOTE_GRADERS:
+        if _remote(self.graders.find(case.grader)):
             return True
         return case.needs_model and self.live is not None and self.live.remote
 
@@ -76,7 +77,7 @@ class CaseScorer:
         try:
             grader = self.graders[case.grader]
         except KeyError:
-            reason = missing_grader_reason(case.grader, self.flags)
+            reason = self.graders.missing_reason(case.grader)
             return self._score(case, context, value=None, unmeasured=reason)
         source = source_for(case, self.live)
         # Repeats sample a live source; a recorded output is one fixed measurement.
@@ -103,6 +104,7 @@ class CaseScorer:
                 output=last.output,
                 reason=reasons[-1] if reasons else None,
                 checks=last.grade.checks,
+                notes=last.grade.notes,
                 latency_s=latency,
             )
         value = math.fsum(measured) / len(measured)
@@ -118,6 +120,7 @@ class CaseScorer:
             reason=reasons[-1] if reasons else None,
             samples=tuple(measured) if rounds > 1 else (),
             checks=last.grade.checks,
+            notes=last.grade.notes,
             latency_s=latency,
         )
 
@@ -146,7 +149,7 @@ class CaseScorer:
             produced.latency_s
             if produced.latency_s is not None
             else (graded - started if source.remote else None),
-            ended - graded if case.grader in _REMOTE_GRADERS else None,
+            ended - graded if _remote(grader) else None,
         ]
         measured = [seconds for seconds in latencies if seconds is not None]
         return _Sample(
@@ -172,6 +175,7 @@ class CaseScorer:
         reason: str | None = None,
         samples: tuple[float, ...] = (),
         checks: tuple[CheckResult, ...] = (),
+        notes: Mapping[str, str] | None = None,
         latency_s: float | None = None,
     ) -> Score:
         score = decided(
@@ -195,7 +199,9 @@ class CaseScorer:
             samples=samples,
             checks=checks,
         )
-        return score if latency_s is None else replace(score, latency_s=latency_s)
+        if latency_s is not None or notes:
+            score = replace(score, latency_s=latency_s, notes=notes or None)
+        return score
 
 
 def decided(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from verdryx_core.errors import CLI_FLAGS
 from verdryx_core.timeouts import DEFAULT_TIMEOUT_S
@@ -44,9 +44,9 @@ class EvalSettings:
     repeat: int = 1
     #: A price file overriding the built-in price book, already resolved by the face.
     prices: Path | None = None
-    typed_url: str | None = None
-    typed_key_file: str | None = None
-    typed_template: str = "eval.outcome_met"
+    #: Options of graders that plug in, by grader name (the typed grader's service URL, key
+    #: file and template); a grader named here is built at start (`Evaluation.check_graders`).
+    grader_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     #: Seconds one call may take: target, model, judge (docs/targets.md, "Timeouts").
     call_timeout: float = DEFAULT_TIMEOUT_S
     #: The agent under test, `module:callable` (an eval set's own `target` wins).

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, runtime_checkable
@@ -25,6 +26,8 @@ class Grade:
     cost_usd: float = 0.0
     #: A multi-check case's per-check results (see `verdryx_core.graders.checks`).
     checks: tuple[CheckResult, ...] = ()
+    #: What the grader keeps of this case for its own tables (`Score.notes`).
+    notes: Mapping[str, str] | None = None
 
     @classmethod
     def unmeasured_because(cls, reason: str, *, tokens: int = 0, cost_usd: float = 0.0) -> Grade:

@@ -15,7 +15,6 @@ from typing import Any, ClassVar, Protocol, final
 
 from verdryx_core.cases import EvalCase
 from verdryx_core.graders.base import Grade, GradeContext, Grader
-from verdryx_core.graders.missing import missing_grader_reason
 from verdryx_core.runs import CheckResult
 
 __all__ = ["ChecksGrader", "checks_reason", "weighted_mean"]
@@ -44,6 +43,8 @@ class _Graders(Protocol):
 
     def find(self, name: str) -> Grader | None: ...
 
+    def missing_reason(self, name: str) -> str: ...
+
 
 @final
 class ChecksGrader:
@@ -61,7 +62,7 @@ class ChecksGrader:
             grader = self.graders.find(check.grader)
             if grader is None:
                 # The same reason a single-grader case gets, naming the flag that enables it.
-                why = missing_grader_reason(check.grader, self.flags)
+                why = self.graders.missing_reason(check.grader)
                 results.append(
                     CheckResult(
                         grader=check.grader, weight=check.weight, value=None, unmeasured=why

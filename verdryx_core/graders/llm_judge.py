@@ -20,6 +20,8 @@ __all__ = ["LLMJudgeGrader"]
 @final
 class LLMJudgeGrader:
     kind: ClassVar[str] = "llm_judge"
+    #: Grading asks the judge model: made ahead, in the bounded pool.
+    remote: ClassVar[bool] = True
 
     def __init__(self, judge: ModelAdapter) -> None:
         self.judge = judge

@@ -18,12 +18,4 @@ def missing_grader_reason(kind: str, flags: Mapping[str, str]) -> str:
             "pass {judge} MODEL ({judge} stub names the offline stub judge)",
             flags,
         )
-    if kind == "typed":
-        return word_hint(
-            "typed cases need the typed grading service: pass {typed_url} URL "
-            "(and a key file with {typed_key_file} or $VERDRYX_TYPRYX_KEY_FILE)",
-            flags,
-        )
-    if kind == "contract":
-        return "contract cases need the contracts extra of this build"
     return f"no grader is configured for kind {kind!r}"

@@ -18,19 +18,23 @@ from functools import cache
 from importlib import metadata
 from typing import Any, ClassVar, Final, final
 
-from verdryx_core.cases import CHECKS_GRADER, GRADER_KINDS, EvalCase
+from verdryx_core.cases import CHECKS_GRADER, GRADER_KINDS, EvalCase, declare_model_free
 from verdryx_core.errors import GraderError
 from verdryx_core.graders.base import Grade, GradeContext, Grader
 from verdryx_core.graders.tool_trace import ToolTraceGrader
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "checked_grader",
     "custom_grader_names",
     "default_min_score",
+    "grader_source",
+    "installed_grader_names",
     "is_grader",
     "load_custom_grader",
     "refresh_entry_points",
     "register_grader",
+    "registered_grader_names",
     "unregister_grader",
 ]
 
@@ -47,11 +51,15 @@ _NAME: Final = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")
 class _Registered:
     make: Callable[[], Any]
     default_min_score: float | None
+    #: What was registered (a grader, a class or a factory), unbuilt.
+    source: Any = None
 
 
 _lock = threading.Lock()
 _registered: dict[str, _Registered] = {}
 _loaded: dict[str, Grader] = {}
+#: Entry points loaded so far (the object each names, unbuilt).
+_sources: dict[str, Any] = {}
 
 
 def register_grader(
@@ -81,7 +89,9 @@ def register_grader(
             raise GraderError(
                 f"grader {name!r} is already registered; pass replace=True to replace it"
             )
-        _registered[name] = _Registered(_maker(grader), default_min_score)
+        _registered[name] = _Registered(_maker(grader), default_min_score, grader)
+        if getattr(grader, "model_free", False):
+            declare_model_free(name)
         _loaded.pop(name, None)
 
 
@@ -90,6 +100,20 @@ def unregister_grader(name: str) -> None:
     with _lock:
         _registered.pop(name, None)
         _loaded.pop(name, None)
+
+
+def registered_grader_names() -> tuple[str, ...]:
+    """The graders registered in code (`register_grader`), sorted."""
+    with _lock:
+        return tuple(sorted(_registered))
+
+
+def installed_grader_names() -> tuple[str, ...]:
+    """The graders installed through entry points (verdryx's own add-ons among them), sorted,
+    less those a registration in code overrides."""
+    with _lock:
+        registered = set(_registered)
+    return tuple(sorted(set(_entry_points()) - registered))
 
 
 def custom_grader_names() -> tuple[str, ...]:
@@ -123,7 +147,12 @@ def default_min_score(grader: str) -> float | None:
         return entry.default_min_score
     if not is_grader(grader):
         return None
-    bar = getattr(load_custom_grader(grader), "default_min_score", None)
+    # Read off what was registered first: a grader built per run (`for_run`) is never built
+    # here, without the run's settings.
+    source = grader_source(grader)
+    bar = getattr(source, "default_min_score", None)
+    if bar is None and not hasattr(source, "for_run"):
+        bar = getattr(load_custom_grader(grader), "default_min_score", None)
     return float(bar) if bar is not None and _unit(bar) else None
 
 
@@ -137,24 +166,53 @@ def load_custom_grader(name: str) -> Grader:
     if entry is not None:
         built = entry.make()
     else:
-        point = _entry_points().get(name)
-        if point is None:
+        source = grader_source(name)
+        if source is None:
             raise GraderError(
                 f"no grader named {name!r}: register it with "
                 "verdryx_core.graders.register_grader or install a package that provides it "
                 f"(entry point group {ENTRY_POINT_GROUP!r})"
             )
         try:
-            built = _maker(point.load())()
+            built = _maker(source)()
         except Exception as exc:
-            raise GraderError(
-                f"grader {name!r}: loading entry point {point.value!r} failed: {exc}"
-            ) from exc
-    if not callable(getattr(built, "grade", None)):
-        raise GraderError(f"grader {name!r}: {built!r} has no grade(case, output, context)")
-    checked = _Checked(name, built)
+            raise GraderError(f"grader {name!r}: building {source!r} failed: {exc}") from exc
+    checked = checked_grader(name, built)
     with _lock:
         return _loaded.setdefault(name, checked)
+
+
+def checked_grader(name: str, built: Any) -> Grader:
+    """`built` held to the built-in rules (see `_Checked`); GraderError when it has no
+    `grade` method."""
+    if not callable(getattr(built, "grade", None)):
+        raise GraderError(f"grader {name!r}: {built!r} has no grade(case, output, context)")
+    return _Checked(name, built)
+
+
+def grader_source(name: str) -> Any | None:
+    """What makes the custom grader `name`, unbuilt: the object given to `register_grader`,
+    or the one its entry point names (loaded once); None when there is no such grader."""
+    with _lock:
+        entry = _registered.get(name)
+        if entry is not None:
+            return entry.source
+        if name in _sources:
+            return _sources[name]
+    point = _entry_points().get(name)
+    if point is None:
+        return None
+    try:
+        loaded = point.load()
+    except Exception as exc:
+        raise GraderError(
+            f"grader {name!r}: loading entry point {point.value!r} failed: {exc}"
+        ) from exc
+    if getattr(loaded, "model_free", False):
+        # Its cases read their output from the world (verdryx_core.graders.plugins).
+        declare_model_free(name)
+    with _lock:
+        return _sources.setdefault(name, loaded)
 
 
 def refresh_entry_points() -> None:
@@ -162,6 +220,7 @@ def refresh_entry_points() -> None:
     _entry_points.cache_clear()
     with _lock:
         _loaded.clear()
+        _sources.clear()
 
 
 @cache
@@ -205,6 +264,8 @@ class _Checked:
         self.name = name
         self.grader = grader
         self.default_min_score = getattr(grader, "default_min_score", None)
+        #: Grading calls a service (verdryx_core.graders.plugins): worth a slot in the pool.
+        self.remote = bool(getattr(grader, "remote", False))
 
     def __repr__(self) -> str:
         return f"custom grader {self.name!r} ({self.grader!r})"

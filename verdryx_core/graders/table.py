@@ -1,4 +1,5 @@
-"""The graders of one run, by kind: the built-ins configured for it, then custom graders."""
+"""The graders of one run, by kind: the built-ins configured for it, then graders that plug
+in (the add-ons', installed packages', those registered in code)."""
 
 from __future__ import annotations
 
@@ -14,25 +15,30 @@ from verdryx_core.graders.contains import ContainsGrader, IContainsGrader
 from verdryx_core.graders.exact import ExactGrader
 from verdryx_core.graders.f1 import F1Grader
 from verdryx_core.graders.json_output import JsonGrader
+from verdryx_core.graders.missing import missing_grader_reason
 from verdryx_core.graders.numeric import NumericGrader
 from verdryx_core.graders.outcome_tag import OutcomeTagGrader
+from verdryx_core.graders.plugins import GraderUnavailable
 from verdryx_core.graders.regex import RegexGrader
 from verdryx_core.graders.registry import is_grader, load_custom_grader
 from verdryx_core.graders.tool_trace import ToolTraceGrader
 
 if TYPE_CHECKING:
-    from verdryx_core.addons.typed.client import TypryxClient
     from verdryx_core.llm.base import ModelAdapter
 
-__all__ = ["GraderTable", "build_graders"]
+__all__ = ["GraderTable", "PlugIn", "build_graders"]
 
 #: Built-in kinds never resolve to a custom grader, configured for this run or not (an
 #: unconfigured llm_judge stays "missing", with its reason).
 _BUILTIN_NAMES = frozenset(GRADER_KINDS)
 
+#: How a run builds a plugged-in grader by name (verdryx_core.graders.plugins, `for_run`);
+#: raises GraderUnavailable when the run's settings do not configure it.
+PlugIn = Callable[[str], Grader]
+
 
 class GraderTable(dict[str, Grader]):
-    """The graders of one run: the built-ins configured for it, then custom graders
+    """The graders of one run: the built-ins configured for it, then graders that plug in
     (registered or installed). Each is built the first time a case uses it.
 
     A plain dict underneath, so looking up a grader already used (every case does) costs no
@@ -42,9 +48,15 @@ class GraderTable(dict[str, Grader]):
         self,
         builtins: Mapping[str, Callable[[], Grader]],
         flags: Mapping[str, str] = CLI_FLAGS,
+        *,
+        plug_in: PlugIn = load_custom_grader,
     ) -> None:
         super().__init__()
         self._builtins = {**builtins, CHECKS_GRADER: lambda: ChecksGrader(self, flags)}
+        self._plug_in = plug_in
+        self._flags = flags
+        #: Plugged-in graders this run cannot use, and why (in the face's words).
+        self._unavailable: dict[str, str] = {}
 
     def __missing__(self, name: str) -> Grader:
         make = self._builtins.get(name)
@@ -53,9 +65,13 @@ class GraderTable(dict[str, Grader]):
             return grader
         # A built-in kind never resolves to a custom grader: an unconfigured llm_judge stays
         # "missing", with its reason.
-        if name in _BUILTIN_NAMES or not is_grader(name):
+        if name in _BUILTIN_NAMES or name in self._unavailable or not is_grader(name):
             raise KeyError(name)
-        grader = self[name] = load_custom_grader(name)
+        try:
+            grader = self[name] = self._plug_in(name)
+        except GraderUnavailable as exc:
+            self._unavailable[name] = exc.worded(self._flags)
+            raise KeyError(name) from None
         return grader
 
     def find(self, name: str) -> Grader | None:
@@ -76,24 +92,25 @@ class GraderTable(dict[str, Grader]):
         """Whether a case naming `name` gets a grader (without building or loading it)."""
         if name in self or name in self._builtins:
             return True
+        if name in self._unavailable:
+            return False
         return name not in _BUILTIN_NAMES and is_grader(name)
 
-
-def _contract_grader() -> Grader:
-    from verdryx_core.addons.contracts.grader import ContractGrader
-
-    return ContractGrader()
+    def missing_reason(self, name: str) -> str:
+        """Why a case naming `name` is skipped, naming the face's flag that enables it."""
+        return self._unavailable.get(name) or missing_grader_reason(name, self._flags)
 
 
 def build_graders(
     *,
     outcome_map: Mapping[str, float] | None = None,
     judge: ModelAdapter | None = None,
-    typed_client: TypryxClient | None = None,
     flags: Mapping[str, str] = CLI_FLAGS,
+    plug_in: PlugIn = load_custom_grader,
 ) -> GraderTable:
-    """The graders for one run. Graders that cost money (the LLM judge, the typed verdict
-    service) are present only when their dependency is given: nothing is paid by default."""
+    """The graders for one run. Graders that cost money (the LLM judge; plugged-in ones such
+    as the typed verdict service) are present only when configured: nothing is paid by
+    default. `plug_in` builds the graders that plug in (default: as registered)."""
     graders: dict[str, Callable[[], Grader]] = {
         "exact": ExactGrader,
         "regex": RegexGrader,
@@ -104,8 +121,6 @@ def build_graders(
         "json": JsonGrader,
         "numeric": NumericGrader,
         "f1": F1Grader,
-        # Free and deterministic, so always present; imported when a case uses it.
-        "contract": _contract_grader,
     }
     if judge is not None:
 
@@ -115,12 +130,4 @@ def build_graders(
             return LLMJudgeGrader(judge)
 
         graders["llm_judge"] = llm_judge
-    if typed_client is not None:
-
-        def typed() -> Grader:
-            from verdryx_core.addons.typed.grader import TypedGrader
-
-            return TypedGrader(typed_client)
-
-        graders["typed"] = typed
-    return GraderTable(graders, flags)
+    return GraderTable(graders, flags, plug_in=plug_in)

@@ -1,5 +1,6 @@
-"""Merging stores: the runs, scores, baselines, cache entries and contract verdicts of several
-stores copied into one (docs/store.md, "Merging stores").
+"""Merging stores: the runs, scores, baselines and cache entries of several stores copied into
+one, with the rows of add-on tables the caller names (the contracts' verdicts; docs/store.md,
+"Merging stores").
 
 Everything is read and compared first; a row whose id is already taken by different content
 is a conflict, and any conflict refuses the whole merge before anything is written. Then
@@ -13,22 +14,34 @@ and the count of such entries is reported, not refused.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
-# The contracts add-on keeps its verdict rows in a table of its own; merge copies them too.
-from verdryx_core.addons.contracts.history import save_verdicts, verdicts
 from verdryx_core.errors import UsageError
 from verdryx_core.runs import Baseline, EvalRun
 from verdryx_core.store.base import CacheEntry, Store
 
-__all__ = ["MergeResult", "merge_stores"]
+__all__ = ["AddonRows", "MergeResult", "merge_stores"]
 
 #: Conflicts named in the refusal before "and N more".
 _SHOWN: Final = 5
 
-_VerdictKey = tuple[Any, ...]
+
+class AddonRows(Protocol):
+    """The rows an add-on keeps in a table of its own, as a merge copies them (the contracts'
+    verdicts: verdryx_core.addons.contracts.history)."""
+
+    #: The word for them in the counts (`{name}_added`, `{name}_present`).
+    name: str
+
+    def rows(self, store: Store) -> list[dict[str, Any]]: ...
+
+    def identity(self, row: Mapping[str, Any]) -> Hashable: ...
+
+    def describe(self, identity: Hashable) -> str: ...
+
+    def save(self, store: Store, rows: Iterable[Mapping[str, Any]]) -> None: ...
 
 
 @dataclass(slots=True)
@@ -42,12 +55,16 @@ class MergeResult:
     cache_added: int = 0
     cache_present: int = 0
     cache_kept: int = 0  # same key, another answer: the first one kept
-    verdicts_added: int = 0
-    verdicts_present: int = 0
+    #: Add-on rows added and found present, by the add-on's word for them.
+    added: dict[str, int] = field(default_factory=dict)
+    present: dict[str, int] = field(default_factory=dict)
     conflicts: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, int]:
-        return {
+        extra = {f"{name}_added": count for name, count in self.added.items()} | {
+            f"{name}_present": count for name, count in self.present.items()
+        }
+        return extra | {
             "runs_added": self.runs_added,
             "runs_present": self.runs_present,
             "baselines_added": self.baselines_added,
@@ -55,15 +72,7 @@ class MergeResult:
             "cache_added": self.cache_added,
             "cache_present": self.cache_present,
             "cache_kept": self.cache_kept,
-            "verdicts_added": self.verdicts_added,
-            "verdicts_present": self.verdicts_present,
         }
-
-
-def _verdict_identity(verdict: dict[str, Any]) -> _VerdictKey:
-    """Which verdict a row is: the same task of the same agent in the same run at the same
-    moment is one verdict; its content is the rest."""
-    return (verdict["agent_id"], verdict["task_id"], verdict["run_id"], verdict["created_at"])
 
 
 @dataclass(slots=True)
@@ -71,22 +80,29 @@ class _Plan:
     runs: dict[str, tuple[EvalRun, str]] = field(default_factory=dict)
     baselines: dict[str, tuple[Baseline, str]] = field(default_factory=dict)
     cache: dict[str, tuple[CacheEntry, str]] = field(default_factory=dict)
-    verdicts: dict[_VerdictKey, tuple[dict[str, Any], str]] = field(default_factory=dict)
+    #: Add-on name -> row identity -> (row, the store it came from).
+    addons: dict[str, dict[Hashable, tuple[dict[str, Any], str]]] = field(default_factory=dict)
 
 
 def merge_stores(
     sources: Sequence[tuple[str, Store]],
     target: Store,
     *,
+    addons: Sequence[AddonRows] = (),
     progress: Callable[[str], None] | None = None,
 ) -> MergeResult:
-    """Merge `sources` (name, open store) into `target`; raises UsageError naming the
-    conflicting rows (and writes nothing) when two stores disagree about one."""
+    """Merge `sources` (name, open store) into `target`, with the rows of `addons`; raises
+    UsageError naming the conflicting rows (and writes nothing) when two stores disagree
+    about one."""
     result = MergeResult()
-    plan = _Plan()
+    plan = _Plan(addons={addon.name: {} for addon in addons})
     target_name = target.path
     existing_cache = {entry.key: entry for entry in target.cache_entries()}
-    existing_verdicts = {_verdict_identity(v): v for v in verdicts(target)}
+    existing = {
+        addon.name: {addon.identity(row): row for row in addon.rows(target)} for addon in addons
+    }
+    for addon in addons:
+        result.added[addon.name] = result.present[addon.name] = 0
     for name, source in sources:
         run_ids = source.run_ids()
         if progress is not None:
@@ -138,24 +154,8 @@ def merge_stores(
                 result.cache_present += 1
             else:
                 result.cache_kept += 1
-        for verdict in reversed(verdicts(source)):
-            identity = _verdict_identity(verdict)
-            if identity in plan.verdicts:
-                other_verdict, where = plan.verdicts[identity]
-                if other_verdict != verdict:
-                    result.conflicts.append(
-                        f"contract verdict {_name(identity)} ({name} vs {where})"
-                    )
-                continue
-            present_verdict = existing_verdicts.get(identity)
-            if present_verdict is None:
-                plan.verdicts[identity] = (verdict, name)
-            elif present_verdict == verdict:
-                result.verdicts_present += 1
-            else:
-                result.conflicts.append(
-                    f"contract verdict {_name(identity)} ({name} vs {target_name})"
-                )
+        for addon in addons:
+            _plan_addon_rows(addon, name, source, plan, existing[addon.name], target_name, result)
     if result.conflicts:
         shown = "; ".join(result.conflicts[:_SHOWN])
         more = len(result.conflicts) - _SHOWN
@@ -170,14 +170,40 @@ def merge_stores(
         for baseline, _ in plan.baselines.values():
             target.save_baseline(baseline)
         target.cache_import(entry for entry, _ in plan.cache.values())
-        save_verdicts(target, (verdict for verdict, _ in plan.verdicts.values()))
+        for addon in addons:
+            addon.save(target, (row for row, _ in plan.addons[addon.name].values()))
     result.runs_added = len(plan.runs)
     result.baselines_added = len(plan.baselines)
     result.cache_added = len(plan.cache)
-    result.verdicts_added = len(plan.verdicts)
+    for addon in addons:
+        result.added[addon.name] = len(plan.addons[addon.name])
     return result
 
 
-def _name(identity: _VerdictKey) -> str:
-    agent, task, run_id, created = identity
-    return f"{task} of agent {agent or '-'} (run {run_id or '-'}, {created})"
+def _plan_addon_rows(
+    addon: AddonRows,
+    name: str,
+    source: Store,
+    plan: _Plan,
+    existing: Mapping[Hashable, Mapping[str, Any]],
+    target_name: str,
+    result: MergeResult,
+) -> None:
+    """The source's rows of one add-on table: new ones planned, identical ones counted,
+    different ones under the same identity a conflict."""
+    planned = plan.addons[addon.name]
+    # Oldest first, so the target lists them in the source's order.
+    for row in reversed(addon.rows(source)):
+        identity = addon.identity(row)
+        if identity in planned:
+            other, where = planned[identity]
+            if other != row:
+                result.conflicts.append(f"{addon.describe(identity)} ({name} vs {where})")
+            continue
+        present = existing.get(identity)
+        if present is None:
+            planned[identity] = (row, name)
+        elif present == row:
+            result.present[addon.name] += 1
+        else:
+            result.conflicts.append(f"{addon.describe(identity)} ({name} vs {target_name})")

@@ -25,8 +25,8 @@ from typing import Any, Final
 import fastjsonschema
 import jsonschema
 import jsonschema.exceptions
-import rfc8785
 
+from verdryx_core.addons.canonical import CanonicalizationError, canonical_json
 from verdryx_core.addons.contracts.checks import run_checks
 from verdryx_core.addons.contracts.model import Contract, ContractVerdict, Limits
 from verdryx_core.addons.contracts.paths import lexical_problem, normalize
@@ -41,6 +41,7 @@ __all__ = [
     "binding_problems",
     "bundle_hash",
     "bundle_schema",
+    "check_workspace",
     "collect_evidence",
     "load_bundle",
     "parse_bundle",
@@ -55,7 +56,7 @@ BUNDLE_FORMAT: Final = "verdryx-evidence/1"
 
 
 def _canonical_sha256(value: Any) -> str:
-    return hashlib.sha256(rfc8785.dumps(value)).hexdigest()
+    return hashlib.sha256(canonical_json(value)).hexdigest()
 
 
 def bundle_hash(bundle: Mapping[str, Any]) -> str:
@@ -80,6 +81,14 @@ def verify_workspace(
     contract: Contract, base_path: str | os.PathLike[str], *, limits: Limits | None = None
 ) -> ContractVerdict:
     return verify_and_collect(contract, base_path, limits=limits)[0]
+
+
+def check_workspace(
+    contract: Contract, base_path: str | os.PathLike[str], *, limits: Limits | None = None
+) -> ContractVerdict:
+    """The verdict alone, as a `contract` eval case needs it: the checks run, no evidence
+    bundle sealed (so neither its hash nor canonical JSON is needed)."""
+    return decide(contract, run_checks(contract, WorkspaceSource(base_path, limits)))
 
 
 def collect_evidence(
@@ -288,7 +297,7 @@ def verify_bundle(
     problems: list[str] = []
     try:
         recomputed = bundle_hash(bundle)
-    except (rfc8785.CanonicalizationError, TypeError) as exc:
+    except (CanonicalizationError, TypeError) as exc:
         recomputed = f"(not computable: {exc})"
     if recomputed != bundle["bundle_hash"]:
         problems.append(
@@ -320,7 +329,7 @@ def verify_bundle(
 def _artifact_problems(artifact: Mapping[str, Any], kept: Mapping[str, int]) -> list[str]:
     try:
         expected = _section_digests(artifact)
-    except (ValueError, TypeError, KeyError, binascii.Error, rfc8785.CanonicalizationError) as exc:
+    except (ValueError, TypeError, KeyError, binascii.Error) as exc:
         return [f"undecodable ({exc})"]
     problems = []
     for section, digest in expected.items():

@@ -7,17 +7,22 @@ file's directory), else that directory itself. Free and deterministic: no model 
 
 from __future__ import annotations
 
-import threading
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar, final
 
-from verdryx_core.addons.contracts.evidence import verify_and_collect
+from verdryx_core.addons.contracts.evidence import check_workspace
+from verdryx_core.addons.contracts.history import save_verdicts, verdict_rows
 from verdryx_core.addons.contracts.model import FAIL, FLAG, PASS, Limits
 from verdryx_core.addons.contracts.validate import contract_from_data
 from verdryx_core.addons.errors import ContractError
 from verdryx_core.cases import EvalCase
-from verdryx_core.errors import UsageError
+from verdryx_core.errors import UsageError, VerdryxError
 from verdryx_core.graders.base import Grade, GradeContext
+from verdryx_core.graders.plugins import CaseProblem
+from verdryx_core.runs import EvalRun
+from verdryx_core.store import Store
 
 __all__ = ["ContractGrader", "contract_base_path"]
 
@@ -32,13 +37,33 @@ def contract_base_path(case: EvalCase, output: Any, context: GradeContext) -> Pa
 
 @final
 class ContractGrader:
+    """Plugs in by entry point (verdryx_core.graders.plugins): it reads its output from the
+    world, owns the `contract` field, checks it at load, and keeps each verdict in the
+    contracts' own table once the run is stored."""
+
     kind: ClassVar[str] = "contract"
+    model_free: ClassVar[bool] = True
+    #: A contract checks a workspace, not the one text output the checks of a case share.
+    in_checks: ClassVar[bool] = False
+    fields: ClassVar[tuple[str, ...]] = ("contract",)
 
     def __init__(self, *, limits: Limits | None = None) -> None:
         self.limits = limits
-        #: One `history.save_verdicts` row per graded case, for whoever stores them.
-        self.records: list[dict[str, Any]] = []
-        self._lock = threading.Lock()
+
+    @staticmethod
+    def check_case(case: Mapping[str, Any]) -> None:
+        """A bad contract is a collection error now, not an error at grading time."""
+        if "contract" not in case:
+            raise CaseProblem("contract", "grader 'contract' requires the field 'contract'")
+        try:
+            contract_from_data(case["contract"], source="contract", default_task_id=case["id"])
+        except VerdryxError as exc:
+            raise CaseProblem("contract", str(exc)) from None
+
+    @staticmethod
+    def after_save(store: Store, run: EvalRun) -> None:
+        """The run's contract verdicts, in the contracts' table (an agent's record)."""
+        save_verdicts(store, verdict_rows(run))
 
     def grade(self, case: EvalCase, output: Any, context: GradeContext) -> Grade:
         if case.contract is None:
@@ -51,15 +76,21 @@ class ContractGrader:
             default_task_id=case.id,
         )
         base = contract_base_path(case, output, context)
+        # What the verdict row keeps of the case: its own task and agent ids.
+        notes = {
+            name: str(value)
+            for name in ("task_id", "agent_id")
+            if (value := case.contract.get(name)) is not None
+        }
         try:
-            verdict, _bundle = verify_and_collect(contract, base, limits=self.limits)
+            verdict = check_workspace(contract, base, limits=self.limits)
         except UsageError as exc:
             # No workspace to look at: nothing was checkable, which is a FLAG, never a 0.0.
-            return Grade.unmeasured_because(f"{FLAG}: {exc}")
-        with self._lock:
-            self.records.append(verdict.to_record(run_id=context.run_id or None))
+            return replace(Grade.unmeasured_because(f"{FLAG}: {exc}"), notes=notes or None)
         if verdict.verdict == PASS:
-            return Grade(value=1.0, reason=verdict.reason)
-        if verdict.verdict == FAIL:
-            return Grade(value=0.0, reason=verdict.reason)
-        return Grade.unmeasured_because(verdict.reason)
+            grade = Grade(value=1.0, reason=verdict.reason)
+        elif verdict.verdict == FAIL:
+            grade = Grade(value=0.0, reason=verdict.reason)
+        else:
+            grade = Grade.unmeasured_because(verdict.reason)
+        return replace(grade, notes=notes or None)

@@ -11,16 +11,15 @@ nothing, so the read-only commands stay read-only (docs/contracts.md).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from verdryx_core.cases import EvalCase
 from verdryx_core.runs import EvalRun, iso_utc
 from verdryx_core.store.base import Store
 from verdryx_core.store.db import marks
 
-__all__ = ["promise_of", "save_verdicts", "verdict_rows", "verdicts"]
+__all__ = ["VERDICT_ROWS", "save_verdicts", "verdict_rows", "verdicts"]
 
 #: A row's keys, in the table's column order.
 _KEYS: Final = ("agent_id", "task_id", "verdict", "reason", "bundle_hash", "run_id", "created_at")
@@ -65,27 +64,20 @@ CREATE INDEX IF NOT EXISTS contract_verdicts_by_agent ON contract_verdicts (agen
 _VERDICTS: dict[bool | None, str] = {True: "PASS", False: "FAIL", None: "FLAG"}
 
 
-def promise_of(case: EvalCase) -> dict[str, str | None]:
-    """The task and agent a contract case names for itself (either may be absent)."""
-    contract = case.contract or {}
-    return {"task_id": contract.get("task_id"), "agent_id": contract.get("agent_id")}
-
-
-def verdict_rows(
-    run: EvalRun, promises: Mapping[str, Mapping[str, str | None]]
-) -> list[dict[str, Any]]:
-    """One row per contract case of `run` for `save_verdicts`. `promises` maps
-    a case key to `promise_of(case)`: the run's agent wins, else the contract's own."""
+def verdict_rows(run: EvalRun) -> list[dict[str, Any]]:
+    """One row per contract case of `run` for `save_verdicts`: the run's agent wins, else the
+    contract's own (`Score.notes`, kept by the grader); the task is the contract's, else the
+    case id."""
     rows = []
     for score in run.scores:
         if score.grader != "contract":
             continue
-        promise = promises.get(score.key, {})
+        notes = score.notes or {}
         verdict = _VERDICTS[None if score.value is None else score.value >= 1.0]
         rows.append(
             {
-                "agent_id": run.agent_id or promise.get("agent_id"),
-                "task_id": promise.get("task_id") or score.case_id,
+                "agent_id": run.agent_id or notes.get("agent_id"),
+                "task_id": notes.get("task_id") or score.case_id,
                 "verdict": verdict,
                 "reason": score.reason or score.unmeasured or "",
                 "run_id": run.id,
@@ -138,3 +130,28 @@ def verdicts(store: Store, agent_id: str | None = None) -> list[dict[str, Any]]:
             return []
         rows = db.rows(sql, params)
     return [dict(zip(_KEYS, row, strict=True)) for row in rows]
+
+
+class _VerdictRows:
+    """The verdict rows as `verdryx merge` copies them (verdryx_core.store.merge.AddonRows)."""
+
+    name = "verdicts"
+
+    def rows(self, store: Store) -> list[dict[str, Any]]:
+        return verdicts(store)
+
+    def identity(self, row: Mapping[str, Any]) -> tuple[Any, ...]:
+        """The same task of the same agent in the same run at the same moment is one
+        verdict; its content is the rest."""
+        return (row["agent_id"], row["task_id"], row["run_id"], row["created_at"])
+
+    def describe(self, identity: Hashable) -> str:
+        parts: tuple[Any, ...] = tuple(identity)  # type: ignore[arg-type]
+        agent, task, run_id, created = parts
+        return f"contract verdict {task} of agent {agent or '-'} (run {run_id or '-'}, {created})"
+
+    def save(self, store: Store, rows: Iterable[Mapping[str, Any]]) -> None:
+        save_verdicts(store, rows)
+
+
+VERDICT_ROWS: Final = _VerdictRows()

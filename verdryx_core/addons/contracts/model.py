@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-import rfc8785
+from verdryx_core.addons.canonical import canonical_json
 
 __all__ = [
     "CHECK_STATUSES",
@@ -142,7 +142,7 @@ class Contract:
 
     def sha256(self) -> str:
         """A content hash of the promise, recorded in evidence bundles as provenance."""
-        return hashlib.sha256(rfc8785.dumps(self.to_dict())).hexdigest()
+        return hashlib.sha256(canonical_json(self.to_dict())).hexdigest()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -25,8 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-import rfc8785
-
+from verdryx_core.addons.canonical import canonical_json
 from verdryx_core.errors import UsageError
 from verdryx_core.untrusted.json_input import parse_json
 
@@ -92,7 +91,7 @@ def is_canonical_agent_id(agent_id: str) -> bool:
 def canonical_bytes(event: Mapping[str, Any]) -> bytes:
     """RFC 8785 bytes of `event` without `prev_hash`; the caller's mapping is not changed."""
     body = {key: value for key, value in event.items() if key != "prev_hash"}
-    return rfc8785.dumps(body)
+    return canonical_json(body)
 
 
 def chain_hash(event: Mapping[str, Any]) -> str:
@@ -487,7 +486,7 @@ def _check_line(
         return (number, f"line {number} is JSON but not an object"), None
     try:
         this_hash = chain_hash(event)
-    except (rfc8785.CanonicalizationError, TypeError, ValueError) as exc:
+    except (TypeError, ValueError) as exc:
         return (number, f"line {number} has a value RFC 8785 cannot canonicalise: {exc}"), None
     prev = event.get("prev_hash")
     if number == 1:

@@ -17,12 +17,14 @@ from collections.abc import Mapping
 from typing import Any, ClassVar, Final, final
 
 from verdryx_core.addons.errors import TypedGradeError
-from verdryx_core.addons.typed.client import TypryxClient
+from verdryx_core.addons.typed.client import DEFAULT_TEMPLATE, TypryxClient, read_key_file
 from verdryx_core.cases import EvalCase
-from verdryx_core.errors import ModelCallError
+from verdryx_core.errors import ModelCallError, UsageError
 from verdryx_core.graders.base import Grade, GradeContext
+from verdryx_core.graders.plugins import GraderUnavailable
 
 __all__ = ["LABEL_SOURCE", "TypedGrader", "label_truth", "score_value"]
+
 
 LABEL_SOURCE: Final = "verdryx:evalset"
 #: typryx checks its probabilities sum to 1 within 1e-6; rounding may leave p just past 1.
@@ -120,6 +122,8 @@ class TypedGrader:
     """Grades `typed` cases through a `TypryxClient`; safe to share between threads."""
 
     kind: ClassVar[str] = "typed"
+    #: Grading asks the service: made ahead, in the bounded pool.
+    remote: ClassVar[bool] = True
 
     def __init__(self, client: TypryxClient) -> None:
         self.client = client
@@ -130,6 +134,29 @@ class TypedGrader:
 
     def __repr__(self) -> str:
         return f"TypedGrader({self.client!r})"
+
+    @classmethod
+    def for_run(cls, settings: Any) -> TypedGrader:
+        """The grader of one run, from its `grader_options["typed"]` (`typed_options`): the
+        service URL, the key file and the template (docs/typed-grader.md)."""
+        options = settings.grader_options.get("typed") or {}
+        if not options.get("url"):
+            raise GraderUnavailable(
+                "typed cases need the typed grading service: pass {typed_url} URL "
+                "(and a key file with {typed_key_file} or $VERDRYX_TYPRYX_KEY_FILE)"
+            )
+        if not options.get("key_file"):
+            raise UsageError(
+                "a typed grading service URL was given with no key",
+                hint="pass {typed_key_file} PATH or set $VERDRYX_TYPRYX_KEY_FILE",
+            )
+        client = TypryxClient(
+            options["url"],
+            read_key_file(options["key_file"]),
+            template=options.get("template") or DEFAULT_TEMPLATE,
+            timeout=settings.call_timeout,
+        )
+        return cls(client)
 
     def grade(self, case: EvalCase, output: Any, context: GradeContext) -> Grade:
         template = self.client.template

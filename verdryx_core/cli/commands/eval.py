@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from verdryx_core.addons.typed import typed_options
 from verdryx_core.cli.commands._common import (
     add_db_argument,
     add_json_argument,
@@ -140,9 +141,11 @@ def settings_from(args: argparse.Namespace) -> EvalSettings:
         concurrency=args.concurrency,
         repeat=args.repeat,
         prices=Path(args.prices) if args.prices else None,
-        typed_url=args.typed_url or None,
-        typed_key_file=args.typed_key_file or os.environ.get("VERDRYX_TYPRYX_KEY_FILE") or None,
-        typed_template=args.typed_template,
+        grader_options=typed_options(
+            args.typed_url,
+            args.typed_key_file or os.environ.get("VERDRYX_TYPRYX_KEY_FILE"),
+            args.typed_template,
+        ),
         min_score=args.min_score,
         agent_id=args.agent_id or None,
         batch=args.batch,

@@ -7,6 +7,7 @@ import os
 import sys
 from contextlib import ExitStack
 
+from verdryx_core.addons.contracts.history import VERDICT_ROWS
 from verdryx_core.cli.commands._common import add_json_argument, print_json
 from verdryx_core.errors import UsageError
 from verdryx_core.store import Store, describe, is_store_url, resolve_store_path
@@ -52,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         ]
         target = stack.enter_context(Store.open(resolve_store_path(args.into)))
         progress = None if args.json else (lambda line: print(line, file=sys.stderr))
-        result = merge_stores(sources, target, progress=progress)
+        result = merge_stores(sources, target, addons=[VERDICT_ROWS], progress=progress)
     if args.json:
         print_json(
             {"into": target.path, "sources": [name for name, _ in sources], **result.to_dict()}
@@ -66,8 +67,8 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"merged {len(sources)} store(s) into {target.path}: added {result.runs_added} runs, "
         f"{result.baselines_added} baselines, {result.cache_added} cache entries, "
-        f"{result.verdicts_added} contract verdicts; already there: {result.runs_present} "
+        f"{result.added['verdicts']} contract verdicts; already there: {result.runs_present} "
         f"runs, {result.baselines_present} baselines, {result.cache_present} cache entries, "
-        f"{result.verdicts_present} contract verdicts{kept}"
+        f"{result.present['verdicts']} contract verdicts{kept}"
     )
     return 0

@@ -13,7 +13,7 @@ from verdryx_core.cli.commands._common import (
 )
 from verdryx_core.cli.commands._table import render_table, when
 from verdryx_core.errors import UsageError
-from verdryx_core.gating.breakdown import breakdown_lines, compute_breakdown
+from verdryx_core.reporting.breakdown import breakdown_lines, compute_breakdown
 from verdryx_core.reporting.naturalsort import score_order
 from verdryx_core.reporting.summary import fmt_usd, run_lines
 from verdryx_core.runs import EvalRun, Score, iso_utc

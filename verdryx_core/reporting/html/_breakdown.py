@@ -1,9 +1,9 @@
 """The report's breakdown section: the run by eval set and by grader, with each group's delta
-against the baseline on its matched cases (`verdryx_core.gating.breakdown`)."""
+against the baseline on its matched cases (`verdryx_core.reporting.breakdown`)."""
 
 from __future__ import annotations
 
-from verdryx_core.gating.breakdown import Group, compute_breakdown
+from verdryx_core.reporting.breakdown import Group, compute_breakdown
 from verdryx_core.reporting.html._collect import ReportData
 from verdryx_core.reporting.html._svg import esc
 from verdryx_core.reporting.summary import fmt_score

@@ -39,7 +39,7 @@ class ReportData:
     result: GateResult | None = None
     #: Why there is no verdict, in words, when there is none.
     gate_note: str | None = None
-    #: A `verdryx_core.addons.traces.CostPerOutcomeReport` when traces were given.
+    #: The traces add-on's cost per outcome (its `CostPerOutcomeReport`), when given.
     costs: Any = None
     traces: str | None = None
     traces_note: str | None = None
@@ -65,13 +65,16 @@ def collect_report(
     eval_set_id: str | None = None,
     model: str | None = None,
     traces: Path | None = None,
+    traces_costs: tuple[Any, str | None] = (None, None),
     result: GateResult | None = None,
     gate: str = "significant",
     threshold: float = DEFAULT_THRESHOLD,
     min_effect: float = 0.0,
     now: datetime | None = None,
 ) -> ReportData:
-    """Read what the report needs. `result` is a gate verdict already reached (the pytest
+    """Read what the report needs. `traces` names the traces the face read into
+    `traces_costs` (the cost per outcome, or None and why not). `result` is a gate verdict
+    already reached (the pytest
     session's, with its window and settings); without it the current run alone is compared
     with the baseline under `gate`, `threshold` and `min_effect`."""
     current = _current_run(store, run_id=run_id, eval_set_id=eval_set_id, model=model)
@@ -120,7 +123,7 @@ def collect_report(
             "or --verdryx-save-baseline=v1"
         )
 
-    costs, traces_note = _costs(traces)
+    costs, traces_note = traces_costs if traces is not None else (None, None)
     return ReportData(
         store_path=str(store.path),
         generated_at=now or datetime.now(UTC),
@@ -175,17 +178,3 @@ def _current_run(
     found = store.load_run(chosen.id)
     assert found is not None  # listed a moment ago; runs are only ever replaced whole
     return found
-
-
-def _costs(traces: Path | None) -> tuple[Any, str | None]:
-    if traces is None:
-        return None, None
-    try:
-        # Imported here: the traces package is optional (pyarrow) and another team's module.
-        from verdryx_core.addons.traces import TracesExtraMissing, cost_report_for
-    except ImportError as exc:
-        return None, f"cost per outcome skipped: the traces reader is not available ({exc})"
-    try:
-        return cost_report_for(traces), None
-    except TracesExtraMissing as exc:
-        return None, f"cost per outcome skipped: {exc}"

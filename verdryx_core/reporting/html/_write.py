@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from verdryx_core.atomic import write_text_atomic
 from verdryx_core.errors import UsageError
@@ -25,6 +26,7 @@ def write_report(
     eval_set_id: str | None = None,
     model: str | None = None,
     traces: Path | None = None,
+    traces_costs: tuple[Any, str | None] = (None, None),
     result: GateResult | None = None,
     gate: str = "significant",
     threshold: float = DEFAULT_THRESHOLD,
@@ -48,6 +50,7 @@ def write_report(
         eval_set_id=eval_set_id,
         model=model,
         traces=traces,
+        traces_costs=traces_costs,
         result=result,
         gate=gate,
         threshold=threshold,

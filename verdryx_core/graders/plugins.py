@@ -1,0 +1,110 @@
+"""What a grader that plugs in from outside the core may declare besides `grade`.
+
+The add-ons (`contract`, `typed`) and any installed package plug graders in the same way:
+by name, through `register_grader` or the `verdryx.graders` entry point group, and the core
+never imports them. A plugged-in grader's class (or the object registered) may declare, as
+attributes, what the core asks of every grader (docs/graders.md, "Graders from add-ons"):
+
+    default_min_score: float   its own pass bar
+    remote: bool               grading calls a service (made ahead, in the bounded pool)
+    model_free: bool           its cases' outputs never come from the model under test
+    in_checks: bool            False: it cannot be one check of a multi-check case
+    fields: tuple[str, ...]    case fields that belong to it (refused on other cases)
+    check_case(case) -> None   load-time checks of a case (raise CaseProblem)
+    for_run(settings) -> grader  build it for one run from the run's settings (raise
+                               GraderUnavailable when they do not configure it)
+    after_save(store, run)     store what it keeps of a run, once the run is stored
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+from verdryx_core.cases import GRADER_KINDS
+from verdryx_core.errors import VerdryxError, word_hint
+from verdryx_core.graders.registry import custom_grader_names, grader_source
+from verdryx_core.untrusted.text import printable
+
+if TYPE_CHECKING:
+    from verdryx_core.runs import EvalRun
+    from verdryx_core.store import Store
+
+__all__ = [
+    "CaseProblem",
+    "GraderUnavailable",
+    "after_save",
+    "case_problem",
+    "field_owners",
+    "plugin",
+    "usable_in_checks",
+]
+
+
+class GraderUnavailable(VerdryxError):
+    """A plugged-in grader this run's settings do not configure. `reason`, with `{setting}`
+    placeholders the face words, is the unmeasured reason of the cases that name it."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(reason)
+
+    def worded(self, flags: Mapping[str, str]) -> str:
+        return printable(word_hint(self.reason, flags), keep_newlines=False)
+
+
+class CaseProblem(VerdryxError):
+    """A case a plugged-in grader refuses at load: `field` names the field at fault."""
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        super().__init__(message)
+
+
+def plugin(name: str) -> Any | None:
+    """The plugged-in grader `name` (its class or registered object, unbuilt), or None for a
+    built-in or an unknown name. Loading it declares whether its cases need the model."""
+    if name in GRADER_KINDS:
+        return None
+    return grader_source(name)
+
+
+def usable_in_checks(name: str) -> bool:
+    found = plugin(name)
+    return found is None or bool(getattr(found, "in_checks", True))
+
+
+def case_problem(name: str, case: Mapping[str, Any]) -> CaseProblem | None:
+    """What the plugged-in grader `name` refuses in `case` (set defaults applied), if
+    anything."""
+    check = getattr(plugin(name), "check_case", None)
+    if check is None:
+        return None
+    try:
+        check(case)
+    except CaseProblem as problem:
+        return problem
+    return None
+
+
+@cache
+def field_owners() -> Mapping[str, str]:
+    """Case field -> the installed grader it belongs to (loads every installed plugin once)."""
+    owners: dict[str, str] = {}
+    for name in custom_grader_names():
+        try:
+            found = plugin(name)
+        except VerdryxError:
+            continue  # a grader that cannot load is reported where a case names it
+        for field in getattr(found, "fields", ()):
+            owners[field] = name
+    return owners
+
+
+def after_save(store: Store, run: EvalRun) -> None:
+    """Each plugged-in grader of `run` stores what it keeps of it (its own tables)."""
+    for name in sorted({score.grader for score in run.scores}):
+        hook = getattr(plugin(name), "after_save", None)
+        if hook is not None:
+            hook(store, run)
