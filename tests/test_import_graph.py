@@ -9,6 +9,7 @@ docs/architecture.md.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -156,3 +157,77 @@ def test_an_acyclic_graph_has_no_cycles(tmp_path: Path) -> None:
         {"pkg/__init__.py": "", "pkg/a.py": "import pkg.b\n", "pkg/b.py": "import os\n"},
     )
     assert cycles(import_graph(tmp_path, ["pkg"])) == []
+
+
+def _layers() -> list[list[str]]:
+    """The layers docs/architecture.md states, lowest first (each a list of packages)."""
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = text.split("<!-- layers:begin -->", 1)[1].split("<!-- layers:end -->", 1)[0]
+    layers = []
+    for line in section.strip().splitlines():
+        names = re.findall(r"`([\w.]+)`", line)
+        assert names, line
+        layers.append(names)
+    return layers
+
+
+def _layer_of(module: str, layers: list[list[str]]) -> int:
+    """The layer of the longest package named in `layers` that holds `module`."""
+    best, found = -1, -1
+    for index, names in enumerate(layers):
+        for name in names:
+            if (module == name or module.startswith(name + ".")) and len(name) > best:
+                best, found = len(name), index
+    assert found >= 0, f"{module} is in no layer of docs/architecture.md"
+    return found
+
+
+def test_imports_only_point_down_the_layers() -> None:
+    layers = _layers()
+    assert len(layers) >= 10
+    graph = import_graph(ROOT, PACKAGES)
+    upward = sorted(
+        f"{name} (layer {_layer_of(name, layers) + 1}) -> {target} "
+        f"(layer {_layer_of(target, layers) + 1})"
+        for name, targets in graph.items()
+        for target in targets
+        if _layer_of(target, layers) > _layer_of(name, layers)
+    )
+    assert upward == [], "imports that point up docs/architecture.md's layers:\n" + "\n".join(
+        upward
+    )
+
+
+def test_no_core_module_imports_an_add_on() -> None:
+    graph = import_graph(ROOT, PACKAGES)
+    faces = ("verdryx_core.addons", "verdryx_core.cli")
+    wrong = sorted(
+        f"{name} -> {target}"
+        for name, targets in graph.items()
+        if name.startswith("verdryx_core") and not name.startswith(faces)
+        for target in targets
+        if target.startswith("verdryx_core.addons")
+    )
+    assert wrong == []
+
+
+def test_add_ons_import_each_other_only_as_stated() -> None:
+    graph = import_graph(ROOT, ["verdryx_core"])
+    shared = {"verdryx_core.addons.errors", "verdryx_core.addons.canonical"}
+    allowed = {("service", "contracts"), ("slo", "events"), ("slo", "traces")}
+
+    def addon(module: str) -> str | None:
+        parts = module.split(".")
+        return parts[2] if len(parts) > 3 and parts[1] == "addons" else None
+
+    crossing = sorted(
+        f"{name} -> {target}"
+        for name, targets in graph.items()
+        for target in targets
+        if target not in shared
+        and (pair := (addon(name), addon(target)))[0] is not None
+        and pair[1] is not None
+        and pair[0] != pair[1]
+        and pair not in allowed
+    )
+    assert crossing == []

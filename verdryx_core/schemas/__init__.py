@@ -1,0 +1,1 @@
+"""The published JSON Schemas (eval sets, baseline files), read as package data."""

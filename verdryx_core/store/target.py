@@ -8,22 +8,18 @@ redacted form. See docs/store.md.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 from urllib.parse import urlsplit, urlunsplit
 
+from verdryx_core.untrusted.redact import redact_database_url as redact
+
 __all__ = ["StoreTarget", "StoreUrl", "is_store_url", "redact", "resolve_store_path"]
 
 #: The URL schemes that select the PostgreSQL store (libpq accepts both).
 _SCHEMES: Final = ("postgresql://", "postgres://")
-
-# A password anywhere a libpq URL or keyword string can carry one: user:PASSWORD@ in the
-# authority, password=... in the query, or a password='...' keyword.
-_AUTHORITY_PASSWORD: Final = re.compile(r"(?P<scheme>postgres(?:ql)?://[^:/@?#\s]*):[^@/?#\s]*@")
-_QUERY_PASSWORD: Final = re.compile(r"(?i)(?P<key>[?&\s]password=)(?:'[^']*'|[^&\s]*)")
 
 
 def is_store_url(target: object) -> bool:
@@ -31,15 +27,6 @@ def is_store_url(target: object) -> bool:
     if isinstance(target, StoreUrl):
         return True
     return isinstance(target, str) and target.strip().lower().startswith(_SCHEMES)
-
-
-def redact(text: object) -> str:
-    """`text` with every PostgreSQL password replaced by `***`; anything else unchanged.
-
-    Safe to apply to whole messages (a driver's error may quote the URL)."""
-    value = str(text)
-    value = _AUTHORITY_PASSWORD.sub(r"\g<scheme>:***@", value)
-    return _QUERY_PASSWORD.sub(r"\g<key>***", value)
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,9 +17,21 @@ import re
 import threading
 from typing import Final
 
-__all__ = ["MASK", "URLCredentialFilter", "install_log_filter", "redact_text", "redact_url"]
+__all__ = [
+    "MASK",
+    "URLCredentialFilter",
+    "install_log_filter",
+    "redact_database_url",
+    "redact_text",
+    "redact_url",
+]
 
 MASK: Final = "***"
+
+# A password anywhere a libpq URL or keyword string can carry one: user:PASSWORD@ in the
+# authority, password=... in the query, or a password='...' keyword.
+_AUTHORITY_PASSWORD: Final = re.compile(r"(?P<scheme>postgres(?:ql)?://[^:/@?#\s]*):[^@/?#\s]*@")
+_QUERY_PASSWORD: Final = re.compile(r"(?i)(?P<key>[?&\s]password=)(?:'[^']*'|[^&\s]*)")
 
 # scheme://userinfo@ where userinfo has no '/', '@' or whitespace; the last '@' before the host
 # ends it (a password may itself hold an unescaped '@').
@@ -39,10 +51,16 @@ def redact_text(text: str) -> str:
     if "@" in text:
         text = _USERINFO.sub(_mask, text)
     if "password=" in text.lower():
-        from verdryx_core.store.target import redact as redact_store_url
-
-        text = redact_store_url(text)
+        text = redact_database_url(text)
     return text
+
+
+def redact_database_url(text: object) -> str:
+    """`text` with every PostgreSQL password replaced by `***`; anything else unchanged. Safe
+    to apply to whole messages (a driver's error may quote the URL): the store's rule."""
+    value = str(text)
+    value = _AUTHORITY_PASSWORD.sub(rf"\g<scheme>:{MASK}@", value)
+    return _QUERY_PASSWORD.sub(rf"\g<key>{MASK}", value)
 
 
 def _mask(match: re.Match[str]) -> str:
