@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from pytest_verdryx.items import DROPPED
 from verdryx_core.evalsets.lines import read_case_lines_by_id
 from verdryx_core.gating.compare import GateOutcome
 from verdryx_core.reporting.ci import (
@@ -36,7 +37,7 @@ class CiOutputs:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.failures: list[CaseFailure] = []
-        self.counts = {"passed": 0, "failed": 0, "xfailed": 0}
+        self.counts = {"passed": 0, "failed": 0, "xfailed": 0, "dropped": 0}
         self.run: EvalRun | None = None
         self.gate: GateOutcome | None = None
         self._lines: dict[str, dict[str, int]] = {}
@@ -53,7 +54,11 @@ class CiOutputs:
             return
         if report.when != "call":
             return
-        if hasattr(report, "wasxfail"):
+        if str(getattr(report, "wasxfail", "")).startswith(DROPPED):
+            # Below its bar, reported, and left to the verdict (docs/outcomes.md).
+            self.counts["dropped"] += 1
+            self.failures.append(self._failure(report, dropped=True))
+        elif hasattr(report, "wasxfail"):
             self.counts["xfailed"] += 1
         elif report.passed:
             self.counts["passed"] += 1
@@ -61,7 +66,7 @@ class CiOutputs:
             self.counts["failed"] += 1
             self.failures.append(self._failure(report))
 
-    def _failure(self, report: pytest.TestReport) -> CaseFailure:
+    def _failure(self, report: pytest.TestReport, *, dropped: bool = False) -> CaseFailure:
         relpath, line, _ = report.location
         path = self.config.rootpath / relpath
         if line is not None:
@@ -75,7 +80,8 @@ class CiOutputs:
             key=report.nodeid,
             file=_repository_path(path),
             line=shown,
-            message=_text(report.longrepr),
+            message=str(report.wasxfail) if dropped else _text(report.longrepr),
+            dropped=dropped,
         )
 
     # -- the end ----------------------------------------------------------------------------
@@ -95,6 +101,7 @@ class CiOutputs:
                 passed=self.counts["passed"],
                 failed=self.counts["failed"],
                 xfailed=self.counts["xfailed"],
+                dropped=self.counts["dropped"],
             )
             try:
                 with open(summary_path, "a", encoding="utf-8") as handle:
@@ -117,6 +124,9 @@ class CiOutputs:
         hook = self.config.hook
         location = ("verdryx", None, "verdryx gate")
         properties = [("verdryx.verdict", verdict)]
+        if gated:
+            # The whole verdict, power and coverage included, even when the testcase passes.
+            properties.append(("verdryx.verdict_line", verdict_line(gate)))
 
         def report(phase: str, result: str, longrepr: Any) -> pytest.TestReport:
             return pytest.TestReport(

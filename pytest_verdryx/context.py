@@ -107,6 +107,24 @@ class SessionContext:
         base = self._baseline_cases.get(score.key)
         return None if base is None else excuse(base, score)
 
+    def baseline_case(self, key: str) -> BaselineCase | None:
+        return self._baseline_cases.get(key)
+
+    @property
+    def verdict_decides(self) -> bool:
+        """Whether the verdict, not each case, fails the session: a baseline is named and
+        `--verdryx-fail-on=verdict` (docs/outcomes.md)."""
+        return bool(self.settings.baseline) and self.settings.fail_on == "verdict"
+
+    def below_bar(self, score: Score) -> str:
+        """What a score below its bar is: `failed` (fails the session), `excused` (below the
+        bar in the baseline too) or `dropped` (reported; the verdict decides)."""
+        if score.required:
+            return "failed"
+        if self.excuse(score) is not None:
+            return "excused"
+        return "dropped" if self.verdict_decides else "failed"
+
 
 CONTEXT_KEY = pytest.StashKey[SessionContext]()
 

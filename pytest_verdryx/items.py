@@ -14,7 +14,7 @@ import difflib
 import functools
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import pytest
 
@@ -26,10 +26,18 @@ from verdryx_core.cases import EvalCase
 from verdryx_core.errors import EvalSetError, ModelCallError, VerdryxError
 from verdryx_core.evalsets.load import EvalSet, load_evalset
 from verdryx_core.evaluation import Work, stability
-from verdryx_core.runs import Score
+from verdryx_core.runs import BaselineCase, Score
 from verdryx_core.untrusted.text import printable
 
-__all__ = ["CaseBelowBar", "EvalCaseItem", "EvalSetFile", "failure_text", "outcome_for"]
+__all__ = [
+    "DROPPED",
+    "CaseBelowBar",
+    "EvalCaseItem",
+    "EvalSetFile",
+    "dropped_text",
+    "failure_text",
+    "outcome_for",
+]
 
 #: eval set id -> the file that declared it (one file per id).
 _FILES_KEY = pytest.StashKey[dict[str, Path]]()
@@ -181,18 +189,39 @@ def outcome_for(
         return
     assert score.bar is not None  # a measured score is decided against its bar
     bar = score.bar
-    base = context.excuse(score)
-    if base is not None:
-        # `pytrace=False`: a custom case's report shows the reason, not the plugin's frames.
+    kind = context.below_bar(score)
+    base = context.baseline_case(score.key)
+    # `pytrace=False`: a custom case's report shows the reason, not the plugin's frames.
+    if kind == "excused" and base is not None:
         raise pytest.xfail.Exception(
             f"score {score.value:.3f} below the bar {bar:g}, as in baseline "
             f"{context.baseline_name} ({base.value:.3f})",
             pytrace=False,
         )
+    if kind == "dropped":
+        raise pytest.xfail.Exception(dropped_text(score, bar, base), pytrace=False)
     text = failure_text(score, bar, case)
     if not raise_below:
         pytest.fail(text, pytrace=False)
     raise CaseBelowBar(text)
+
+
+#: The start of a dropped case's xfail reason, which CI outputs count by.
+DROPPED: Final = "dropped:"
+
+
+def dropped_text(score: Score, bar: float, base: BaselineCase | None) -> str:
+    """A case below its bar that does not fail the session: its score, its drop, who decides."""
+    assert score.value is not None
+    if base is not None:
+        against = f"baseline {base.value:.3f}, {score.value - base.value:+.3f}"
+    else:
+        against = "new since the baseline"
+    return printable(
+        f"{DROPPED} score {score.value:.3f} below the bar {bar:g} ({against}); the gate's "
+        "verdict decides (--verdryx-fail-on=cases fails each such case)",
+        keep_newlines=False,
+    )
 
 
 def failure_text(score: Score, bar: float, case: EvalCase | None) -> str:

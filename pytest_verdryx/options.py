@@ -113,6 +113,48 @@ OPTIONS: Final = (
         metavar="F",
     ),
     _Option(
+        "verdryx_fail_on",
+        "with a baseline, what fails the session: 'verdict' (default: a regressed or refused "
+        "gate, or a required case below its bar; other cases below their bar are reported as "
+        "dropped) or 'cases' (every case below its bar fails, as without a baseline)",
+        "verdict",
+        "choice",
+        choices=("verdict", "cases"),
+    ),
+    _Option(
+        "verdryx_min_coverage",
+        "refuse a gate that compared less than this share of the baseline's cases (default 0.5)",
+        0.5,
+        "float",
+        minimum=0.0,
+        maximum=1.0,
+        metavar="F",
+    ),
+    _Option(
+        "verdryx_detect",
+        "the smallest drop you need the gate to see; an on-track verdict that cannot see it "
+        "is labelled underpowered (default 0.05)",
+        0.05,
+        "float",
+        minimum=0.001,
+        maximum=1.0,
+        metavar="D",
+    ),
+    _Option(
+        "verdryx_require_power",
+        "refuse the gate when the run cannot see a drop of --verdryx-detect",
+        False,
+        "bool",
+    ),
+    _Option(
+        "verdryx_gate_metric",
+        "what the gate compares per case: 'score' (default: mean scores) or 'pass' (pass "
+        "rates, in points)",
+        "score",
+        "choice",
+        choices=("score", "pass"),
+    ),
+    _Option(
         "verdryx_min_score",
         "pass bar for cases without their own min_score (default: the grader's own bar, "
         f"1.0 for tool_trace, else {DEFAULT_MIN_SCORE})",
@@ -257,6 +299,11 @@ class Settings:
     threshold: float
     min_effect: float
     min_score: float | None
+    fail_on: str = "verdict"
+    min_coverage: float = 0.5
+    detect: float = 0.05
+    require_power: bool = False
+    gate_metric: str = "score"
     concurrency: int
     cache: str
     repeat: int
@@ -393,6 +440,11 @@ def read_settings(config: pytest.Config, env: Mapping[str, str] | None = None) -
         gate=get("verdryx_gate"),
         threshold=get("verdryx_threshold"),
         min_effect=get("verdryx_min_effect"),
+        fail_on=get("verdryx_fail_on"),
+        min_coverage=get("verdryx_min_coverage"),
+        detect=get("verdryx_detect"),
+        require_power=get("verdryx_require_power"),
+        gate_metric=get("verdryx_gate_metric"),
         min_score=get("verdryx_min_score"),
         concurrency=get("verdryx_concurrency"),
         cache=get("verdryx_cache"),

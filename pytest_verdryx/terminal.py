@@ -30,9 +30,14 @@ def write_summary(tr: Any, end: SessionEnd) -> None:
     settings, run = end.settings, end.run
     tr.write_sep("=", "verdryx")
     passed = sum(1 for score in run.scores if score.passed)
-    below = [score for score in run.scores if score.passed is False]
-    xfailed = sum(1 for score in below if _excused(end, score))
-    for line in run_lines(run, passed=passed, failed=len(below) - xfailed, xfailed=xfailed):
+    kinds = [end.context.below_bar(score) for score in run.scores if score.passed is False]
+    for line in run_lines(
+        run,
+        passed=passed,
+        failed=kinds.count("failed"),
+        xfailed=kinds.count("excused"),
+        dropped=kinds.count("dropped"),
+    ):
         tr.write_line(line)
     if end.incomplete:
         kept = "stored as incomplete and" if end.stored else "not stored, and"
@@ -118,9 +123,9 @@ def _stopped_calls_line(end: SessionEnd) -> str | None:
     return f"stopped early: {'; '.join(parts)}" if parts else None
 
 
-def _excused(end: SessionEnd, score: Score) -> bool:
-    """Whether this below-the-bar score was an xfail (the summary counts as the items did)."""
-    return end.context.excuse(score) is not None
+def _failed(end: SessionEnd, score: Score) -> bool:
+    """Whether this score failed its item (the summary counts as the items did)."""
+    return score.passed is False and end.context.below_bar(score) == "failed"
 
 
 def next_step(end: SessionEnd, run: EvalRun) -> str:
@@ -155,7 +160,7 @@ def next_step(end: SessionEnd, run: EvalRun) -> str:
             return "next: add cases or use --verdryx-repeat N until the drop is decided"
         # Every output is recorded: a repeat would grade the same output again.
         return "next: add cases until the drop is decided"
-    failed = sum(1 for score in run.scores if score.passed is False and not _excused(end, score))
+    failed = sum(1 for score in run.scores if _failed(end, score))
     if failed:
         return f"next: the gate is on track, but {failed} case(s) failed: see the reports above"
     if drift is not None:

@@ -45,7 +45,9 @@ def test_a_regressed_gate_is_a_failed_testcase_with_the_verdict_line(
 ) -> None:
     result, xml = _gated(pytester, failing=6, extra=mode)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.assert_outcomes(passed=14, failed=7)  # six cases and the gate
+    # The verdict fails the session: the six cases below their bar are reported as dropped
+    # (xfailed), and the one failure is the gate's, in JUnit as in the exit status.
+    result.assert_outcomes(passed=14, failed=1, xfailed=6)
     result.stdout.fnmatch_lines(["FAILED verdryx::gate - verdryx gate: REGRESSED against*"])
     gate, suite, props = _gate_case(xml)
     (failure,) = gate.result
@@ -55,7 +57,9 @@ def test_a_regressed_gate_is_a_failed_testcase_with_the_verdict_line(
         "verdryx gate: REGRESSED against baseline v1: mean 0.700 (baseline 1.000), "
         f"delta -0.300, 95% CI (paired, n=20) [{low:+.3f}, {high:+.3f}]"
     )
-    assert props == {"verdryx.verdict": "regressed"}
+    assert props == {"verdryx.verdict": "regressed", "verdryx.verdict_line": failure.message}
+    suite_cases = list(next(iter(JUnitXml.fromfile(str(xml)))))
+    assert sum(isinstance(r, Failure) for case in suite_cases for r in case.result) == 1
     # The suite's interval is the one the verdict used: the paired one here.
     assert (suite["verdryx.ci_low"], suite["verdryx.ci_high"]) == (
         suite["verdryx.paired_ci_low"],
@@ -70,7 +74,8 @@ def test_an_on_track_gate_is_a_passed_testcase(pytester: pytest.Pytester, mode: 
     assert result.ret == pytest.ExitCode.OK
     result.assert_outcomes(passed=21)
     gate, suite, props = _gate_case(xml)
-    assert list(gate.result) == [] and props == {"verdryx.verdict": "on-track"}
+    assert list(gate.result) == [] and props["verdryx.verdict"] == "on-track"
+    assert props["verdryx.verdict_line"].startswith("verdryx gate: ON-TRACK against baseline v1")
     assert suite["verdryx.verdict"] == "on-track"
 
 
@@ -103,7 +108,8 @@ def test_a_refused_gate_is_an_error_testcase(pytester: pytest.Pytester, mode: li
     assert isinstance(error, Error)
     assert "verdryx gate refused against baseline v1: " in (error.message or "")
     assert str(db) in (error.message or "")
-    assert props == {"verdryx.verdict": "refused"}
+    assert props["verdryx.verdict"] == "refused"
+    assert props["verdryx.verdict_line"] in (error.message or "")
 
 
 def test_no_baseline_no_gate_testcase_and_an_interrupted_run_is_not_gated(
@@ -118,7 +124,11 @@ def test_no_baseline_no_gate_testcase_and_an_interrupted_run_is_not_gated(
     pytester.runpytest("--no-verdryx-store", "--verdryx-save-baseline=v1")
     write_evalset(pytester.path, "s", "s", _cases(2, total=3))
     result = pytester.runpytest(
-        "--no-verdryx-store", "--verdryx-baseline=v1", "-x", f"--junitxml={xml}"
+        "--no-verdryx-store",
+        "--verdryx-baseline=v1",
+        "--verdryx-fail-on=cases",
+        "-x",
+        f"--junitxml={xml}",
     )
     result.assert_outcomes(failed=1, skipped=1)
     gate, _, _ = _gate_case(xml)
@@ -138,7 +148,7 @@ def test_github_annotations_for_failed_cases_and_the_gate(
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     monkeypatch.setenv("GITHUB_WORKSPACE", str(pytester.path))
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-    result, xml = _gated(pytester, failing=2, extra=mode)
+    result, xml = _gated(pytester, failing=2, extra=["--verdryx-fail-on=cases", *mode])
     _, suite, _ = _gate_case(xml)
     # Each case object's "{" in the file write_evalset writes (indent=1): line 4 + 6 per case.
     lines = Path(pytester.path / "s.evalset.json").read_text().splitlines()
@@ -174,7 +184,7 @@ def test_the_job_summary_is_appended(
     summary.write_text("earlier step\n")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     monkeypatch.setenv("GITHUB_WORKSPACE", str(pytester.path))
-    result, xml = _gated(pytester, failing=6, extra=mode)
+    result, xml = _gated(pytester, failing=6, extra=["--verdryx-fail-on=cases", *mode])
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     _, suite, _ = _gate_case(xml)
     low, high = float(suite["verdryx.ci_low"]), float(suite["verdryx.ci_high"])
@@ -221,6 +231,34 @@ def test_the_job_summary_is_appended(
         assert body == head + expected_tail.split("### Failed cases (6)\n\n")[0]
     else:
         assert text == head + expected_tail
+
+
+@pytest.mark.parametrize("mode", XDIST_MODES)
+def test_dropped_cases_are_warnings_and_counted_apart(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, mode: list[str]
+) -> None:
+    """Under the default policy a case below its bar is reported as dropped: a warning
+    annotation with its score and its drop, its own count in the job summary; the gate's
+    error is the one error."""
+    summary = pytester.path / "summary.md"
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    monkeypatch.setenv("GITHUB_WORKSPACE", str(pytester.path))
+    result, _ = _gated(pytester, failing=3, extra=mode)
+    got = _annotations(result.stdout.str())
+    warnings = [line for line in got if line.startswith("::warning ")]
+    assert len(warnings) == 3
+    for line in warnings:
+        assert "dropped::dropped: score 0.000 below the bar 0.5 (baseline 1.000, -1.000)" in line
+    errors = [line for line in got if line.startswith("::error ")]
+    verdict = "regressed" if errors else "on-track"
+    assert all("verdryx gate" in line for line in errors)
+    assert result.ret == (
+        pytest.ExitCode.TESTS_FAILED if verdict == "regressed" else pytest.ExitCode.OK
+    )
+    text = summary.read_text()
+    assert "17 passed, 0 failed, 3 dropped below their bar (the verdict decides)" in text
+    assert "### Dropped cases (3)" in text
 
 
 @pytest.mark.parametrize("mode", XDIST_MODES)

@@ -170,7 +170,10 @@ def test_interrupted_with_x_is_stored_incomplete_and_not_gated(pytester: pytest.
     pytester.runpytest(f"--verdryx-db={db}", "--verdryx-save-baseline=v1").assert_outcomes(passed=4)
     cases = [exact_case(f"c{i}", "no" if i == 1 else "yes") for i in range(4)]
     write_evalset(pytester.path, "agent", "agent", cases)
-    result = pytester.runpytest(f"--verdryx-db={db}", "--verdryx-baseline=v1", "-x")
+    # Cases fail as tests (as without a baseline), so -x stops at the first.
+    result = pytester.runpytest(
+        f"--verdryx-db={db}", "--verdryx-baseline=v1", "--verdryx-fail-on=cases", "-x"
+    )
     result.assert_outcomes(passed=1, failed=1, skipped=1)  # the verdryx::gate test: not gated
     result.stdout.fnmatch_lines(
         ["*INCOMPLETE run: the session stopped early (stopping after 1 failures)*not gated*"]

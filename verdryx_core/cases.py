@@ -181,6 +181,9 @@ class EvalCase:
     #: A recorded output (str; for tool_trace a list of names or ToolCall) graded without a model.
     output: Any = None
     min_score: float | None = None
+    #: Below its bar it fails the session whatever the verdict (docs/outcomes.md); not part
+    #: of what the case measures, so not of its fingerprint.
+    required: bool = False
     tags: tuple[str, ...] = ()
     contract: Mapping[str, Any] | None = None
     #: Grader options (`OPTION_FIELDS`), as written on the case or inherited from the set.
@@ -242,6 +245,8 @@ class EvalCase:
             value = getattr(self, name)
             if value is not None:
                 data[name] = value
+        if self.required:
+            data["required"] = True
         if self.output is not None:
             data["output"] = (
                 [_output_item(item) for item in self.output]
@@ -299,6 +304,7 @@ class EvalCase:
             ),
             output=_output_in(output, grader),
             min_score=data.get("min_score"),
+            required=bool(data.get("required", False)),
             tags=tuple(data.get("tags") or ()),
             contract=data.get("contract"),
             options={name: data[name] for name in OPTION_FIELDS if name in data},

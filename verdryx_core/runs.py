@@ -132,6 +132,8 @@ class Score:
     #: agent ids), JSON-ready strings; it travels with the score (xdist), never into the
     #: scores table (verdryx_core.graders.plugins, `after_save`).
     notes: Mapping[str, str] | None = field(default=None, compare=False)
+    #: The case is required (`EvalCase.required`): below its bar it fails the session.
+    required: bool = field(default=False, compare=False)
 
     def __post_init__(self) -> None:
         # The text rule (untrusted/text.py): an agent's or a provider's answer may hold a lone
@@ -154,23 +156,27 @@ class Score:
         return self.value is not None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "case_id": self.case_id,
-            "eval_set_id": self.eval_set_id,
-            "value": self.value,
-            "grader": self.grader,
-            "tokens": self.tokens,
-            "cost_usd": self.cost_usd,
-            "judge_cost_usd": self.judge_cost_usd,
-            "unmeasured": self.unmeasured,
-            "fingerprint": self.fingerprint,
-            "passed": self.passed,
-            "samples": list(self.samples),
-            "output": self.output,
-            "expected": self.expected,
-            "reason": self.reason,
-            "checks": [check.to_dict() for check in self.checks],
-        } | ({"notes": dict(self.notes)} if self.notes else {})
+        return (
+            {
+                "case_id": self.case_id,
+                "eval_set_id": self.eval_set_id,
+                "value": self.value,
+                "grader": self.grader,
+                "tokens": self.tokens,
+                "cost_usd": self.cost_usd,
+                "judge_cost_usd": self.judge_cost_usd,
+                "unmeasured": self.unmeasured,
+                "fingerprint": self.fingerprint,
+                "passed": self.passed,
+                "samples": list(self.samples),
+                "output": self.output,
+                "expected": self.expected,
+                "reason": self.reason,
+                "checks": [check.to_dict() for check in self.checks],
+            }
+            | ({"notes": dict(self.notes)} if self.notes else {})
+            | ({"required": True} if self.required else {})
+        )
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Score:
@@ -191,6 +197,7 @@ class Score:
             reason=data.get("reason"),
             checks=tuple(CheckResult.from_dict(item) for item in data.get("checks") or ()),
             notes=data.get("notes") or None,
+            required=bool(data.get("required", False)),
         )
 
 

@@ -55,6 +55,7 @@ _CORE_FIELDS: Final = frozenset(
         "rubric",
         "output",
         "min_score",
+        "required",
         "tags",
         "checks",
         "system",
@@ -94,7 +95,7 @@ def effective_case(
     if "grader" not in merged and "checks" not in merged and "grader" in defaults:
         merged["grader"] = defaults["grader"]
     grader = merged.get("grader", "exact")
-    for name in ("min_score", "system"):
+    for name in ("min_score", "system", "required"):
         if name in defaults:
             merged.setdefault(name, defaults[name])
     if "tools" in defaults and grader == "tool_trace" and "checks" not in merged:

@@ -243,6 +243,7 @@ def decided(
         expected=expected,
         reason=reason,
         checks=checks,
+        required=case.required,
     )
 
 

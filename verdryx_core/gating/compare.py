@@ -11,7 +11,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from verdryx_core.errors import CLI_FLAGS, VerdryxError
+from verdryx_core.errors import CLI_FLAGS, ModelChangeError, VerdryxError, word_hint
 from verdryx_core.gating.comparison import GateResult, compare_to_baseline, select_window
 from verdryx_core.gating.drift import DEFAULT_ITERATIONS, DEFAULT_THRESHOLD, DriftReport
 from verdryx_core.runs import Baseline, EvalRun
@@ -40,6 +40,15 @@ class GatePolicy:
     allow_model_change: bool = False
     iterations: int = DEFAULT_ITERATIONS
     seed: int = 0
+    #: Refuse a comparison of fewer than this share of the baseline's cases (matched and
+    #: measured, on the same fingerprint): a gate that compared little says little.
+    min_coverage: float = 0.5
+    #: The smallest drop the user needs to see; an on-track verdict that could not see it
+    #: is labelled underpowered, or refused under `require_power`.
+    detect: float = 0.05
+    require_power: bool = False
+    #: `score` (mean scores) or `pass` (pass rates per case).
+    metric: str = "score"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -115,6 +124,7 @@ def compare(
     if not run.complete:
         return GateOutcome(baseline=name, not_gated="the run is incomplete")
     try:
+        _check_judge(run, baseline, allow=gate.allow_model_change)
         window = [run] if history is None else select_window(history, run, gate.window)
         result = compare_to_baseline(
             window,
@@ -126,7 +136,58 @@ def compare(
             allow_model_change=gate.allow_model_change,
             iterations=gate.iterations,
             seed=gate.seed,
+            detect=gate.detect,
+            metric=gate.metric,
         )
     except VerdryxError as exc:
         return refused(name, exc.worded(flags))
+    # Nothing unmeasured passes: a gate that compared nothing, or too little of the
+    # baseline, refuses to call the run on track (docs/statistics.md, "Coverage").
+    if result.report is None:
+        words = (
+            result.coverage_words()
+            if result.expected
+            else "the baseline has no case of this run's eval sets"
+        )
+        return GateOutcome(baseline=name, result=result, refused=f"nothing compared: {words}")
+    if result.coverage < gate.min_coverage - 1e-12:
+        return GateOutcome(
+            baseline=name,
+            result=result,
+            refused=(
+                f"too little compared: {result.coverage_words()}, "
+                f"{result.coverage:.0%} against the {gate.min_coverage:.0%} required"
+                + word_hint(" ({min_coverage} sets it)", flags)
+            ),
+        )
+    report = result.report
+    if gate.require_power and report is not None and report.underpowered:
+        assert report.mde is not None
+        return GateOutcome(
+            baseline=name,
+            result=result,
+            refused=(
+                f"underpowered: this run can only see drops >= {report.mde:.3f}; you asked "
+                f"for {gate.detect:.3f}: add cases or samples, or drop "
+                + word_hint("{require_power}", flags)
+            ),
+        )
     return GateOutcome(baseline=name, result=result)
+
+
+def _check_judge(run: EvalRun, baseline: Baseline, *, allow: bool) -> None:
+    """A baseline graded by a judge, and a run whose judged cases had none: refused like a
+    judge change (their scores would all be missing), unless the change is allowed."""
+    if allow or not baseline.judge_model or run.judge_model:
+        return
+    unjudged = [
+        score for score in run.scores if score.grader == "llm_judge" and score.value is None
+    ]
+    if unjudged:
+        raise ModelChangeError(
+            f"baseline {baseline.label or baseline.id!r} was judged by "
+            f"{baseline.judge_model!r}, and this run's {len(unjudged)} llm_judge case(s) had "
+            "no judge: comparing them would compare nothing",
+            hint=f"pass {{judge}} {baseline.judge_model}, or {{allow_model_change}} to compare "
+            "the other cases anyway",
+        )

@@ -11,6 +11,7 @@ import math
 from collections import defaultdict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from typing import Final
 
 from verdryx_core.errors import ModelChangeError, UsageError
 from verdryx_core.gating.drift import (
@@ -19,16 +20,23 @@ from verdryx_core.gating.drift import (
     DriftReport,
     compute_drift,
 )
-from verdryx_core.runs import Baseline, EvalRun, iso_utc
+from verdryx_core.runs import Baseline, BaselineCase, EvalRun, Score, iso_utc
 from verdryx_core.store import Store
 
 __all__ = [
+    "METRICS",
     "CaseDelta",
     "GateResult",
     "check_models",
     "compare_to_baseline",
+    "pass_rate",
     "select_window",
 ]
+
+#: What the gate compares per case (`--verdryx-gate-metric`): the score, or pass/fail.
+METRICS: Final = ("score", "pass")
+#: The pass bar of a case whose baseline kept no pass result (docs/graders.md).
+DEFAULT_BAR: Final = 0.5
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -55,6 +63,36 @@ class GateResult:
     #: Why there is no report (nothing matched), in words.
     note: str | None = None
     model_change: str | None = None
+    #: Baseline cases this run has but did not measure (unmeasured now).
+    unmeasured: tuple[str, ...] = ()
+    #: What was compared: `score` (mean scores) or `pass` (pass rates), docs/statistics.md.
+    metric: str = "score"
+
+    @property
+    def expected(self) -> int:
+        """The baseline's cases this run was to compare: matched, unmeasured, edited, or
+        missing from it (a case left out by `-k` is not expected)."""
+        return self.matched + len(self.unmeasured) + len(self.changed) + len(self.removed)
+
+    @property
+    def coverage(self) -> float:
+        """The share of the expected baseline cases that were compared (1.0 when none was
+        expected)."""
+        return self.matched / self.expected if self.expected else 1.0
+
+    def coverage_words(self) -> str:
+        """`12 of 40 baseline cases compared (20 unmeasured, 5 edited, 3 missing)`."""
+        parts = [
+            f"{count} {word}"
+            for count, word in (
+                (len(self.unmeasured), "unmeasured"),
+                (len(self.changed), "edited since the baseline"),
+                (len(self.removed), "missing from this run"),
+            )
+            if count
+        ]
+        detail = f" ({', '.join(parts)})" if parts else ""
+        return f"{self.matched} of {self.expected} baseline cases compared{detail}"
 
     @property
     def regressed(self) -> bool:
@@ -99,8 +137,13 @@ def compare_to_baseline(
     allow_model_change: bool = False,
     iterations: int = DEFAULT_ITERATIONS,
     seed: int = 0,
+    detect: float | None = None,
+    metric: str = "score",
 ) -> GateResult:
-    """Judge `window` (newest first; `window[0]` is the current run) against `baseline`."""
+    """Judge `window` (newest first; `window[0]` is the current run) against `baseline`, on
+    mean scores (`metric="score"`) or pass rates per case (`"pass"`)."""
+    if metric not in METRICS:
+        raise UsageError(f"unknown gate metric {metric!r}; expected one of {', '.join(METRICS)}")
     if not window:
         raise UsageError("no run to compare against the baseline")
     current = window[0]
@@ -109,17 +152,22 @@ def compare_to_baseline(
     current_sets = set(current.eval_set_ids) | {score.eval_set_id for score in current.scores}
 
     changed: set[str] = set()
+    unmeasured: set[str] = set()
     per_case: dict[str, list[float]] = defaultdict(list)
     for run in window:
         for score in run.scores:
             base = base_cases.get(score.key)
-            if base is None or score.value is None:
+            if base is None:
+                continue
+            if score.value is None:
+                if run is current:
+                    unmeasured.add(score.key)
                 continue
             if base.fingerprint and score.fingerprint and base.fingerprint != score.fingerprint:
                 if run is current:
                     changed.add(score.key)
                 continue
-            per_case[score.key].append(score.value)
+            per_case[score.key].append(score.value if metric == "score" else pass_rate(score))
 
     current_keys = {score.key for score in current.scores}
     # An unmeasured case is in neither side's numbers: it is not news that it has no baseline.
@@ -137,6 +185,7 @@ def compare_to_baseline(
     # Only cases the current run measured are compared; the window adds samples to those.
     matched = [key for key in base_cases if key in per_case and key in current_keys]
     matched = [key for key in matched if key not in changed]
+    unmeasured -= set(per_case)  # measured in an earlier run of the window: compared
     if not matched:
         return GateResult(
             baseline=baseline,
@@ -148,9 +197,11 @@ def compare_to_baseline(
             deltas=(),
             note="no measured case of this run matches the baseline: nothing to compare",
             model_change=model_change,
+            unmeasured=tuple(sorted(unmeasured)),
+            metric=metric,
         )
     pooled = [value for key in matched for value in per_case[key]]
-    base_values = [base_cases[key].value for key in matched]
+    base_values = [_base_value(base_cases[key], metric) for key in matched]
     case_means = [math.fsum(per_case[key]) / len(per_case[key]) for key in matched]
     report = compute_drift(
         pooled,
@@ -164,6 +215,7 @@ def compare_to_baseline(
         window=len(window),
         iterations=iterations,
         seed=seed,
+        detect=detect,
     )
     deltas = sorted(
         (
@@ -181,7 +233,24 @@ def compare_to_baseline(
         changed=tuple(sorted(changed)),
         deltas=tuple(deltas),
         model_change=model_change,
+        unmeasured=tuple(sorted(unmeasured)),
+        metric=metric,
     )
+
+
+def pass_rate(score: Score) -> float:
+    """The share of a case's samples that reached its bar (1.0 or 0.0 for one sample)."""
+    if score.samples and score.bar is not None:
+        return sum(1 for value in score.samples if value >= score.bar) / len(score.samples)
+    return 1.0 if score.passed else 0.0
+
+
+def _base_value(case: BaselineCase, metric: str) -> float:
+    if metric == "score":
+        return case.value
+    # A baseline saved before pass results were kept: its score against the default bar.
+    passed = case.passed if case.passed is not None else case.value >= DEFAULT_BAR
+    return 1.0 if passed else 0.0
 
 
 def select_window(store: Store, current: EvalRun, size: int) -> list[EvalRun]:

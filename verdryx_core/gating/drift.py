@@ -107,6 +107,31 @@ class DriftReport:
     ci_low: float | None
     ci_high: float | None
     paired: PairedStats | None
+    #: The smallest drop the user needs to see (`--verdryx-detect`); None: not asked.
+    detect: float | None = None
+
+    @property
+    def underpowered(self) -> bool:
+        """On track, but the smallest drop this run could detect is bigger than the one the
+        user needs to see: "on track" then says little (docs/statistics.md)."""
+        return (
+            self.verdict == "on-track"
+            and self.detect is not None
+            and self.mde is not None
+            and self.mde > self.detect + _THRESHOLD_TOLERANCE
+        )
+
+    def verdict_label(self) -> str:
+        """The verdict as the summaries print it, power included: `ON-TRACK (underpowered:
+        this run can only see drops >= 0.120; you asked for 0.050)`."""
+        label = self.verdict.upper()
+        if self.underpowered:
+            assert self.mde is not None and self.detect is not None
+            label += (
+                f" (underpowered: this run can only see drops >= {self.mde:.3f}; "
+                f"you asked for {self.detect:.3f})"
+            )
+        return label
 
     def to_dict(self) -> dict[str, Any]:
         """The docs/cli.md `drift` document plus `chance` and `min_effect`."""
@@ -129,12 +154,14 @@ class DriftReport:
             "ci_low": _json_float(self.ci_low),
             "ci_high": _json_float(self.ci_high),
             "paired": None if self.paired is None else self.paired.to_dict(),
+            "detect": _json_float(self.detect),
+            "underpowered": self.underpowered,
         }
 
     def inconclusive_sentence(
         self, flags: Mapping[str, str] = CLI_FLAGS, *, repeats_help: bool = True
     ) -> str | None:
-        """The words a summary prints when the delta is past the threshold but not significant;
+        """The words a summary prints when the delta is a drop but not significant;
         `flags`: how the face printing it spells its settings; `repeats_help`: whether some
         case's output is live (repeats sample it again), else only more cases can help."""
         if not self.inconclusive:
@@ -177,6 +204,7 @@ def compute_drift(
     iterations: int = DEFAULT_ITERATIONS,
     confidence: float = DEFAULT_CONFIDENCE,
     seed: int = 0,
+    detect: float | None = None,
 ) -> DriftReport:
     """Compare the pooled `current` scores with `baseline` and decide a verdict by `gate`.
 
@@ -190,6 +218,8 @@ def compute_drift(
     if gate not in GATES:
         raise UsageError(f"unknown drift gate {gate!r}; expected one of {', '.join(GATES)}")
     _check_settings(threshold, min_effect, window, iterations, confidence, seed)
+    if detect is not None and not (isinstance(detect, int | float) and 0 < detect <= 1):
+        raise UsageError(f"detect {detect!r} is not a drop in (0, 1]")
     base_mean = float(np.mean(base)) if baseline_mean is None else float(baseline_mean)
     if not math.isfinite(base_mean):
         raise UsageError(f"baseline_mean is {baseline_mean!r}; expected a finite number")
@@ -232,7 +262,8 @@ def compute_drift(
     return DriftReport(
         verdict="regressed" if regressed else "on-track",
         gate=gate,
-        inconclusive=past_threshold and not below_zero,
+        # Any drop the test cannot tell from chance is said so, past the threshold or not.
+        inconclusive=delta < -_THRESHOLD_TOLERANCE and not below_zero,
         chance=_chance(test),
         mde=_mde(test, confidence),
         baseline_id=baseline_id,
@@ -248,6 +279,7 @@ def compute_drift(
         ci_low=ci_low,
         ci_high=ci_high,
         paired=paired,
+        detect=None if detect is None else float(detect),
     )
 
 

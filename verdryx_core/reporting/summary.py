@@ -29,7 +29,12 @@ def fmt_usd(value: float) -> str:
 
 
 def run_lines(
-    run: EvalRun, *, passed: int | None = None, failed: int | None = None, xfailed: int = 0
+    run: EvalRun,
+    *,
+    passed: int | None = None,
+    failed: int | None = None,
+    xfailed: int = 0,
+    dropped: int = 0,
 ) -> list[str]:
     measured = len(run.measured)
     asked = len(run.scores)
@@ -46,8 +51,10 @@ def run_lines(
     lines.append(f"mean score: {mean_text}")
     if passed is not None and failed is not None:
         known = f", {xfailed} below the bar as in the baseline" if xfailed else ""
+        gone = f", {dropped} dropped below their bar (the verdict decides)" if dropped else ""
         lines.append(
-            f"cases: {passed} passed, {failed} failed{known}, {len(run.unmeasured)} unmeasured"
+            f"cases: {passed} passed, {failed} failed{known}{gone}, "
+            f"{len(run.unmeasured)} unmeasured"
         )
     elif run.unmeasured:
         lines.append(f"unmeasured: {len(run.unmeasured)} of {asked} (counted apart, never as 0)")
@@ -97,6 +104,12 @@ def gate_lines(
         allowed = word_hint("allowed by {allow_model_change}", flags)
         lines.append(f"WARNING: {result.model_change} ({allowed})")
     report = result.report
+    if report is not None and result.coverage < 0.5:
+        # A verdict over a small part of the baseline says so first.
+        lines.append(
+            f"WARNING: only {result.coverage_words()} ({result.coverage:.0%}): this verdict "
+            "speaks for them alone"
+        )
     if report is None:
         lines.append(f"baseline {name}: {result.note}")
     else:
@@ -115,7 +128,8 @@ def gate_lines(
         sentence = report.inconclusive_sentence(flags, repeats_help=repeats_help)
         if sentence:
             lines.append(sentence)
-        lines.append(f"verdict: {report.verdict.upper()}  (gate: {report.gate})")
+        metric = "" if result.metric == "score" else f", metric: {result.metric}"
+        lines.append(f"verdict: {report.verdict_label()}  (gate: {report.gate}{metric})")
     for title, keys in (
         ("added since the baseline (not compared)", result.added),
         ("removed since the baseline", result.removed),

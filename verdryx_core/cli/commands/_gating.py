@@ -8,6 +8,7 @@ import argparse
 from typing import Any
 
 from verdryx_core.gating.compare import GateOutcome, GatePolicy
+from verdryx_core.gating.comparison import METRICS
 from verdryx_core.gating.drift import DEFAULT_THRESHOLD, GATES
 from verdryx_core.reporting.summary import gate_lines
 
@@ -36,6 +37,33 @@ def add_gate_arguments(parser: argparse.ArgumentParser, *, window: bool = False)
     parser.add_argument("--min-effect", type=float, default=0.0)
     parser.add_argument("--allow-model-change", action="store_true")
     parser.add_argument(
+        "--min-coverage",
+        type=float,
+        default=0.5,
+        metavar="F",
+        help="refuse a gate that compared less than this share of the baseline's cases "
+        "(default 0.5)",
+    )
+    parser.add_argument(
+        "--detect",
+        type=float,
+        default=0.05,
+        metavar="D",
+        help="the smallest drop you need to see; an on-track verdict that cannot see it is "
+        "labelled underpowered (default 0.05)",
+    )
+    parser.add_argument(
+        "--require-power",
+        action="store_true",
+        help="refuse the gate when the run cannot see a drop of --detect",
+    )
+    parser.add_argument(
+        "--gate-metric",
+        choices=METRICS,
+        default="score",
+        help="compare mean scores (default) or pass rates per case",
+    )
+    parser.add_argument(
         "--root", default=".", help="where .verdryx/baselines/ lives (default: current dir)"
     )
 
@@ -47,6 +75,10 @@ def policy_from(args: argparse.Namespace) -> GatePolicy:
         min_effect=args.min_effect,
         window=getattr(args, "window", 1),
         allow_model_change=args.allow_model_change,
+        min_coverage=args.min_coverage,
+        detect=args.detect,
+        require_power=args.require_power,
+        metric=args.gate_metric,
     )
 
 

@@ -44,10 +44,12 @@ def command(name: str, message: str, properties: Mapping[str, str | int | None])
 
 
 def case_annotation(failure: CaseFailure) -> str:
+    """An error for a failed case, a warning for a dropped one (the verdict decides)."""
+    level, word = ("warning", "dropped") if failure.dropped else ("error", "failed")
     return command(
-        "error",
+        level,
         failure.message,
-        {"file": failure.file, "line": failure.line, "title": f"verdryx: {failure.key} failed"},
+        {"file": failure.file, "line": failure.line, "title": f"verdryx: {failure.key} {word}"},
     )
 
 

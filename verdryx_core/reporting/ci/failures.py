@@ -1,4 +1,5 @@
-"""A failed case as CI shows it: where it lives (file and line) and what went wrong."""
+"""A failed (or dropped) case as CI shows it: where it lives (file and line) and what went
+wrong."""
 
 from __future__ import annotations
 
@@ -17,3 +18,5 @@ class CaseFailure:
     line: int | None
     #: The failure report, as the terminal shows it (may span lines).
     message: str
+    #: Below its bar but not failing the session: the verdict decides (docs/outcomes.md).
+    dropped: bool = False

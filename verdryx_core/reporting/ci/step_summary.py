@@ -32,6 +32,7 @@ def step_summary(
     passed: int | None = None,
     failed: int | None = None,
     xfailed: int = 0,
+    dropped: int = 0,
     rows: int = _ROWS,
 ) -> str:
     """The summary of one run, ending with a newline (it is appended to a shared file)."""
@@ -48,9 +49,10 @@ def step_summary(
     measured = len(run.measured)
     lines.append(f"| mean score | {fmt_score(run.mean_score)} over {measured} measured cases |")
     if passed is not None and failed is not None:
+        gone = f"{dropped} dropped below their bar (the verdict decides), " if dropped else ""
         lines.append(
-            f"| cases | {passed} passed, {failed} failed, {xfailed} below the bar as in the "
-            f"baseline, {len(run.unmeasured)} unmeasured |"
+            f"| cases | {passed} passed, {failed} failed, {gone}{xfailed} below the bar as in "
+            f"the baseline, {len(run.unmeasured)} unmeasured |"
         )
     elif run.unmeasured:
         lines.append(f"| unmeasured | {len(run.unmeasured)} (counted apart, never as 0) |")
@@ -106,7 +108,13 @@ def _drops(gate: GateOutcome | None, rows: int) -> list[str]:
 def _failures(failures: Sequence[CaseFailure], rows: int) -> list[str]:
     if not failures:
         return []
-    lines = ["", f"### Failed cases ({len(failures)})", ""]
+    dropped = sum(1 for failure in failures if failure.dropped)
+    title = (
+        "Failed cases"
+        if not dropped
+        else ("Dropped cases" if dropped == len(failures) else "Failed and dropped cases")
+    )
+    lines = ["", f"### {title} ({len(failures)})", ""]
     for failure in failures[:rows]:
         where = failure.file or ""
         if where and failure.line is not None:

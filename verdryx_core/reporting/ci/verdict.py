@@ -47,7 +47,7 @@ def verdict_line(gate: GateOutcome) -> str:
     interval = verdict_interval(report)
     shown = str(interval) if interval is not None else "CI n/a (fewer than 2 scores on a side)"
     return (
-        f"verdryx gate: {report.verdict.upper()} against baseline {name}: "
+        f"verdryx gate: {report.verdict_label()} against baseline {name}: "
         f"mean {report.mean_score:.3f} (baseline {report.baseline_mean:.3f}), "
         f"delta {report.delta:+.3f}, {shown}"
     )

@@ -185,8 +185,12 @@ def _verdict(data: ReportData) -> tuple[str, str, list[str]]:
             f"The smallest drop these {result.matched} cases can detect (80% power): "
             f"{report.mde:.3f}."
         )
+    if report.underpowered:
+        # On track, but blind to the drop the user asked to see: amber, with the reason.
+        return report.verdict_label(), AMBER, lines
     if sentence and not regressed:
-        # Not regressed, yet a drop past the threshold: amber, so nobody reads it as all clear.
+        # Not regressed, yet a drop it cannot tell from chance: amber, so nobody reads it as
+        # all clear.
         return "ON-TRACK (inconclusive drop)", AMBER, lines
     return word, RED if regressed else GREEN, lines
 
