@@ -213,10 +213,12 @@ DROPPED: Final = "dropped:"
 def dropped_text(score: Score, bar: float, base: BaselineCase | None) -> str:
     """A case below its bar that does not fail the session: its score, its drop, who decides."""
     assert score.value is not None
-    if base is not None:
-        against = f"baseline {base.value:.3f}, {score.value - base.value:+.3f}"
-    else:
+    if base is None:
         against = "new since the baseline"
+    elif base.fingerprint and score.fingerprint and base.fingerprint != score.fingerprint:
+        against = "edited since the baseline"
+    else:
+        against = f"baseline {base.value:.3f}, {score.value - base.value:+.3f}"
     return printable(
         f"{DROPPED} score {score.value:.3f} below the bar {bar:g} ({against}); the gate's "
         "verdict decides (--verdryx-fail-on=cases fails each such case)",

@@ -115,7 +115,9 @@ def test_runs_text_is_a_table(capsys: pytest.CaptureFixture[str], db: Path) -> N
         "0.688",
         "REGRESSED",
     ]
-    assert lines[2].split()[0] == "b4444444" and lines[2].split()[-1] == "on-track"
+    # A small drop the test cannot tell from chance is on track, and said to be inconclusive.
+    assert lines[2].split()[0] == "b4444444"
+    assert lines[2].endswith("on-track (inconclusive drop)")
     assert len([line for line in lines if line.startswith(("a", "b", "c"))]) == 2  # --limit 2
     assert "verdicts against baseline v1" in out
 

@@ -162,8 +162,20 @@ def test_an_edited_case_below_the_bar_fails_even_if_its_old_version_did(
     write_evalset(pytester.path, "agent", "agent", [exact_case("c0", "no", expected="yes")])
     pytester.runpytest(f"--verdryx-db={db}", "--verdryx-save-baseline=v1")
     write_evalset(pytester.path, "agent", "agent", [exact_case("c0", "no", expected="oui")])
-    result = pytester.runpytest(f"--verdryx-db={db}", "--verdryx-baseline=v1")
-    result.assert_outcomes(failed=1, skipped=1)  # the verdryx::gate test: nothing compared
+    result = pytester.runpytest(
+        f"--verdryx-db={db}", "--verdryx-baseline=v1", "--verdryx-fail-on=cases"
+    )
+    # The case fails; the gate compared nothing (its one case edited), so it is refused.
+    result.assert_outcomes(failed=1, errors=1)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines(["*nothing compared: 0 of 1 baseline cases compared (1 edited*"])
+    # Under the default policy the verdict decides, and it was refused: exit 4 all the same.
+    again = pytester.runpytest(f"--verdryx-db={db}", "--verdryx-baseline=v1", "-rx")
+    again.assert_outcomes(xfailed=1, errors=1)
+    assert again.ret == pytest.ExitCode.USAGE_ERROR
+    again.stdout.fnmatch_lines(
+        ["*dropped: score 0.000 below the bar 0.5 (edited since the baseline)*"]
+    )
 
 
 def test_no_store_with_a_window_creates_no_store(pytester: pytest.Pytester) -> None:

@@ -31,7 +31,10 @@ def test_excused_and_failed_cases_report_their_message_alone(pytester: pytest.Py
     pytester.makepyfile(test_custom=CUSTOM)
     pytester.inline_run(f"--verdryx-db={db}", "--verdryx-save-baseline=v1")
     write_evalset(pytester.path, "s", "s", [exact_case("known-bad", "no"), exact_case("new", "no")])
-    reprec = pytester.inline_run(f"--verdryx-db={db}", "--verdryx-baseline=v1")
+    # Cases fail as tests here: the report of a failure is what this checks.
+    reprec = pytester.inline_run(
+        f"--verdryx-db={db}", "--verdryx-baseline=v1", "--verdryx-fail-on=cases"
+    )
     reports = _reports(reprec)
 
     excused = reports["known-bad"]
