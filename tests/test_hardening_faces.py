@@ -261,6 +261,31 @@ def test_outputs_reasons_and_expected_values_cannot_issue_ci_commands(
         assert_no_ci_command(message, where="JUnit")
 
 
+def test_a_custom_case_id_with_a_format_character_is_refused(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_custom="""
+        import pytest
+
+        @pytest.mark.verdryx(case_id="refund\\u2067v2", grader="exact", expected="yes")
+        def test_refund(verdryx):
+            verdryx.grade("yes")
+
+        @pytest.mark.verdryx(case_id="fine", grader="exact", expected="yes")
+        def test_fine(verdryx):
+            verdryx.grade("yes")
+        """
+    )
+    result = pytester.runpytest("--no-verdryx-store")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_custom.py::test_refund: @pytest.mark.verdryx(case_id=...): "
+            "'refund\\u2067v2' holds the control or format character '\\u2067'*"
+        ]
+    )
+    assert "\u2067" not in result.stdout.str()
+
+
 @pytest.mark.usefixtures("verbatim_grader")
 def test_the_cli_text_output_cannot_issue_ci_commands(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
