@@ -23,6 +23,7 @@ from verdryx_core.reporting.ci import (
     verdict_line,
 )
 from verdryx_core.runs import EvalRun
+from verdryx_core.untrusted.text import printable
 
 __all__ = ["GATE_NODEID", "CiOutputs"]
 
@@ -121,6 +122,8 @@ class CiOutputs:
             outcome, when, text = "skipped", "call", verdict_line(gate)
         else:
             outcome, when, text = "passed", "call", None
+        if text is not None:  # it quotes a baseline's name and a refusal's reason
+            text = printable(text, keep_newlines=False)
         hook = self.config.hook
         location = ("verdryx", None, "verdryx gate")
         properties = [("verdryx.verdict", verdict)]
@@ -171,11 +174,13 @@ class CiOutputs:
     @pytest.hookimpl(trylast=True)  # after the verdryx section: the annotations close the output
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.problem:
-            terminalreporter.write_line(self.problem, yellow=True)
+            terminalreporter.write_line(printable(self.problem, keep_newlines=False), yellow=True)
         if os.environ.get("GITHUB_ACTIONS") != "true":
             return
+        # Each annotation is one line, its parts escaped where it was built: split on "\n"
+        # alone, as the runner does (`splitlines()` would also split on U+2028 and others).
         text = github_annotations(self.failures, self.gate)
-        for line in text.splitlines():
+        for line in text.split("\n")[:-1]:
             terminalreporter.write_line(line)
 
 

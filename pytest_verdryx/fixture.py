@@ -15,8 +15,10 @@ from pytest_verdryx.options import worded
 from pytest_verdryx.scoring import ItemScoring
 from verdryx_core.cases import EvalCase
 from verdryx_core.errors import VerdryxError
+from verdryx_core.evalsets.rules import id_problem
 from verdryx_core.evaluation import decided
 from verdryx_core.runs import Score
+from verdryx_core.untrusted.text import printable
 
 __all__ = ["VerdryxCase", "custom_case_identity"]
 
@@ -47,6 +49,14 @@ class VerdryxCase:
                 f"{item.nodeid}: @pytest.mark.verdryx got unknown argument(s) "
                 f"{', '.join(sorted(unknown))}; allowed: case_id, grader, expected, rubric, "
                 "min_score"
+            )
+        given = kwargs.get("case_id")
+        problem = id_problem(str(given)) if given else None
+        if problem is not None:
+            # Refused like an eval set file's id (docs/evalset-reference.md): the id would be
+            # listed raw by every view of the run.
+            raise pytest.UsageError(
+                f"{item.nodeid}: @pytest.mark.verdryx(case_id=...): {printable(problem)}"
             )
         self.eval_set_id, case_id = custom_case_identity(item)
         self.case = EvalCase(

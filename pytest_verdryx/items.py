@@ -27,7 +27,7 @@ from verdryx_core.errors import EvalSetError, ModelCallError, VerdryxError
 from verdryx_core.evalsets.load import EvalSet, load_evalset
 from verdryx_core.evaluation import Work, stability
 from verdryx_core.runs import BaselineCase, Score
-from verdryx_core.untrusted.text import printable
+from verdryx_core.untrusted.text import labelled, printable
 
 __all__ = [
     "DROPPED",
@@ -194,8 +194,11 @@ def outcome_for(
     # `pytrace=False`: a custom case's report shows the reason, not the plugin's frames.
     if kind == "excused" and base is not None:
         raise pytest.xfail.Exception(
-            f"score {score.value:.3f} below the bar {bar:g}, as in baseline "
-            f"{context.baseline_name} ({base.value:.3f})",
+            printable(
+                f"score {score.value:.3f} below the bar {bar:g}, as in baseline "
+                f"{context.baseline_name} ({base.value:.3f})",
+                keep_newlines=False,
+            ),
             pytrace=False,
         )
     if kind == "dropped":
@@ -256,13 +259,15 @@ def failure_text(score: Score, bar: float, case: EvalCase | None) -> str:
             "contract": "contract",
         }.get(score.grader, "expected")
         if expected is not None:
-            lines.append(f"{label}: {expected}")
+            lines.append(labelled(label, expected))
         if score.grader == "outcome_tag" and case is not None:
             lines.append(f"recorded outcome: {case.prompt!r}")
         elif output is not None:
-            lines.append(f"output: {output}")
+            lines.append(labelled("output", output))
     if score.reason:
-        lines.append(f"reason: {score.reason}")
-    # An agent's output may hold NUL or terminal escapes: shown escaped, never raw
+        lines.append(labelled("reason", score.reason))
+    # An agent's output, an expected value or a judge's reason may hold NUL, terminal escapes,
+    # U+2028 or a line a CI runner would run (`::error ...`): each further line of a value is
+    # indented under its label, and the whole report is made printable, once, here
     # (verdryx_core.untrusted.text).
     return printable("\n".join(lines))

@@ -17,6 +17,7 @@ from verdryx_core.cases import EvalCase
 from verdryx_core.errors import VerdryxError
 from verdryx_core.evaluation import CaseScorer, Evaluation, Work, stability
 from verdryx_core.runs import Score
+from verdryx_core.untrusted.text import printable
 
 __all__ = ["SCORING_KEY", "ItemScoring", "case_of", "scorer_for", "scoring_of"]
 
@@ -109,7 +110,10 @@ class ItemScoring:
         if score.samples and score.bar is not None:
             properties.append(("verdryx.stability", stability(score.samples, score.bar) or ""))
         if score.value is None:
-            properties.append(("verdryx.unmeasured", score.unmeasured or ""))
+            # JUnit shows it: printable and one line, by the text rule (untrusted/text.py).
+            properties.append(
+                ("verdryx.unmeasured", printable(score.unmeasured or "", keep_newlines=False))
+            )
         item.user_properties.extend(properties)
         case = case_of(item)
         if case is not None and case.needs_model:

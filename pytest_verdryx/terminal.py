@@ -26,7 +26,23 @@ from verdryx_core.untrusted.text import printable
 __all__ = ["next_step", "write_summary"]
 
 
+class _PrintableLines:
+    """The terminal reporter, with every line of the section made printable and one line by
+    the text rule (verdryx_core.untrusted.text): the section quotes case ids, errors, reasons,
+    a baseline's name and messages, so the rule is applied here, once, for all of them."""
+
+    def __init__(self, tr: Any) -> None:
+        self._tr = tr
+
+    def write_sep(self, sep: str, title: str = "", **markup: bool) -> None:
+        self._tr.write_sep(sep, printable(title, keep_newlines=False), **markup)
+
+    def write_line(self, line: str, **markup: bool) -> None:
+        self._tr.write_line(printable(line, keep_newlines=False), **markup)
+
+
 def write_summary(tr: Any, end: SessionEnd) -> None:
+    tr = _PrintableLines(tr)
     settings, run = end.settings, end.run
     tr.write_sep("=", "verdryx")
     passed = sum(1 for score in run.scores if score.passed)
@@ -82,9 +98,7 @@ def write_summary(tr: Any, end: SessionEnd) -> None:
     if run.unmeasured:
         tr.write_line("unmeasured (skipped, counted apart):")
         for line in unmeasured_lines(run.unmeasured):
-            # Reasons quote providers and outputs: escaped, one line each
-            # (verdryx_core.untrusted.text).
-            tr.write_line(printable(line, keep_newlines=False))
+            tr.write_line(line)
     if end.stored and end.store_path is not None:
         tr.write_line(f"stored: {run.id} in {end.store_path}")
     result = end.gate.result if end.gate is not None else None
@@ -95,15 +109,13 @@ def write_summary(tr: Any, end: SessionEnd) -> None:
     breakdown = compute_breakdown(run, result)
     if breakdown.worth_showing:
         for line in breakdown_lines(breakdown):
-            tr.write_line(printable(line, keep_newlines=False))
+            tr.write_line(line)
     if end.gate is not None and end.gate.refused is not None:
         tr.write_line(f"gate refused: {end.gate.refused}", red=True)
     if end.saved_baseline:
         tr.write_line(f"baseline saved: {end.saved_baseline}")
     for message in end.messages:
-        tr.write_line(
-            printable(message, keep_newlines=False), red=message.startswith(("ERROR", "WARNING"))
-        )
+        tr.write_line(message, red=message.startswith(("ERROR", "WARNING")))
     tr.write_line(next_step(end, run))
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import unicodedata
 from typing import Any
 
 from hypothesis import HealthCheck, settings
@@ -17,7 +19,9 @@ from hypothesis import strategies as st
 __all__ = [
     "FUZZ",
     "arbitrary_json",
+    "assert_no_ci_command",
     "assert_one_printable_line",
+    "ci_hostile_text",
     "document_text",
     "evalset_documents",
     "hostile_text",
@@ -136,3 +140,81 @@ def assert_one_printable_line(message: str) -> None:
     message = message.strip()
     message.encode("utf-8")  # no lone surrogate
     assert not any(ord(char) < 32 and char not in "\t" for char in message), repr(message[:300])
+
+
+# -- text aimed at a terminal or a CI log ----------------------------------------------------
+
+#: What starts or hides a CI command: GitHub's `::` after any line break Python or a viewer
+#: knows (and after leading whitespace, which the runner trims), the runner's old `##[` form,
+#: Azure's `##vso[`, terminal sequences and bidi controls.
+CI_PIECES = (
+    "\n::",
+    "\r\n::",
+    "\r::",
+    "\u2028::",
+    "\u2029::",
+    "\x85::",
+    "\x0b::",
+    "\x0c::",
+    "\x1d::",
+    "\n \t\u3000::",
+    "\n\ufe0f::",
+    "\n:\ufe0f:",
+    "::",
+    "debug::",
+    "group::",
+    "endgroup::",
+    "add-mask::",
+    "stop-commands::",
+    "set-output name=o::",
+    "notice file=a.py,line=1,title=t::",
+    "##[",
+    "##[section]",
+    "##vso[task.complete result=Failed]",
+    "#\ufe0f#[",
+    "\x1b[2K",
+    "\x1b]0;title\x07",
+    "\x1bP",
+    "\x9b1m",
+    "\u202e",
+    "\u2068",
+    "\u200d",
+    "\ufeff",
+    "\U000e0021",
+)
+
+ci_hostile_text = st.lists(
+    st.one_of(
+        st.sampled_from(CI_PIECES),
+        # Every control, format and separator character, and the ignorable marks around them.
+        st.characters(categories=["Cc", "Cf", "Zl", "Zp", "Zs", "Mn"]),
+        st.text(st.characters(codec="utf-8"), max_size=6),
+    ),
+    min_size=1,
+    max_size=10,
+).map("".join)
+
+#: verdryx's own annotations: a case's (`title=verdryx: KEY failed`) or the gate's.
+OWN_ANNOTATION = re.compile(
+    r"::error (?:file=[^,:]*,)?(?:line=\d+,)?title=verdryx(?: gate)?%3A [^,:]*::[^\r\n]*"
+)
+_HIDDEN = frozenset({"Cc", "Cf", "Zl", "Zp"})
+_IGNORABLE = re.compile("[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\ufe00-\ufe0f\uffa0]")
+
+
+def assert_no_ci_command(text: str, *, where: str = "stdout") -> list[str]:
+    """No raw control or format character (newline and tab aside) in `text`, and no line a CI
+    runner would run, except verdryx's own annotations, which are returned. Lines are split on
+    "\\n" alone, as a runner splits them: any other separator must not be there at all."""
+    own: list[str] = []
+    for line in text.split("\n"):
+        hidden = [char for char in line if unicodedata.category(char) in _HIDDEN and char != "\t"]
+        assert not hidden, f"{where}: raw {hidden!r} in {line[:300]!r}"
+        visible = _IGNORABLE.sub("", line).lstrip()
+        if visible.startswith("::"):
+            assert OWN_ANNOTATION.fullmatch(line), f"{where}: a forged CI command: {line[:300]!r}"
+            own.append(line)
+        assert not re.search(r"##[a-z]*\[", _IGNORABLE.sub("", line), re.IGNORECASE), (
+            f"{where}: a forged log command: {line[:300]!r}"
+        )
+    return own

@@ -143,7 +143,9 @@ def test_ctrl_c_during_a_hung_call_stores_what_was_scored_as_incomplete(tmp_path
         process.kill()
         process.wait()
     assert process.returncode == 130, err
-    assert took < 2.0, f"took {took:.2f}s to stop"
+    # Not waiting for the hung call (60 s): 10x the 2 s promise of docs/cli.md, which
+    # benchmarks/interrupts.py measures.
+    assert took < 20.0, f"took {took:.2f}s to stop"
     assert "interrupted; 2 of 3 cases scored, stored as incomplete run" in err
     assert "Traceback" not in err
     with Store.open(db) as store:

@@ -14,7 +14,7 @@ def _run(script: str) -> str:
         [sys.executable, str(ROOT / "benchmarks" / script), "--quick"],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=120,  # 10x and more what a smoke run takes on a loaded machine
         cwd=ROOT,
     )
     assert result.returncode == 0, result.stderr

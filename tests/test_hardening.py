@@ -7,6 +7,8 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import re
+import unicodedata
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -167,6 +169,93 @@ def test_cli_output_escapes_control_characters(
 def test_an_error_message_never_carries_a_raw_control_character() -> None:
     message = str(UsageError("unknown baseline 'a\x1b[31m\nb\ud800'"))
     assert message == "unknown baseline 'a\\x1b[31m\\nb\ufffd'"
+
+
+# -- 1b. ids with control or format characters; ids equal once normalized -------------------
+
+
+@pytest.mark.parametrize(
+    ("case_id", "shown"),
+    [
+        ("ref\x1b[8mund", "\\x1b"),  # ESC: "conceal" hides the rest of the id
+        ("\x8fid", "\\x8f"),  # a C1 control (SS3)
+        ("id\x00", "\\x00"),
+        ("refund\u2066x", "\\u2066"),  # LEFT-TO-RIGHT ISOLATE
+        ("id\u200b", "\\u200b"),  # zero width: two ids that look the same
+        ("t\U000e0041", "\\U000e0041"),  # a tag character, outside the schema's plane
+    ],
+)
+@pytest.mark.parametrize("kind", ["json", "jsonl"])
+def test_a_case_id_with_a_control_or_format_character_is_refused_naming_file_and_case(
+    tmp_path: Path, case_id: str, shown: str, kind: str
+) -> None:
+    header = {"id": "s"}
+    cases = [
+        {"id": "fine", "prompt": "p", "expected": "x"},
+        {"id": case_id, "prompt": "p", "expected": "x"},
+    ]
+    path = tmp_path / f"ids.evalset.{kind}"
+    if kind == "json":
+        path.write_text(json.dumps({**header, "cases": cases}), encoding="utf-8")
+    else:
+        path.write_text("\n".join(json.dumps(item) for item in [header, *cases]), encoding="utf-8")
+    with pytest.raises(EvalSetError) as caught:
+        load_evalset(path)
+    message = one_line(str(caught.value))
+    assert message.startswith(f"{path}: " if kind == "json" else f"{path}:3: ")
+    assert "case " in message and "(#2)" in message and "field 'id'" in message
+    assert f"holds the control or format character '{shown}'" in message
+    assert all(char.isprintable() for char in message), repr(message)
+
+
+@pytest.mark.parametrize("set_id", ["nightly\u202bv2", "run\x07", "s\u2029"])
+def test_an_eval_set_id_with_a_control_or_format_character_is_refused(
+    tmp_path: Path, set_id: str
+) -> None:
+    path = tmp_path / "s.evalset.json"
+    path.write_text(json.dumps({"id": set_id, "cases": [{"id": "c", "prompt": "p"}]}))
+    with pytest.raises(EvalSetError, match=r"field 'id': .* holds the control or format"):
+        load_evalset(path)
+
+
+def test_case_ids_equal_after_nfc_normalization_are_refused(tmp_path: Path) -> None:
+    composed, decomposed = "\u00c5sa", "A\u030asa"  # "Åsa" twice, in two normal forms
+    cases = [
+        {"id": composed, "prompt": "p", "expected": "y"},
+        {"id": "x", "prompt": "p", "expected": "y"},
+        {"id": decomposed, "prompt": "p", "expected": "y"},
+    ]
+    path = tmp_path / "s.evalset.json"
+    path.write_text(json.dumps({"id": "s", "cases": cases}, ensure_ascii=False))
+    with pytest.raises(EvalSetError) as caught:
+        load_evalset(path)
+    message = one_line(str(caught.value))
+    assert "(#3): field 'id'" in message
+    assert "the id of case #1, 'Åsa', is the same text in another Unicode normalization form" in (
+        message
+    )
+    # Different ids that only share letters are fine.
+    cases[2] = {"id": "Asa", "prompt": "p", "expected": "y"}
+    path.write_text(json.dumps({"id": "s", "cases": cases}, ensure_ascii=False))
+    assert [case.id for case in load_evalset(path).cases] == [composed, "x", "Asa"]
+
+
+def test_the_schema_id_patterns_refuse_every_control_and_format_character_of_the_bmp() -> None:
+    # The published pattern (for editors and other tools) says what the loader does, for
+    # every character of the Basic Multilingual Plane, as this Python's Unicode tables say.
+    schema = json.loads(
+        (Path(__file__).parent.parent / "verdryx_core/schemas/evalset.schema.json").read_text()
+    )
+    case_id = re.compile(schema["$defs"]["case"]["properties"]["id"]["pattern"])
+    set_id = re.compile(schema["properties"]["id"]["pattern"])
+    for code in range(0x10000):
+        char = chr(code)
+        if 0xD800 <= code <= 0xDFFF:
+            continue
+        hidden = unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp")
+        assert (set_id.match(f"a{char}b") is None) == hidden, hex(code)
+        if not (char.isspace() or char in ":[]"):
+            assert (case_id.match(f"a{char}b") is None) == hidden, hex(code)
 
 
 # -- 2. deep nesting at every JSON loader ---------------------------------------------------
@@ -347,6 +436,11 @@ def _case(**changes: Any) -> dict[str, Any]:
             "case #1: field 'case_id': required but missing",
         ),
         (_baseline_document(cases=[_case(case_id="c\ud800")]), "not valid Unicode"),
+        (
+            _baseline_document(cases=[_case(case_id="c\u2067x")]),
+            "case 'c\\u2067x' (#1): field 'case_id': 'c\\u2067x' holds the control or format "
+            "character '\\u2067'",
+        ),
         (_baseline_document(created_at="yesterday"), "field 'created_at': not an ISO-8601 time"),
         ([1, 2], "top level must be a JSON object"),
     ],

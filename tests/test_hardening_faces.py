@@ -7,14 +7,19 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fakes.anthropic_server import FakeAnthropic, RecordedRequest, Reply, error_reply, message_reply
+from fuzz_support import assert_no_ci_command
 from junitparser import JUnitXml
 from plugin_support import exact_case, stored_runs, write_evalset
 
+from verdryx_core.cases import EvalCase
 from verdryx_core.cli import main
+from verdryx_core.graders import Grade, GradeContext, register_grader, unregister_grader
 from verdryx_core.store import Store
 
 MODEL = "claude-haiku-4-5"
@@ -172,3 +177,142 @@ def test_verdryx_eval_grades_the_valid_files_and_reports_the_invalid_one(
     assert "INCOMPLETE run: 1 eval set file(s) not graded" in out
     run = stored_runs(db)[0]
     assert run.complete is False and [score.key for score in run.scores] == ["good::c0"]
+
+
+# -- text aimed at the terminal or the CI log ------------------------------------------------
+
+
+class _Verbatim:
+    """A custom grader that scores 0 and hands back, as its reason (or as why it could not
+    measure), whatever the case's options say: a grader quoting an agent, as judges do."""
+
+    def grade(self, case: EvalCase, output: Any, context: GradeContext) -> Grade:
+        options = case.options.get("options") or {}
+        if "unmeasured" in options:
+            return Grade.unmeasured_because(str(options["unmeasured"]))
+        return Grade(value=0.0, reason=str(options.get("reason", "")))
+
+
+@pytest.fixture
+def verbatim_grader() -> Iterator[str]:
+    register_grader("verbatim", _Verbatim())
+    yield "verbatim"
+    unregister_grader("verbatim")
+
+
+PLANTED = "refund denied\n::notice file=setup.cfg,line=4::PLANTED\n  ::add-path::/tmp/x\n##[group]h"
+
+
+def _ci_cases() -> list[dict[str, Any]]:
+    return [
+        # Graded by a non-exact grader: the output is printed as it is, line by line.
+        {"id": "contains", "prompt": "p", "grader": "contains", "expected": "approved",
+         "output": PLANTED},
+        # Separators other than "\n": Python's splitlines() breaks lines at them.
+        {"id": "separators", "prompt": "p", "grader": "regex", "expected": "^ok\u2029::x",
+         "output": "fine\u2028::warning::PLANTED\x85::add-mask::s3cret\x1b[1A\u202e"},
+        {"id": "reason", "prompt": "p", "grader": "verbatim",
+         "options": {"reason": "looks right\n::debug::PLANTED\x1b]8;;http://x\x07"},
+         "output": "o"},
+        {"id": "unmeasured", "prompt": "p", "grader": "verbatim",
+         "options": {"unmeasured": "judge down\r\n::warning::PLANTED\u2066"}, "output": "o"},
+    ]  # fmt: skip
+
+
+@pytest.mark.usefixtures("verbatim_grader")
+@pytest.mark.parametrize("github", [True, False], ids=["GITHUB_ACTIONS", "no-ci"])
+def test_outputs_reasons_and_expected_values_cannot_issue_ci_commands(
+    pytester: pytest.Pytester,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    github: bool,
+) -> None:
+    summary = pytester.path / "summary.md"
+    for name in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "GITHUB_WORKSPACE"):
+        monkeypatch.delenv(name, raising=False)
+    if github:
+        monkeypatch.setenv("GITHUB_ACTIONS", "true")
+        monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    write_evalset(pytester.path, "agent", "agent", _ci_cases())
+    xml = pytester.path / "j.xml"
+    capsys.readouterr()
+    # inline_run: the session writes to this test's captured stdout, byte for byte (a
+    # RunResult's lines are already split by splitlines(), which hides a raw U+2028).
+    recorder = pytester.inline_run("--no-verdryx-store", "-ra", f"--junitxml={xml}")
+    out = capsys.readouterr().out
+    passed, skipped, failed = recorder.countoutcomes()
+    assert (passed, skipped, failed) == (0, 1, 3), out
+    own = assert_no_ci_command(out)
+    assert len(own) == (3 if github else 0), out
+    # Each further line of an output or a reason is indented under its label, and the
+    # command it would have been is defused (the runner trims indentation).
+    assert "output: refund denied\n    \\x3a:notice file=setup.cfg,line=4::PLANTED\n" in out
+    assert "\n      \\x3a:add-path::/tmp/x\n    \\x23#[group]h\n" in out
+    assert "fine\\u2028::warning::PLANTED\\x85::add-mask::s3cret\\x1b[1A\\u202e" in out
+    assert "reason: looks right\n    \\x3a:debug::PLANTED\\x1b]8;;http://x\\x07" in out
+    assert "agent::unmeasured: judge down\\r\\n::warning::PLANTED\\u2066" in out  # the summary
+    if github:
+        assert all("%0A    \\x3a:notice" in line for line in own if "contains" in line)
+        assert_no_ci_command(summary.read_text(encoding="utf-8"), where="job summary")
+    cases = [case for suite in JUnitXml.fromfile(str(xml)) for case in suite]
+    messages = [case.result[0].message or "" for case in cases if case.result]
+    assert len(messages) == 4
+    for message in messages:
+        assert_no_ci_command(message, where="JUnit")
+
+
+def test_a_custom_case_id_with_a_format_character_is_refused(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_custom="""
+        import pytest
+
+        @pytest.mark.verdryx(case_id="refund\\u2067v2", grader="exact", expected="yes")
+        def test_refund(verdryx):
+            verdryx.grade("yes")
+
+        @pytest.mark.verdryx(case_id="fine", grader="exact", expected="yes")
+        def test_fine(verdryx):
+            verdryx.grade("yes")
+        """
+    )
+    result = pytester.runpytest("--no-verdryx-store")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_custom.py::test_refund: @pytest.mark.verdryx(case_id=...): "
+            "'refund\\u2067v2' holds the control or format character '\\u2067'*"
+        ]
+    )
+    assert "\u2067" not in result.stdout.str()
+
+
+@pytest.mark.usefixtures("verbatim_grader")
+def test_the_cli_text_output_cannot_issue_ci_commands(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    path = write_evalset(tmp_path, "agent", "agent", _ci_cases())
+    db = tmp_path / "s.db"
+
+    def text_of(*argv: str) -> str:
+        main(list(argv))
+        out, err = capsys.readouterr()
+        assert assert_no_ci_command(out) == [] and assert_no_ci_command(err, where="stderr") == []
+        return out
+
+    eval_text = text_of("eval", str(path), "--db", str(db))
+    text_of("eval", str(path), "--db", str(db), "--repeat", "2")
+    with Store.open(db) as store:
+        second, first = (summary.id for summary in store.list_runs())
+    show_text = text_of("show", first, "--db", str(db))
+    text_of("show", first, "--db", str(db), "--sort", "score")
+    text_of("runs", "--db", str(db))
+    text_of("diff", first, second, "--db", str(db))
+    assert "agent::unmeasured: judge down\\r\\n::warning::PLANTED\\u2066" in eval_text
+    # One row per case: a note is a reason's first line, an unmeasured reason escaped whole.
+    assert "  looks right\n" in show_text and "PLANTED\\x1b]8" not in show_text
+    assert "  judge down\\r\\n::warning::PLANTED\\u2066\n" in show_text
+    main(["show", first, "--db", str(db), "--json"])
+    document = json.loads(capsys.readouterr().out)
+    outputs_by_case = {score["case_id"]: score["output"] for score in document["scores"]}
+    assert outputs_by_case["contains"] == PLANTED  # JSON keeps the value, escaped as JSON

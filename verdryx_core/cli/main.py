@@ -100,11 +100,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     _clean_arguments(args)
+    # What a command prints, on either stream (a CI runner reads commands from both), may
+    # quote stored outputs, reasons, ids and file names: escaped on the way out, never printed
+    # raw, by the text rule (verdryx_core.untrusted.text).
+    out, err = PrintableStream(sys.stdout), PrintableStream(sys.stderr)
     try:
-        # What a command prints may quote stored outputs, ids and file names: escaped on the
-        # way out (verdryx_core.untrusted.text), never printed raw.
-        with contextlib.redirect_stdout(PrintableStream(sys.stdout)):
-            return int(args._run(args))
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                return int(args._run(args))
+            finally:
+                out.finish()
+                err.finish()
     except VerdryxError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import difflib
 import os
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -26,7 +27,7 @@ from verdryx_core.cases import EvalCase
 from verdryx_core.errors import EvalSetError, UsageError
 from verdryx_core.evalsets.formats import EVALSET_SUFFIXES, read_document
 from verdryx_core.evalsets.lines import case_lines
-from verdryx_core.evalsets.rules import check_case, check_defaults, effective_case
+from verdryx_core.evalsets.rules import check_case, check_defaults, effective_case, id_problem
 from verdryx_core.evalsets.schema import evalset_schema
 from verdryx_core.untrusted.json_input import NonFiniteNumber, item_label, json_kind
 from verdryx_core.untrusted.text import first_invalid_text
@@ -105,11 +106,17 @@ def evalset_from_data(
         )
     _check_text(data, path)
     _check_schema(data, path, lines, header_line)
+    problem = id_problem(data["id"])
+    if problem is not None:
+        raise EvalSetError(path, problem, field="id", line=header_line)
     defaults: Mapping[str, Any] = data.get("defaults") or {}
     target = data.get("target")
     check_defaults(defaults, path, header_line)
     cases_data: list[dict[str, Any]] = data["cases"]
     seen: dict[str, int] = {}
+    # By NFC form: "café" written with a precomposed é and with e + U+0301 are two ids that
+    # look the same in every listing; refused, as a duplicate is (docs/evalset-reference.md).
+    normal_forms: dict[str, int] = {}
     cases: list[EvalCase] = []
     for index, case_data in enumerate(cases_data):
         line = lines[index] if lines is not None else None
@@ -124,6 +131,18 @@ def evalset_from_data(
                 line=line,
             )
         seen[case_id] = index
+        normal = unicodedata.normalize("NFC", case_id)
+        other = normal_forms.setdefault(normal, index)
+        if other != index:
+            raise EvalSetError(
+                path,
+                f"the id of case #{other + 1}, {cases_data[other]['id']!r}, is the same text in "
+                "another Unicode normalization form (NFC/NFD): the two look identical in every "
+                "listing; write both ids the same way (NFC) or give this case another id",
+                case=item_label(case_data, index),
+                field="id",
+                line=line,
+            )
         merged = effective_case(case_data, defaults, target)
         cases.append(EvalCase.from_dict(check_case(merged, index, path, line)))
     return EvalSet(
@@ -251,6 +270,10 @@ def _describe(error: jsonschema.ValidationError, field: str | None) -> str:
         return f"expected {expected_text}, got {json_kind(error.instance)}"
     if validator == "minItems" and list(error.absolute_path) == ["cases"]:
         return "the eval set has no cases; add at least one"
+    if validator == "pattern" and field == "id" and isinstance(error.instance, str):
+        problem = id_problem(error.instance)
+        if problem is not None:
+            return problem
     if validator == "pattern" and field == "id":
         return (
             f"{error.instance!r} is not a usable case id: no whitespace, ':' or brackets "

@@ -27,8 +27,9 @@ from verdryx_core.graders.registry import (
 )
 from verdryx_core.graders.text import TEXT_OPTIONS
 from verdryx_core.untrusted.json_input import item_label, parse_json
+from verdryx_core.untrusted.text import first_hidden_character
 
-__all__ = ["OPTIONS_BY_GRADER", "check_case", "check_defaults", "effective_case"]
+__all__ = ["OPTIONS_BY_GRADER", "check_case", "check_defaults", "effective_case", "id_problem"]
 
 #: Which options each built-in grader takes; a custom grader takes `options`.
 OPTIONS_BY_GRADER: Final[Mapping[str, frozenset[str]]] = {
@@ -69,6 +70,24 @@ _CORE_FIELDS: Final = frozenset(
 _NEEDS_EXPECTED: Final = frozenset({"exact", "regex", "contains", "icontains", "numeric", "f1"})
 #: Anthropic's rule for tool names.
 TOOL_NAME: Final = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
+def id_problem(value: str) -> str | None:
+    """Why `value` cannot be an id (of a case, an eval set, a custom case), or None.
+
+    An id is shown in every listing (pytest's progress and `FAILED` lines, annotations, the
+    summary, the CLI's tables) and cannot be escaped in all of them, so an id holding a
+    control or format character (Unicode Cc, Cf, Zl, Zp: ESC, NUL, the C1 controls, a bidi
+    override, a zero-width character) is refused where it is read (docs/evalset-reference.md).
+    The schema's id pattern lists these characters for the Basic Multilingual Plane; this
+    check covers the rest (the tag characters, for one)."""
+    hidden = first_hidden_character(value)
+    if hidden is None:
+        return None
+    return (
+        f"{value!r} holds the control or format character '{hidden}', which would act on a "
+        "terminal or hide what the id says wherever it is listed; remove it"
+    )
 
 
 def _accepts(grader: str) -> frozenset[str]:
@@ -241,6 +260,10 @@ def check_case(
 
     def fail(field: str, message: str) -> EvalSetError:
         return EvalSetError(path, message, case=label, field=field, line=line)
+
+    problem = id_problem(case["id"])
+    if problem is not None:
+        raise fail("id", problem)
 
     checks = case.get("checks")
     if checks is not None and "grader" in case:

@@ -22,7 +22,7 @@ from verdryx_core.errors import BaselineFileError, UsageError
 from verdryx_core.runs import Baseline, BaselineCase, Score
 from verdryx_core.store import Store
 from verdryx_core.untrusted.json_input import NonFiniteNumber, item_label, json_kind, parse_json
-from verdryx_core.untrusted.text import first_invalid_text
+from verdryx_core.untrusted.text import first_hidden_character, first_invalid_text
 
 __all__ = [
     "BASELINE_DIR",
@@ -128,6 +128,18 @@ def baseline_from_data(data: object, path: Path | str) -> Baseline:
     seen: dict[tuple[str, str], int] = {}
     for index, item in enumerate(data["cases"]):
         key = (item["eval_set_id"], item["case_id"])
+        for field in ("eval_set_id", "case_id"):
+            # As at an eval set's load (docs/evalset-reference.md): an id is listed raw by the
+            # gate's lines, so one with a control or format character is refused.
+            hidden = first_hidden_character(item[field])
+            if hidden is not None:
+                raise BaselineFileError(
+                    path,
+                    f"{item[field]!r} holds the control or format character '{hidden}', "
+                    "which no eval set id or case id may hold",
+                    case=_case_label(item, index),
+                    field=field,
+                )
         if key in seen:
             raise BaselineFileError(
                 path,

@@ -1,4 +1,8 @@
-"""Words for results: the lines both faces print (the CLI and the pytest terminal summary)."""
+"""Words for results: the lines both faces print (the CLI and the pytest terminal summary).
+
+Each line quotes ids, a baseline's name, a model's name and unmeasured reasons (which quote
+providers and outputs): every line is made printable and kept to one line here, where the
+text enters the lines, by the text rule (untrusted/text.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from verdryx_core.errors import CLI_FLAGS, word_hint
 from verdryx_core.gating.comparison import GateResult
 from verdryx_core.runs import EvalRun, Score
+from verdryx_core.untrusted.text import printable
 
 __all__ = [
     "fmt_score",
@@ -68,7 +73,7 @@ def run_lines(
         per = fmt_usd(cost / passing) if passing else "n/a (no case passed)"
         cost_line += f"   per passing case: {per}"
     lines.append(cost_line)
-    return lines
+    return _printable(lines)
 
 
 def repeat_note(repeat: int, live_cases: int, flags: Mapping[str, str] = CLI_FLAGS) -> str | None:
@@ -84,7 +89,7 @@ def unmeasured_lines(scores: Sequence[Score], *, limit: int = 10) -> list[str]:
     lines = [f"  {score.key}: {score.unmeasured}" for score in scores[:limit]]
     if len(scores) > limit:
         lines.append(f"  ... and {len(scores) - limit} more")
-    return lines
+    return _printable(lines)
 
 
 def gate_lines(
@@ -146,7 +151,11 @@ def gate_lines(
             f"  {item.key}: {item.baseline:.3f} -> {item.current:.3f} ({item.delta:+.3f})"
             for item in drops
         )
-    return lines
+    return _printable(lines)
+
+
+def _printable(lines: list[str]) -> list[str]:
+    return [printable(line, keep_newlines=False) for line in lines]
 
 
 def _interval(report: object) -> str:

@@ -10,8 +10,9 @@ from typing import Any
 
 from verdryx_core.errors import StoreError
 from verdryx_core.store import Store, resolve_store_path
+from verdryx_core.untrusted.text import PrintableStream, printable_json
 
-__all__ = ["add_db_argument", "add_json_argument", "open_store", "print_json"]
+__all__ = ["add_db_argument", "add_json_argument", "open_store", "print_command", "print_json"]
 
 
 def add_db_argument(parser: argparse.ArgumentParser) -> None:
@@ -44,5 +45,18 @@ def open_store(args: argparse.Namespace, *, read_only: bool = False) -> Store:
 
 
 def print_json(document: Any) -> None:
-    json.dump(document, sys.stdout, indent=2, ensure_ascii=False, allow_nan=False)
-    sys.stdout.write("\n")
+    """One JSON document on stdout. Characters the text rule escapes are written as JSON
+    escapes here, so the document parses to the same values and the printable stream the CLI
+    writes through (whose `\\x85` would not be JSON) finds nothing to change."""
+    text = json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False)
+    sys.stdout.write(printable_json(text) + "\n")
+
+
+def print_command(line: str) -> None:
+    """One of verdryx's own CI workflow commands on stdout, unescaped (its parts were escaped
+    when it was built): through the printable stream, its leading `::` would be defused."""
+    stream = sys.stdout
+    if isinstance(stream, PrintableStream):
+        stream.write_command(line)
+    else:
+        stream.write(line + "\n")

@@ -6,6 +6,7 @@ from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 
 from verdryx_core.runs import parse_iso
+from verdryx_core.untrusted.text import printable
 
 __all__ = ["render_table", "short_id", "signed", "when"]
 
@@ -32,7 +33,12 @@ def render_table(
     headers: Sequence[str], rows: Sequence[Sequence[str]], *, numeric: Collection[int] = ()
 ) -> list[str]:
     """Columns padded to their widest cell, two spaces apart; `numeric` columns right-aligned.
-    The last column is not padded, so a long reason does not push trailing spaces."""
+    The last column is not padded, so a long reason does not push trailing spaces.
+
+    A cell quotes ids, models and reasons: each is made printable and one line (untrusted/
+    text.py) before the widths are measured, so a newline in a reason cannot start a row of
+    its own and an escape is counted at the width it is shown."""
+    rows = [[printable(cell, keep_newlines=False) for cell in row] for row in rows]
     widths = [len(header) for header in headers]
     for row in rows:
         for index, cell in enumerate(row):

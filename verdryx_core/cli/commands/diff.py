@@ -17,6 +17,7 @@ from verdryx_core.errors import UsageError
 from verdryx_core.reporting.summary import fmt_score
 from verdryx_core.runs import EvalRun, Score
 from verdryx_core.store import Store
+from verdryx_core.untrusted.text import printable
 
 NAME = "diff"
 HELP = "compare two stored runs case by case: the cases that changed most, first"
@@ -155,7 +156,8 @@ def _print_text(document: dict[str, Any]) -> None:
             print(f"  ... and {hidden} smaller changes (--limit 0 shows all)")
     for item in document["measured_changes"]:
         side = "B" if item["b"] is None else "A"
-        print(f"  unmeasured in {side}: {item['key']} ({item['reason']})")
+        reason = printable(item["reason"] or "", keep_newlines=False)  # one line, by the text rule
+        print(f"  unmeasured in {side}: {item['key']} ({reason})")
     for title, keys in (("only in A", document["only_in_a"]), ("only in B", document["only_in_b"])):
         if keys:
             shown = ", ".join(keys[:10]) + (f" and {len(keys) - 10} more" if len(keys) > 10 else "")

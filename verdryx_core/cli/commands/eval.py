@@ -30,6 +30,7 @@ from verdryx_core.evaluation import (
 from verdryx_core.reporting.summary import repeat_note, run_lines, unmeasured_lines
 from verdryx_core.runs import EvalRun
 from verdryx_core.timeouts import DEFAULT_TIMEOUT_S, check_timeout
+from verdryx_core.untrusted.text import unwrapped
 
 NAME = "eval"
 HELP = "grade eval sets against a model, store the run, print the scores"
@@ -165,8 +166,14 @@ def run(args: argparse.Namespace) -> int:
             # A case whose call failed, a file that did not load, or a Ctrl-C leaves the run
             # incomplete: stored (with every answer already paid for, so a re-run pays only
             # for the rest), never gated on or saved as a baseline.
+            # The progress line is verdryx's own counts, written raw: on a terminal its
+            # carriage return rewrites the line, which the printable stream would escape.
             run = evaluate(
-                sets, settings, store=store, progress=sys.stderr, incomplete_because=problems
+                sets,
+                settings,
+                store=store,
+                progress=unwrapped(sys.stderr),
+                incomplete_because=problems,
             )
         except EvaluationInterrupted as stop:
             print(

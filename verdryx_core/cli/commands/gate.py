@@ -9,7 +9,12 @@ import sys
 import time
 from pathlib import Path
 
-from verdryx_core.cli.commands._common import add_db_argument, add_json_argument, print_json
+from verdryx_core.cli.commands._common import (
+    add_db_argument,
+    add_json_argument,
+    print_command,
+    print_json,
+)
 from verdryx_core.cli.commands._gating import (
     add_gate_arguments,
     exit_code,
@@ -23,6 +28,7 @@ from verdryx_core.gating.compare import GateOutcome, compare, refused
 from verdryx_core.gating.run_group import AssembledGroup, assemble_group
 from verdryx_core.reporting.ci import gate_annotation, step_summary, verdict_line
 from verdryx_core.reporting.ci.gate_junit import write_gate_junit
+from verdryx_core.reporting.ci.step_summary import markdown_text
 from verdryx_core.runs import EvalRun
 from verdryx_core.store import Store, describe, resolve_store_path
 
@@ -141,7 +147,7 @@ def _ci_outputs(args: argparse.Namespace, run_: EvalRun | None, gate: GateOutcom
         return
     line = gate_annotation(gate, file=_baseline_file(args))
     if line is not None:
-        print(line)
+        print_command(line)
     summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
     if not summary_path:
         return
@@ -149,17 +155,11 @@ def _ci_outputs(args: argparse.Namespace, run_: EvalRun | None, gate: GateOutcom
         text = step_summary(run_, gate)
     else:
         text = (
-            f"## verdryx: REFUSED against baseline {_markdown(gate.baseline)}\n\n"
-            f"{_markdown(verdict_line(gate))}\n"
+            f"## verdryx: REFUSED against baseline {markdown_text(gate.baseline)}\n\n"
+            f"{markdown_text(verdict_line(gate))}\n"
         )
     try:
         with open(summary_path, "a", encoding="utf-8") as handle:
             handle.write(text)
     except OSError as exc:  # the summary is a view: it never changes the verdict
         print(f"warning: job summary not written to {summary_path}: {exc}", file=sys.stderr)
-
-
-def _markdown(text: str) -> str:
-    for char in ("\\", "|", "*", "_", "<", ">", "[", "]", "`"):
-        text = text.replace(char, "\\" + char)
-    return text.replace("\r", " ").replace("\n", " ")

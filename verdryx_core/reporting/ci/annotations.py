@@ -4,6 +4,10 @@ The runner reads `::error file=F,line=L,title=T::message` lines from a step's ou
 them to the file and line in the pull request. Its escaping, as in the Actions toolkit: `%`,
 CR and LF in the message; those plus `:` and `,` in a property (they delimit properties).
 See docs/ci.md.
+
+Before that escaping, every part is made printable by the text rule (untrusted/text.py): an
+output quoted in a failure message may hold U+2028, an escape sequence or a bidi override,
+which the runner's escaping leaves alone and a reader's log would act on.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from verdryx_core.gating.compare import GateOutcome
 from verdryx_core.reporting.ci.failures import CaseFailure
 from verdryx_core.reporting.ci.verdict import verdict_line
+from verdryx_core.untrusted.text import printable
 
 __all__ = [
     "case_annotation",
@@ -34,13 +39,14 @@ def escape_property(text: str) -> str:
 
 
 def command(name: str, message: str, properties: Mapping[str, str | int | None]) -> str:
-    """`::name k=v,k=v::message`; properties that are None are left out."""
+    """`::name k=v,k=v::message`, one line whatever the parts hold; properties that are None
+    are left out. `name` and the property names are verdryx's own."""
     shown = ",".join(
-        f"{key}={escape_property(str(value))}"
+        f"{key}={escape_property(printable(str(value), keep_newlines=False))}"
         for key, value in properties.items()
         if value is not None
     )
-    return f"::{name}{' ' + shown if shown else ''}::{escape_data(message)}"
+    return f"::{name}{' ' + shown if shown else ''}::{escape_data(printable(message))}"
 
 
 def case_annotation(failure: CaseFailure) -> str:

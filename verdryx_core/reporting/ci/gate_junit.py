@@ -17,6 +17,7 @@ from verdryx_core.atomic import write_text_atomic
 from verdryx_core.gating.compare import GateOutcome
 from verdryx_core.reporting.ci.verdict import verdict_line
 from verdryx_core.runs import EvalRun
+from verdryx_core.untrusted.text import printable
 
 __all__ = ["gate_junit_xml", "suite_properties", "write_gate_junit"]
 
@@ -75,12 +76,14 @@ def gate_junit_xml(
         },
     )
     props = ET.SubElement(suite, "properties")
+    # Values and the verdict quote a baseline's name, a group and a refusal's reason: made
+    # printable (untrusted/text.py), which also keeps out what XML 1.0 cannot hold.
     for name, value in {**suite_properties(run, gate), **(extra or {})}.items():
-        ET.SubElement(props, "property", {"name": name, "value": value})
+        ET.SubElement(props, "property", {"name": name, "value": printable(value)})
     case = ET.SubElement(
         suite, "testcase", {"classname": "verdryx", "name": "gate", "time": f"{elapsed:.3f}"}
     )
-    line = verdict_line(gate)
+    line = printable(verdict_line(gate), keep_newlines=False)
     if refused:
         ET.SubElement(case, "error", {"message": line}).text = line
     elif failed:

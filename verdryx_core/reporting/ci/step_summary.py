@@ -11,8 +11,9 @@ from verdryx_core.reporting.ci.failures import CaseFailure
 from verdryx_core.reporting.ci.verdict import verdict_interval, verdict_line
 from verdryx_core.reporting.summary import fmt_score, fmt_usd
 from verdryx_core.runs import EvalRun
+from verdryx_core.untrusted.text import printable
 
-__all__ = ["step_summary"]
+__all__ = ["markdown_text", "step_summary"]
 
 #: Rows per table: a job page is read, not searched; the HTML report has everything.
 _ROWS = 10
@@ -128,15 +129,22 @@ def _failures(failures: Sequence[CaseFailure], rows: int) -> list[str]:
 
 
 def _code(text: str) -> str:
-    """An inline code span that survives backticks in the text, and pipes in a table."""
+    """An inline code span that survives backticks in the text, and pipes in a table; its
+    text is made printable first (no control, format or bidi character reaches the page)."""
+    text = printable(text, keep_newlines=False)
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{fence}{pad}{text.replace('|', chr(92) + '|')}{pad}{fence}"
 
 
-def _text(text: str) -> str:
-    """Plain text in Markdown: no table breaks, no stray emphasis or HTML."""
+def markdown_text(text: str) -> str:
+    """Plain text in Markdown, on one line: no table breaks, no stray emphasis or HTML, and,
+    by the text rule, no control, format or bidi character (shown escaped)."""
+    text = printable(text.replace("\r", " ").replace("\n", " "), keep_newlines=False)
     for char in ("\\", "|", "*", "_", "<", ">", "[", "]", "`"):
         text = text.replace(char, "\\" + char)
-    return text.replace("\r", " ").replace("\n", " ")
+    return text
+
+
+_text = markdown_text
