@@ -193,11 +193,12 @@ def test_latency_is_the_items_duration_in_junit(pytester: pytest.Pytester) -> No
     result.assert_outcomes(passed=2)
     suite = next(iter(JUnitXml.fromfile(str(xml_path))))
     cases = {case.name: case for case in suite}
+    # The slow answer takes 0.3 s or more: a lower bound, and an order, hold on a busy machine.
     assert cases["slow"].time >= 0.3
-    assert cases["fast"].time < 0.3
+    assert cases["fast"].time < cases["slow"].time
     props = {p.name: p.value for g in cases["slow"].iterchildren(Properties) for p in g}
     assert float(props["verdryx.cost_usd"]) == pytest.approx(0.25)
-    result.stdout.fnmatch_lines(["*0.3*s call*agent.evalset.json::slow*"])
+    result.stdout.fnmatch_lines(["*slowest 2 durations*", "*s call*agent.evalset.json::slow*"])
 
 
 @pytest.mark.parametrize("mode", XDIST_MODES)

@@ -316,9 +316,9 @@ def check_case(
         owner = field_owners().get(field)
         if owner is not None and grader != owner:
             raise fail(field, f"only valid with grader {owner!r} (this case is {grader!r})")
-    problem = case_problem(grader, case)
-    if problem is not None:
-        raise fail(problem.field, str(problem))
+    refused = case_problem(grader, case)
+    if refused is not None:
+        raise fail(refused.field, str(refused))
     return case
 
 
