@@ -22,7 +22,6 @@ from __future__ import annotations
 import fnmatch
 import uuid
 from collections.abc import Generator, Iterator, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -53,27 +52,45 @@ MARKER = (
 )
 
 
-@dataclass(slots=True, eq=False)
 class Activation:
-    """Whether verdryx is on in this session, and what it needs to know to turn on late."""
+    """Whether verdryx is on in this session, and what it needs to know to turn on late.
 
-    config: pytest.Config
-    run_id: str
-    started_at: datetime
-    patterns: tuple[str, ...]
-    #: The pytest session, once `pytest_sessionstart` has run...
-    session: pytest.Session | None = None
-    #: ...and the plugins registered then (the conftest.py files read later are not asked
-    #: to build the target, as at session start).
-    plugins_at_start: list[object] = field(default_factory=list)
-    plugin: VerdryxSession | None = None
-    #: Activated after the session started: the configure-time checks and the session
-    #: start's work are still to do (`start_late`).
-    pending_start: bool = False
-    #: Before activation: failed collection reports (under xdist, the workers' too)...
-    failed_reports: list[pytest.CollectReport] = field(default_factory=list)
-    #: ...and xdist workers gone down without a verdryx payload: (node, error).
-    nodes_down: list[tuple[Any, object]] = field(default_factory=list)
+    A plain class, not a dataclass: building one of those costs every pytest session about
+    a millisecond at import."""
+
+    __slots__ = (
+        "config",
+        "failed_reports",
+        "nodes_down",
+        "patterns",
+        "pending_start",
+        "plugin",
+        "plugins_at_start",
+        "run_id",
+        "session",
+        "started_at",
+    )
+
+    def __init__(
+        self, config: pytest.Config, *, run_id: str, started_at: datetime, patterns: tuple[str, ...]
+    ) -> None:
+        self.config = config
+        self.run_id = run_id
+        self.started_at = started_at
+        self.patterns = patterns
+        #: The pytest session, once `pytest_sessionstart` has run...
+        self.session: pytest.Session | None = None
+        #: ...and the plugins registered then (the conftest.py files read later are not
+        #: asked to build the target, as at session start).
+        self.plugins_at_start: list[object] = []
+        self.plugin: VerdryxSession | None = None
+        #: Activated after the session started: the configure-time checks and the session
+        #: start's work are still to do (`start_late`).
+        self.pending_start = False
+        #: Before activation: failed collection reports (under xdist, the workers' too)...
+        self.failed_reports: list[pytest.CollectReport] = []
+        #: ...and xdist workers gone down without a verdryx payload: (node, error).
+        self.nodes_down: list[tuple[Any, object]] = []
 
     @classmethod
     def for_config(cls, config: pytest.Config) -> Activation:
@@ -84,7 +101,7 @@ class Activation:
         given = workerinput.get(PAYLOAD_KEY) or {}
         started = given.get("started_at")
         return cls(
-            config=config,
+            config,
             run_id=given.get("run_id") or str(uuid.uuid4()),
             started_at=datetime.fromisoformat(started) if started else datetime.now(UTC),
             patterns=evalset_patterns(config),
