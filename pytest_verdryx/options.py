@@ -10,15 +10,19 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import pytest
 
-from verdryx_core.errors import VerdryxError
-from verdryx_core.evaluation import DEFAULT_MIN_SCORE, EvalSettings, judge_in_effect
-from verdryx_core.gating.drift import DEFAULT_THRESHOLD, GATES
-from verdryx_core.gating.sharding import ShardSpec, parse_shard
-from verdryx_core.reporting.ci.provenance import default_run_group
+# Only the defaults, from a module that imports nothing: the options are defined in every
+# session, eval cases or not, and the rest of the core is imported when it is used
+# (docs/options.md, "When verdryx turns on").
+from verdryx_core.defaults import DEFAULT_MIN_SCORE, DEFAULT_THRESHOLD, GATES
+
+if TYPE_CHECKING:
+    from verdryx_core.errors import VerdryxError
+    from verdryx_core.evaluation import EvalSettings
+    from verdryx_core.gating.sharding import ShardSpec
 
 __all__ = [
     "DEFAULT_PATTERNS",
@@ -27,6 +31,8 @@ __all__ = [
     "Settings",
     "add_options",
     "eval_settings",
+    "evalset_patterns",
+    "explicitly_asked",
     "read_settings",
     "worded",
 ]
@@ -328,6 +334,8 @@ class Settings:
 
     @property
     def judge_model(self) -> str | None:
+        from verdryx_core.evaluation import judge_in_effect
+
         return judge_in_effect(self.judge)
 
 
@@ -337,6 +345,7 @@ def eval_settings(
     """What the pipeline needs; a relative price file is read from `prices_base` (the ini
     file's folder, as pytest reads an ini key's relative path)."""
     from verdryx_core.addons.typed import typed_options
+    from verdryx_core.evaluation import EvalSettings
 
     prices = None
     if settings.prices:
@@ -428,7 +437,7 @@ def read_settings(config: pytest.Config, env: Mapping[str, str] | None = None) -
         else:
             values[option.name] = _convert(option, config.getini(option.name), option.name)
     get: Callable[[str], Any] = values.__getitem__
-    patterns = DEFAULT_PATTERNS + tuple(config.getini("verdryx_evalset_patterns") or ())
+    patterns = evalset_patterns(config)
     shard = _shard(config)
     return Settings(
         model=get("verdryx_model"),
@@ -462,7 +471,7 @@ def read_settings(config: pytest.Config, env: Mapping[str, str] | None = None) -
         patterns=patterns,
         prices=config.getini("verdryx_prices") or None,
         shard=shard,
-        run_group=get("verdryx_run_group") or (default_run_group(env) if shard else None),
+        run_group=get("verdryx_run_group") or (_default_run_group(env) if shard else None),
         batch=get("verdryx_batch"),
         target=get("verdryx_target"),
         target_version=get("verdryx_target_version"),
@@ -480,7 +489,43 @@ def _shard(config: pytest.Config) -> ShardSpec | None:
     )
     if not raw:
         return None
+    from verdryx_core.errors import VerdryxError
+    from verdryx_core.gating.sharding import parse_shard
+
     try:
         return parse_shard(str(raw), flag=source)
     except VerdryxError as exc:
         raise pytest.UsageError(worded(exc)) from None
+
+
+def _default_run_group(env: Mapping[str, str]) -> str | None:
+    from verdryx_core.reporting.ci.provenance import default_run_group
+
+    return default_run_group(env)
+
+
+def evalset_patterns(config: pytest.Config) -> tuple[str, ...]:
+    """The file names collected as eval sets: the defaults and the ini's extra patterns."""
+    return DEFAULT_PATTERNS + tuple(config.getini("verdryx_evalset_patterns") or ())
+
+
+#: Ini keys without a flag, with the defaults `add_options` gives them.
+_INI_ONLY: Final[Mapping[str, Any]] = {"verdryx_evalset_patterns": [], "verdryx_prices": None}
+
+
+def explicitly_asked(config: pytest.Config) -> bool:
+    """Whether this session asked for verdryx itself: a verdryx flag on the command line (or
+    in `addopts`, or PYTEST_ADDOPTS), or a verdryx ini key (or `-o`) set to something other
+    than its default. Then the plugin turns on at configure time, so a bad value is exit 4
+    before anything is collected; otherwise it waits for an eval case (docs/options.md)."""
+    for option in OPTIONS:
+        if config.getoption(option.name) is not None:
+            return True
+    # A key set to its default (or left empty) asks for nothing that could fail, and
+    # changes nothing. Some pytest versions give an unset key without a default as "".
+    defaults = {option.name: option.default for option in OPTIONS}
+    for name, default in {**defaults, **_INI_ONLY}.items():
+        value = config.getini(name)
+        if value != default and value not in ("", None, []):
+            return True
+    return False

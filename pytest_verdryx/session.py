@@ -2,9 +2,11 @@
 it is (collection -> `SessionState`, calls ahead -> `PrefetchCalls`, scores ->
 `ItemScoring`, the end -> `finish_session`, the summary -> `terminal`).
 
-One instance per pytest session, registered only while eval cases are in play. Only the
-controller (or a run without xdist) writes the store or a baseline file; workers send their
-state as a payload (see `xdist.py`).
+One instance per pytest session, built and registered only when verdryx is in play: the
+entry point (`plugin.py`) activates it at configure time, or later, at the first eval case
+(docs/options.md, "When verdryx turns on"); activated late, it is handed what it missed
+(`joined`). Only the controller (or a run without xdist) writes the store or a baseline
+file; workers send their state as a payload (see `xdist.py`).
 """
 
 from __future__ import annotations
@@ -13,10 +15,10 @@ import atexit
 import dataclasses
 import gc
 import os
-from collections.abc import Generator
+from collections.abc import Callable, Generator, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -39,6 +41,9 @@ from verdryx_core.gating.comparison import check_models
 from verdryx_core.llm.batch import check_batchable
 from verdryx_core.runs import Baseline, EvalRun
 from verdryx_core.targets import Target
+
+if TYPE_CHECKING:
+    from pytest_verdryx.ci import CiOutputs
 
 __all__ = ["VerdryxSession"]
 
@@ -69,15 +74,16 @@ def _usage_error(exc: VerdryxError) -> pytest.UsageError:
     return pytest.UsageError(f"verdryx: {worded(exc)}")
 
 
-def _new_context(config: pytest.Config, settings: Settings) -> SessionContext:
+def _new_context(
+    config: pytest.Config, settings: Settings, *, run_id: str, started_at: datetime
+) -> SessionContext:
     workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
     rootdir = Path(config.rootpath)
     inidir = config.inipath.parent if config.inipath else None
     state = SessionState()
-    # A worker takes the controller's run id, start and baseline: one run, however many
-    # processes score it.
+    # A worker takes the controller's baseline (and, through the entry point, its run id and
+    # start): one run, however many processes score it.
     given = (workerinput or {}).get(PAYLOAD_KEY) or {}
-    started = given.get("started_at")
     store = StoreHandle(
         session_store_path(
             config.getoption("verdryx_db"),
@@ -90,8 +96,8 @@ def _new_context(config: pytest.Config, settings: Settings) -> SessionContext:
         eval_settings(settings, inidir or rootdir, rootdir),
         # The evaluation opens the store only when a call needs the response cache.
         store=store.open,
-        run_id=given.get("run_id"),
-        started_at=datetime.fromisoformat(started) if started else None,
+        run_id=run_id,
+        started_at=started_at,
         tally=state.calls,
     )
     context = SessionContext(
@@ -101,7 +107,7 @@ def _new_context(config: pytest.Config, settings: Settings) -> SessionContext:
         store=store,
         state=state,
         is_worker=workerinput is not None,
-        # Read once, at configure time (docs/events-and-otlp.md).
+        # Read once, when verdryx turns on (docs/events-and-otlp.md).
         otlp_endpoint=os.environ.get("VERDRYX_OTLP_ENDPOINT") or None,
     )
     if given.get("baseline"):
@@ -110,14 +116,21 @@ def _new_context(config: pytest.Config, settings: Settings) -> SessionContext:
 
 
 class VerdryxSession:
-    def __init__(self, config: pytest.Config, settings: Settings) -> None:
+    def __init__(
+        self, config: pytest.Config, settings: Settings, *, run_id: str, started_at: datetime
+    ) -> None:
         self.config = config
-        self.context = _new_context(config, settings)
+        self.context = _new_context(config, settings, run_id=run_id, started_at=started_at)
         self.scoring = ItemScoring(self.context)
         self.prefetch = PrefetchCalls(self.scoring)
         self.end: SessionEnd | None = None
         #: Items `--verdryx-shard` deselected in this process.
         self.shard_deselected = 0
+        self.ci: CiOutputs | None = None
+        self.xdist: XdistHooks | None = None
+        #: Whether the session start's work is done (the target built): a session whose
+        #: start failed (exit 4) measures nothing, and stores or sends nothing at its end.
+        self.started = False
 
     @property
     def settings(self) -> Settings:
@@ -133,14 +146,30 @@ class VerdryxSession:
             # What CI sees is decided where the verdict is: on the controller.
             from pytest_verdryx.ci import CiOutputs
 
-            config.pluginmanager.register(CiOutputs(config), "verdryx-ci")
+            self.ci = CiOutputs(config)
+            config.pluginmanager.register(self.ci, "verdryx-ci")
         if config.pluginmanager.hasplugin("xdist"):
-            hooks = XdistHooks(self.context.state, self.prefetch, self.controller_state)
-            config.pluginmanager.register(hooks, "verdryx-xdist")
+            self.xdist = XdistHooks(self.context.state, self.prefetch, self.controller_state)
+            config.pluginmanager.register(self.xdist, "verdryx-xdist")
+
+    def joined(self, session: pytest.Session, *, read_since: Sequence[object] = ()) -> None:
+        """Registered after `pytest_sessionstart` (activated by an eval case): what that hook
+        would have done, here and in the CI outputs, now. pytest replays only
+        `pytest_configure` for a plugin registered late. `read_since`: the plugins registered
+        since the session started (the conftest.py files collection read), which the target
+        hook is not asked of, as at session start (docs/targets.md)."""
+        self.prefetch.session = session
+        if self.ci is not None:
+            self.ci.pytest_sessionstart(session)
+        manager = self.config.pluginmanager
+        self._build_target(
+            manager.subset_hook_caller("pytest_verdryx_target", remove_plugins=read_since)
+        )
 
     def check(self) -> None:
-        """At configure time: the exports, the typed client and the baseline, so a typo is
-        exit 4 before anything is collected or paid for."""
+        """At configure time (activated by an eval case: after collection, before anything
+        runs): the exports, the typed client and the baseline, so a typo is exit 4 before
+        anything is collected (or run) or paid for."""
         settings, context = self.settings, self.context
         check_shard_settings(settings)
         try:
@@ -203,9 +232,12 @@ class VerdryxSession:
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         """A conftest.py may build the agent under test now (docs/targets.md)."""
+        self._build_target(self.config.hook.pytest_verdryx_target)
+
+    def _build_target(self, hook: Callable[..., Any]) -> None:
         config = self.config
         try:
-            built = config.hook.pytest_verdryx_target(config=config)
+            built = hook(config=config)
         except Exception as exc:  # the user's set-up code: one line, not a traceback
             text = " ".join(str(exc).split())
             raise pytest.UsageError(
@@ -213,6 +245,7 @@ class VerdryxSession:
                 + (f": {text}" if text else "")
             ) from None
         if built is None:
+            self.started = True
             return
         if not callable(built):
             raise pytest.UsageError(
@@ -225,6 +258,7 @@ class VerdryxSession:
         evaluation.settings = dataclasses.replace(
             evaluation.settings, target=target.spec, built_target=target
         )
+        self.started = True
 
     # -- collection --------------------------------------------------------------------------
 
@@ -355,6 +389,9 @@ class VerdryxSession:
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         context = self.context
+        if not self.started:
+            context.store.close()
+            return
         if context.is_worker:
             context.state.stopped_early = bool(session.shouldfail or session.shouldstop)
             self.config.workeroutput[PAYLOAD_KEY] = context.state.to_payload()  # type: ignore[attr-defined]

@@ -7,11 +7,14 @@ Registered only when xdist is loaded, so a session without it never sees an unkn
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_verdryx.longrepr import CrashOverXdist
-from pytest_verdryx.prefetch import PrefetchCalls
-from pytest_verdryx.state import SessionState
+
+if TYPE_CHECKING:
+    # Types only: the entry point reads PAYLOAD_KEY from here before anything is activated.
+    from pytest_verdryx.prefetch import PrefetchCalls
+    from pytest_verdryx.state import SessionState
 
 __all__ = ["PAYLOAD_KEY", "XdistHooks"]
 

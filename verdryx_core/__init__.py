@@ -7,16 +7,15 @@
     outcome = compare(run, find_baseline("v1", root="."))
     print(outcome.verdict, outcome.exit_reason)
 
-Names are imported on first use, so `import verdryx_core.cases` (as the pytest plugin does on
-every session) does not pay for the evaluation, numpy or the store.
+Names are imported on first use, so `import verdryx_core.cases` does not pay for the
+evaluation, numpy or the store; nor does the pytest plugin's option table, which every
+pytest session imports, pay for reading the installed version.
 """
 
 from __future__ import annotations
 
 import importlib
 from typing import TYPE_CHECKING, Any, Final
-
-from verdryx_core.version import __version__
 
 if TYPE_CHECKING:
     from verdryx_core.cases import EvalCase
@@ -36,9 +35,11 @@ if TYPE_CHECKING:
     from verdryx_core.graders.registry import register_grader
     from verdryx_core.runs import Baseline, EvalRun, Score
     from verdryx_core.store import Store
+    from verdryx_core.version import __version__
 
 #: Public name -> the module that defines it.
 _HOMES: Final = {
+    "__version__": "verdryx_core.version",
     "Baseline": "verdryx_core.runs",
     "EvalCase": "verdryx_core.cases",
     "EvalRun": "verdryx_core.runs",

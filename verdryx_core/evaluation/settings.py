@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
+from verdryx_core.defaults import DEFAULT_MIN_SCORE
 from verdryx_core.errors import CLI_FLAGS
 from verdryx_core.timeouts import DEFAULT_TIMEOUT_S
 
@@ -20,8 +21,6 @@ if TYPE_CHECKING:
     from verdryx_core.targets import Target
 
 __all__ = ["DEFAULT_MIN_SCORE", "EvalSettings", "judge_in_effect"]
-
-DEFAULT_MIN_SCORE: Final = 0.5
 
 
 def judge_in_effect(judge: str | None) -> str | None:

@@ -23,6 +23,7 @@ from typing import Any, Final
 
 import numpy as np
 
+from verdryx_core.defaults import DEFAULT_THRESHOLD, GATES
 from verdryx_core.errors import CLI_FLAGS, UsageError, word_hint
 
 __all__ = [
@@ -35,10 +36,8 @@ __all__ = [
     "compute_drift",
 ]
 
-DEFAULT_THRESHOLD: Final = 0.05
 DEFAULT_ITERATIONS: Final = 2000
 DEFAULT_CONFIDENCE: Final = 0.95
-GATES: Final = ("significant", "threshold")
 
 #: Power the minimum detectable drop is quoted at.
 _POWER: Final = 0.8
