@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from verdryx_core.cases import EvalCase
-from verdryx_core.errors import UsageError, VerdryxError
+from verdryx_core.errors import RunNotStoredError, StoreError, UsageError, VerdryxError
 from verdryx_core.evalsets.load import EvalSet, check_unique_ids, load_evalsets
 from verdryx_core.evaluation.calls import CallTally, ModelCalls
 from verdryx_core.evaluation.prefetch import Work, start_prefetch
@@ -256,10 +256,14 @@ class Evaluation:
         promises: Promises | None = None,
     ) -> None:
         """Store `run` with the model answers its calls got (all of this evaluation's, by
-        default). Raises StoreError; the answers go first, so a run that is stored never
+        default). Raises RunNotStoredError; the answers go first, so a run that is stored never
         misses them. `promises` give contract cases their task and agent ids."""
         entries = self.tally.take_entries() if cache_entries is None else cache_entries
-        save_run(store, run, cache_entries=entries, promises=promises or {})
+        try:
+            save_run(store, run, cache_entries=entries, promises=promises or {})
+        except StoreError as exc:
+            # Both faces say it in these words (docs/troubleshooting.md, "Reliability").
+            raise RunNotStoredError(str(exc), run=run) from None
 
 
 def _judged(case: EvalCase) -> bool:

@@ -28,11 +28,17 @@ def promises_of(cases: Iterable[tuple[str, EvalCase]]) -> dict[str, dict[str, st
 def save_run(
     store: Store, run: EvalRun, *, cache_entries: Iterable[CacheEntry], promises: Promises
 ) -> None:
-    """Raises StoreError; the answers go first, so a run that is stored never misses them."""
+    """Raises StoreError; the answers go first, so a run that is stored never misses them.
+
+    The answers are a transaction of their own: they were paid for, and a run that cannot
+    be stored (its totals past the maxima, docs/store.md) should not cost them again. The run
+    and its contract verdict rows are one transaction: stored together or not at all, never
+    a run without the verdicts it produced."""
     entries = list(cache_entries)
     if entries:
         store.cache_put_many(entries)
-    store.save_run(run)
     rows = verdict_rows(run, promises)
-    if rows:
-        save_verdicts(store, rows)
+    with store.batch():
+        store.save_run(run)
+        if rows:
+            save_verdicts(store, rows)

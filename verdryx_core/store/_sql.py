@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from verdryx_core.errors import UsageError
+from verdryx_core.errors import StoreError, UsageError
 from verdryx_core.runs import Baseline, BaselineCase, EvalRun, Score, iso_utc, parse_iso
 from verdryx_core.store.base import CacheEntry, RunSummary, Store
 from verdryx_core.store.db import Database, marks
@@ -55,6 +55,11 @@ class SqlStore(Store):
     # -- runs ----------------------------------------------------------------------------------
 
     def save_run(self, run: EvalRun) -> None:
+        # Refused before anything is written: a sum past what the 64-bit columns keep would
+        # otherwise fail inside the driver (an OverflowError) or wrap in a reader's int64.
+        problem = run.totals_problem()
+        if problem is not None:
+            raise StoreError(f"{self.path}: cannot save run {run.id}: {problem} (docs/store.md)")
         row = (
             run.id,
             run.model,

@@ -191,11 +191,19 @@ class Database(abc.ABC):
 
     @contextmanager
     def errors(self, action: str) -> Iterator[None]:
-        """Turn the driver's errors into `StoreError("<name>: cannot <action>: <why>")`."""
+        """Turn the driver's errors into `StoreError("<name>: cannot <action>: <why>")`.
+
+        OverflowError too: sqlite3 raises it, not one of its own errors, for an integer past
+        64 bits, and a value that reached the driver unchecked must still be one line (the
+        transaction it was in is rolled back as for any error)."""
         try:
             yield
         except self.driver_error as exc:
             raise StoreError(f"{self.name}: cannot {action}: {error_text(exc)}") from None
+        except OverflowError as exc:
+            raise StoreError(
+                f"{self.name}: cannot {action}: a value is too large for the store ({exc})"
+            ) from None
 
     def close(self) -> None:
         with self.lock:
