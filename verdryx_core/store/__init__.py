@@ -12,6 +12,7 @@ from __future__ import annotations
 from verdryx_core.store import postgres as _postgres  # noqa: F401  (registers the backend)
 from verdryx_core.store import sqlite as _sqlite  # noqa: F401  (registers the backend)
 from verdryx_core.store.base import SCHEMA_VERSION, CacheEntry, RunSummary, Store, describe
+from verdryx_core.store.rows import StoreRowError
 from verdryx_core.store.target import (
     StoreTarget,
     StoreUrl,
@@ -25,6 +26,7 @@ __all__ = [
     "CacheEntry",
     "RunSummary",
     "Store",
+    "StoreRowError",
     "StoreTarget",
     "StoreUrl",
     "describe",

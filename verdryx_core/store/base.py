@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import abc
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, MutableSequence, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Final, Self
 
 from verdryx_core.runs import Baseline, EvalRun, Score, iso_utc
 from verdryx_core.store.db import Database
+from verdryx_core.store.rows import StoreRowError
 from verdryx_core.store.target import StoreTarget, StoreUrl, is_store_url
 
 __all__ = ["SCHEMA_VERSION", "CacheEntry", "RunSummary", "Store"]
@@ -201,8 +202,32 @@ class Store(abc.ABC):
         complete_only: bool = False,
         limit: int | None = None,
         before: str | None = None,
+        broken: MutableSequence[StoreRowError] | None = None,
     ) -> list[RunSummary]:
-        """Runs newest first, filtered; `eval_set_ids` matches the exact set of eval sets."""
+        """Runs newest first, filtered; `eval_set_ids` matches the exact set of eval sets.
+
+        A run row that cannot be read back raises its `StoreRowError`; with a `broken` list,
+        it is added there instead and the other runs are listed (`verdryx runs`)."""
+
+    @abc.abstractmethod
+    def run_id_for(self, prefix: str) -> str | None:
+        """The id of the run with this id or unique id prefix, without reading its rows (a
+        run whose rows cannot be read can still be named, to repair it)."""
+
+    @abc.abstractmethod
+    def repair_run(self, run_id: str) -> list[str] | None:
+        """Rewrite the run's rows that cannot be read back (docs/store.md, "Rows that cannot
+        be read"), in one transaction; what changed, in words, or None when there is no such
+        run. A run whose id, model or start cannot be read raises StoreRowError: it can
+        only be removed (`delete_run`)."""
+
+    @abc.abstractmethod
+    def delete_run(self, run_id: str) -> bool:
+        """Remove a run and its scores in one transaction; False when there was none."""
+
+    @abc.abstractmethod
+    def delete_baseline(self, baseline_id: str) -> bool:
+        """Remove a baseline and its cases in one transaction; False when there was none."""
 
     @abc.abstractmethod
     def list_group_runs(self, run_group: str) -> list[RunSummary]:
