@@ -17,6 +17,7 @@ from verdryx_core.store.target import (
     StoreTarget,
     StoreUrl,
     is_store_url,
+    parse_store_target,
     redact,
     resolve_store_path,
 )
@@ -31,6 +32,7 @@ __all__ = [
     "StoreUrl",
     "describe",
     "is_store_url",
+    "parse_store_target",
     "redact",
     "resolve_store_path",
 ]

@@ -19,7 +19,13 @@ from typing import Any, ClassVar, Final, Self
 from verdryx_core.runs import Baseline, EvalRun, Score, iso_utc
 from verdryx_core.store.db import Database
 from verdryx_core.store.rows import StoreRowError
-from verdryx_core.store.target import StoreTarget, StoreUrl, is_store_url
+from verdryx_core.store.target import (
+    StoreTarget,
+    StoreUrl,
+    is_store_url,
+    parse_store_target,
+    redact,
+)
 
 __all__ = ["SCHEMA_VERSION", "CacheEntry", "RunSummary", "Store"]
 
@@ -147,6 +153,10 @@ class Store(abc.ABC):
 
         `read_only` is for commands that only read: a missing store is an error instead of a
         new empty one, and a SQLite file in a read-only directory is opened read-only."""
+        if isinstance(target, str):
+            # The one parser decides the backend (store/target.py): a PostgreSQL URL in any
+            # case or with a `+driver`, or a libpq key/value string, is never a file name.
+            target = parse_store_target(target)
         if cls is not Store:
             if getattr(cls._open, "__isabstractmethod__", False):
                 raise TypeError(f"{cls.__name__} is not a backend: subclass SqliteStore")
@@ -284,4 +294,4 @@ def describe(target: StoreTarget | str | os.PathLike[str]) -> str:
         return str(target)
     if is_store_url(target):
         return str(StoreUrl(str(target)))
-    return os.fspath(target)
+    return redact(os.fspath(target))  # a path is shown as it is; a stray password is not

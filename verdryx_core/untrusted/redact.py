@@ -38,7 +38,10 @@ def redact_text(text: str) -> str:
     """Every URL in `text` with its password (or a lone user-info token) replaced by `***`."""
     if "@" in text:
         text = _USERINFO.sub(_mask, text)
-    if "password=" in text.lower():
+    lowered = text.lower()
+    if "password" in lowered or "postgres" in lowered:
+        # The store's one parser of PostgreSQL forms (verdryx_core/store/target.py): a
+        # `password = x` keyword, a password holding '?' or '#' that libpq still reads.
         from verdryx_core.store.target import redact as redact_store_url
 
         text = redact_store_url(text)
