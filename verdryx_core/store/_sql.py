@@ -68,6 +68,30 @@ class SqlStore(Store):
     # -- runs ----------------------------------------------------------------------------------
 
     def save_run(self, run: EvalRun) -> None:
+        row, score_rows = self._run_rows(run)
+        with self.db.errors(f"save run {run.id}"), self.db.transaction():
+            # DELETE then INSERT, not an upsert: a replaced run is also the newest saved.
+            self.db.execute("DELETE FROM scores WHERE run_id = ?", (run.id,))
+            self.db.execute("DELETE FROM runs WHERE id = ?", (run.id,))
+            self.db.execute(f"INSERT INTO runs ({RUN_COLUMNS}) VALUES ({marks(22)})", row)
+            self.db.insert_rows("scores", SCORE_COLUMNS, score_rows)
+
+    def insert_run(self, run: EvalRun) -> bool:
+        row, score_rows = self._run_rows(run)
+        with self.db.errors(f"save run {run.id}"), self.db.transaction():
+            # ON CONFLICT DO NOTHING: a writer that inserted this id first (and has not yet
+            # committed) is waited for, then this insert does nothing: no duplicate-key error.
+            inserted = self.db.execute(
+                f"INSERT INTO runs ({RUN_COLUMNS}) VALUES ({marks(22)}) "
+                "ON CONFLICT (id) DO NOTHING",
+                row,
+            ).rowcount
+            if inserted:
+                self.db.insert_rows("scores", SCORE_COLUMNS, score_rows)
+        return bool(inserted)
+
+    def _run_rows(self, run: EvalRun) -> tuple[tuple[Any, ...], list[tuple[Any, ...]]]:
+        """The run's row and its score rows, its totals checked first."""
         # Refused before anything is written: a sum past what the 64-bit columns keep would
         # otherwise fail inside the driver (an OverflowError) or wrap in a reader's int64.
         problem = run.totals_problem()
@@ -97,13 +121,7 @@ class SqlStore(Store):
             run.shard,
             int(run.partial),
         )
-        score_rows = [self._score_row(run.id, seq, score) for seq, score in enumerate(run.scores)]
-        with self.db.errors(f"save run {run.id}"), self.db.transaction():
-            # DELETE then INSERT, not an upsert: a replaced run is also the newest saved.
-            self.db.execute("DELETE FROM scores WHERE run_id = ?", (run.id,))
-            self.db.execute("DELETE FROM runs WHERE id = ?", (run.id,))
-            self.db.execute(f"INSERT INTO runs ({RUN_COLUMNS}) VALUES ({marks(22)})", row)
-            self.db.insert_rows("scores", SCORE_COLUMNS, score_rows)
+        return row, [self._score_row(run.id, seq, score) for seq, score in enumerate(run.scores)]
 
     def load_run(self, run_id: str) -> EvalRun | None:
         with self.db.errors(f"read run {run_id}"), self.db.lock:
@@ -269,36 +287,50 @@ class SqlStore(Store):
         ):
             self.db.execute("DELETE FROM baseline_cases WHERE baseline_id = ?", (baseline.id,))
             self.db.execute("DELETE FROM baselines WHERE id = ?", (baseline.id,))
-            self.db.execute(
-                "INSERT INTO baselines (id, label, run_id, mean, created_at, model, judge_model, "
-                f"plugin_version) VALUES ({marks(8)})",
-                (
-                    baseline.id,
-                    baseline.label,
-                    baseline.run_id,
-                    baseline.mean,
-                    iso_utc(baseline.created_at),
-                    baseline.model,
-                    baseline.judge_model,
-                    baseline.plugin_version,
-                ),
+            self._insert_baseline(baseline, "")
+
+    def insert_baseline(self, baseline: Baseline) -> bool:
+        with (
+            self.db.errors(f"save baseline {baseline.label or baseline.id}"),
+            self.db.transaction(),
+        ):
+            # As `insert_run`: a concurrent writer of the same id is waited for, not raced.
+            return self._insert_baseline(baseline, " ON CONFLICT (id) DO NOTHING")
+
+    def _insert_baseline(self, baseline: Baseline, conflict: str) -> bool:
+        inserted = self.db.execute(
+            "INSERT INTO baselines (id, label, run_id, mean, created_at, model, judge_model, "
+            f"plugin_version) VALUES ({marks(8)}){conflict}",
+            (
+                baseline.id,
+                baseline.label,
+                baseline.run_id,
+                baseline.mean,
+                iso_utc(baseline.created_at),
+                baseline.model,
+                baseline.judge_model,
+                baseline.plugin_version,
+            ),
+        ).rowcount
+        if not inserted:
+            return False
+        rows = [
+            (
+                baseline.id,
+                case.eval_set_id,
+                case.case_id,
+                case.value,
+                case.fingerprint,
+                None if case.passed is None else int(case.passed),
             )
-            rows = [
-                (
-                    baseline.id,
-                    case.eval_set_id,
-                    case.case_id,
-                    case.value,
-                    case.fingerprint,
-                    None if case.passed is None else int(case.passed),
-                )
-                for case in baseline.cases
-            ]
-            self.db.insert_rows(
-                "baseline_cases",
-                "baseline_id, eval_set_id, case_id, value, fingerprint, passed",
-                rows,
-            )
+            for case in baseline.cases
+        ]
+        self.db.insert_rows(
+            "baseline_cases",
+            "baseline_id, eval_set_id, case_id, value, fingerprint, passed",
+            rows,
+        )
+        return True
 
     def get_baseline(self, id_or_label: str) -> Baseline | None:
         with self.db.errors(f"read baseline {id_or_label}"), self.db.lock:
@@ -399,13 +431,21 @@ class SqlStore(Store):
 
     def cache_put_many(self, entries: Iterable[CacheEntry]) -> None:
         now = iso_utc(datetime.now(UTC))
-        self._cache_write(_cache_row(entry, now) for entry in entries)
+        self._cache_write(
+            (_cache_row(entry, now) for entry in entries),
+            "DO UPDATE SET model = excluded.model, response = excluded.response, "
+            "cost_usd = excluded.cost_usd, created_at = excluded.created_at",
+        )
 
     def cache_import(self, entries: Iterable[CacheEntry]) -> None:
         now = iso_utc(datetime.now(UTC))  # for an entry that was never stored (none in a merge)
-        self._cache_write(_cache_row(entry, entry.created_at or now) for entry in entries)
+        # DO NOTHING: the answer already there is kept (a merge keeps the first answer), also
+        # when another merge stored it a moment ago.
+        self._cache_write(
+            (_cache_row(entry, entry.created_at or now) for entry in entries), "DO NOTHING"
+        )
 
-    def _cache_write(self, entries: Iterable[tuple[str, str, str, float, str]]) -> None:
+    def _cache_write(self, entries: Iterable[tuple[str, str, str, float, str]], then: str) -> None:
         # Sorted by key: two processes upserting overlapping keys lock rows in one order, so
         # they wait for each other instead of deadlocking (PostgreSQL).
         rows = sorted({row[0]: row for row in entries}.values())
@@ -414,9 +454,7 @@ class SqlStore(Store):
         with self.db.errors("write the model cache"), self.db.transaction():
             self.db.executemany(
                 "INSERT INTO model_cache (key, model, response, cost_usd, created_at) "
-                f"VALUES ({marks(5)}) ON CONFLICT (key) DO UPDATE SET model = excluded.model, "
-                "response = excluded.response, cost_usd = excluded.cost_usd, "
-                "created_at = excluded.created_at",
+                f"VALUES ({marks(5)}) ON CONFLICT (key) {then}",
                 rows,
             )
 

@@ -196,6 +196,12 @@ class Store(abc.ABC):
         """Insert or replace a run and all its scores in one transaction."""
 
     @abc.abstractmethod
+    def insert_run(self, run: EvalRun) -> bool:
+        """Insert a run and its scores unless a run with its id is stored: then nothing is
+        written and False is returned (the caller compares the stored one: merge). Never a
+        duplicate-key error when another process inserts the same id at the same moment."""
+
+    @abc.abstractmethod
     def load_run(self, run_id: str) -> EvalRun | None: ...
 
     @abc.abstractmethod
@@ -262,6 +268,10 @@ class Store(abc.ABC):
     def save_baseline(self, baseline: Baseline) -> None: ...
 
     @abc.abstractmethod
+    def insert_baseline(self, baseline: Baseline) -> bool:
+        """As `insert_run`, for a baseline and its cases."""
+
+    @abc.abstractmethod
     def get_baseline(self, id_or_label: str) -> Baseline | None:
         """A baseline by id, else the newest with that label."""
 
@@ -285,7 +295,8 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def cache_import(self, entries: Iterable[CacheEntry]) -> None:
-        """Store entries keeping their creation time (merge)."""
+        """Store entries keeping their creation time (merge); a key already stored keeps its
+        answer."""
 
 
 def describe(target: StoreTarget | str | os.PathLike[str]) -> str:

@@ -230,7 +230,9 @@ class StoreUrl:
     def redact(self, text: object) -> str:
         """`text` (a message, a driver's error) with this target's passwords replaced by
         `***`, in every form they were given or a driver may quote them in."""
-        value = redact_text(str(text))  # any scheme's user:password@, and PostgreSQL's forms
+        # A URL of another scheme: any scheme's user-info is masked (it may be a token); a
+        # PostgreSQL user name is not a secret and stays readable.
+        value = redact_text(str(text)) if self.kind == "foreign" else redact(text)
         for secret in self.secrets():
             value = value.replace(secret, "***")
         return value
