@@ -18,6 +18,7 @@ import textwrap
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -164,6 +165,40 @@ def test_a_custom_grader_claiming_too_many_tokens_is_that_case_s_error(
     with Store.open(db) as store:
         (run,) = store.list_runs()
     assert not run.complete  # stored, marked incomplete
+
+
+class _Buggy:
+    """A custom grader with a bug of its own on one case."""
+
+    def grade(self, case: Any, output: object, context: object) -> Grade:
+        if case.id == "g2":
+            return Grade(value=1 / len(""))  # ZeroDivisionError, not a VerdryxError
+        return Grade(value=1.0)
+
+
+def test_a_case_that_dies_midway_is_its_line_and_the_run_is_stored_incomplete(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    register_grader("buggy_totals", _Buggy())
+    try:
+        path = tmp_path / "b.evalset.json"
+        cases = [
+            {"id": f"g{i}", "prompt": "p", "output": "o", "grader": "buggy_totals"}
+            for i in range(1, 4)
+        ]
+        path.write_text(json.dumps({"id": "b", "cases": cases}))
+        db = tmp_path / "v.db"
+        code = main(["eval", str(path), "--db", str(db)])
+    finally:
+        unregister_grader("buggy_totals")
+    err = capsys.readouterr().err
+    assert code == 1 and "Traceback" not in err
+    assert "error: case b::g2: ZeroDivisionError: division by zero" in err
+    with Store.open(db) as store:
+        (summary,) = store.list_runs()
+        run = store.load_run(summary.id)
+    assert run is not None and not run.complete  # never stored as a whole run
+    assert [score.case_id for score in run.scores] == ["g1", "g3"]
 
 
 # -- a score and a run: each bounded, and their sum --------------------------------------------

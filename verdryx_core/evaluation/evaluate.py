@@ -36,6 +36,7 @@ from verdryx_core.llm.cache import REFRESH
 from verdryx_core.llm.progress import TextStream
 from verdryx_core.runs import EvalRun, Score
 from verdryx_core.store import CacheEntry, Store
+from verdryx_core.untrusted.text import printable
 from verdryx_core.version import __version__
 
 if TYPE_CHECKING:
@@ -361,8 +362,13 @@ def _score_in_order(
                 scores.append(prefetch.futures[entry.key].result())
             else:
                 scores.append(scorer.score(entry.case, entry.context))
-        except VerdryxError as exc:
-            errors.append(f"case {entry.context.eval_set_id}::{entry.case.id}: {exc}")
+        except Exception as exc:
+            # Any failure of one case (a custom grader's own bug included) is that case's
+            # line: the others are scored and the run is stored as incomplete, never lost
+            # to a traceback (docs/troubleshooting.md, "Reliability: stored data").
+            why = str(exc) if isinstance(exc, VerdryxError) else f"{type(exc).__name__}: {exc}"
+            line = printable(why, keep_newlines=False)
+            errors.append(f"case {entry.context.eval_set_id}::{entry.case.id}: {line}")
     return scores, errors, False
 
 
