@@ -521,3 +521,19 @@ def test_the_cli_prints_a_negative_trace_cost_as_one_error_line(
     out, err = capsys.readouterr()
     assert "$ -" not in out and "$-" not in out
     one_line(err)
+
+
+def test_the_report_refuses_a_trace_with_a_negative_cost_instead_of_drawing_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "v.db"
+    with Store.open(db) as store:
+        store.save_run(_run(_scores(2, cost_usd=0.25), "reported"))
+    trace = _trace(tmp_path / "calls-report.parquet", [10, 20, -30_000_000])
+    html = tmp_path / "report.html"
+    code = main(["report", "--db", str(db), "--traces", str(trace), "-o", str(html)])
+    err = capsys.readouterr().err
+    assert code == 2 and "'cost_microusd' holds -30000000" in one_line(err)
+    assert not html.exists()
+    assert main(["report", "--db", str(db), "-o", str(html)]) == 0  # the run itself reports
+    assert "$-" not in html.read_text() and "$ -" not in html.read_text()
