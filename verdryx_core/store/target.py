@@ -17,7 +17,12 @@ from pathlib import Path
 from typing import Final
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
-from verdryx_core.untrusted.redact import redact_text
+from verdryx_core.untrusted.redact import (
+    KEYWORD_PASSWORD,
+    QUERY_PASSWORD,
+    redact_database,
+    redact_text,
+)
 
 __all__ = [
     "StoreTarget",
@@ -77,19 +82,6 @@ _CONNINFO_PAIR: Final = re.compile(
     r"(?P<key>[A-Za-z_]+)\s*=\s*(?P<value>'(?:[^'\\]|\\.)*'?|[^\s']*)", re.DOTALL
 )
 
-# A password anywhere a libpq URI or key/value string can carry one: user:PASSWORD@ in a URI
-# (libpq ends the user part at the first '@' before the first '/', so a password may hold
-# '?', '#' or ':'), password=... or sslpassword=... in a query, or as a keyword (quoted or
-# not, with spaces around '=', at the very start of the text too).
-_AUTHORITY_PASSWORD: Final = re.compile(
-    r"(?P<scheme>postgres(?:ql)?(?:\+[A-Za-z0-9_.-]+)?://[^:/@\s]*):[^@/\s]*@", re.IGNORECASE
-)
-_QUERY_PASSWORD: Final = re.compile(r"(?i)(?P<key>[?&](?:ssl)?password=)[^&\s]*")
-# In a key/value string a bare value runs to the next whitespace (it may hold '&' or '"'),
-# a quoted one to its closing quote; more is redacted rather than less.
-_KEYWORD_PASSWORD: Final = re.compile(
-    r"(?i)(?P<key>(?:^|[\s(\"'])(?:ssl)?password\s*=\s*)(?:'(?:[^'\\]|\\.)*'?|\S*)"
-)
 #: Secrets shorter than this are not searched for in messages (every "a" of a message would
 #: go); the patterns above still redact them wherever a URL or keyword string is quoted.
 _MIN_SCRUBBED: Final = 3
@@ -132,11 +124,9 @@ def is_store_url(target: object) -> bool:
 def redact(text: object) -> str:
     """`text` with every PostgreSQL password replaced by `***`; anything else unchanged.
 
-    Safe to apply to whole messages (a driver's error may quote the URL)."""
-    value = str(text)
-    value = _AUTHORITY_PASSWORD.sub(r"\g<scheme>:***@", value)
-    value = _QUERY_PASSWORD.sub(r"\g<key>***", value)
-    return _KEYWORD_PASSWORD.sub(r"\g<key>***", value)
+    Safe to apply to whole messages (a driver's error may quote the URL). The patterns live
+    with every other credential rule, in `verdryx_core/untrusted/redact.py`."""
+    return redact_database(str(text))
 
 
 def _unquote_conninfo(value: str) -> str:
@@ -220,9 +210,9 @@ class StoreUrl:
             for key, value in parse_qsl(urlsplit(self.url).query, keep_blank_values=True):
                 if key.lower() in ("password", "sslpassword"):
                     found.add(value)
-            for match in _QUERY_PASSWORD.finditer(self.url):
+            for match in QUERY_PASSWORD.finditer(self.url):
                 found.add(match.group(0)[len(match.group("key")) :])
-        for match in _KEYWORD_PASSWORD.finditer(self.url):
+        for match in KEYWORD_PASSWORD.finditer(self.url):
             found.add(match.group(0)[len(match.group("key")) :])
         found |= {unquote(item) for item in found}
         return tuple(sorted(item for item in found if len(item) >= _MIN_SCRUBBED))
