@@ -16,7 +16,7 @@ from pytest_verdryx import exports
 from pytest_verdryx.context import SessionContext
 from pytest_verdryx.options import FLAGS, Settings, worded
 from pytest_verdryx.state import SessionState
-from verdryx_core.errors import StoreError, VerdryxError
+from verdryx_core.errors import RunNotStoredError, StoreError, VerdryxError
 from verdryx_core.gating.baselines import check_label, write_baseline_file
 from verdryx_core.gating.compare import GateOutcome, GatePolicy, compare, refused
 from verdryx_core.runs import Baseline, EvalRun
@@ -127,6 +127,9 @@ def _store(end: SessionEnd) -> None:
             cache_entries=context.state.calls.take_entries(),
         )
         end.stored = True
+    except RunNotStoredError as exc:  # already says "the run was not stored: ..."
+        end.messages.append(f"ERROR: {worded(exc)}")
+        _fail(end)
     except StoreError as exc:
         end.messages.append(f"ERROR: the run was not stored: {worded(exc)}")
         _fail(end)

@@ -17,6 +17,7 @@ the core, never the reverse):
     │   └── SloInputError         (add-on) an SLO parameter out of range or unknown
     ├── EvalSetError              an eval set file is unreadable or invalid
     ├── StoreError                the store cannot be opened, read or written
+    │   └── RunNotStoredError     a graded run could not be saved (nothing of it was)
     ├── ModelCallError            a model provider refused or could not be reached
     ├── GraderError               a custom grader that cannot be used, or a bad score
     ├── TargetLoadError           `module:callable` names no callable target
@@ -46,6 +47,7 @@ __all__ = [
     "GroupError",
     "ModelCallError",
     "ModelChangeError",
+    "RunNotStoredError",
     "StoreError",
     "TargetCallError",
     "TargetLoadError",
@@ -177,6 +179,17 @@ class EvalSetError(VerdryxError):
 
 class StoreError(VerdryxError):
     """The SQLite store cannot be opened, read or written; the message names the file."""
+
+
+class RunNotStoredError(StoreError):
+    """A graded run could not be saved: "the run was not stored: <why>". Nothing of it is in
+    the store (its save is one transaction); `run` is what was graded, `reason` the store's
+    own line."""
+
+    def __init__(self, reason: str, *, run: object = None) -> None:
+        self.reason = reason
+        self.run = run
+        super().__init__(f"the run was not stored: {reason}")
 
 
 class ModelCallError(VerdryxError):

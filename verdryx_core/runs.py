@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from verdryx_core.cases import case_key
+from verdryx_core.limits import MAX_TOTAL_COST_USD, MAX_TOTAL_TOKENS, cost_problem, token_problem
 from verdryx_core.untrusted.text import clean_text
 
 __all__ = [
@@ -83,6 +84,16 @@ _SCORE_TEXT: Final = (
 _RUN_TEXT: Final = ("id", "model", "judge_model", "agent_id", "plugin_version")
 
 
+def _unit(value: object) -> bool:
+    """A number in [0, 1] (finite; a bool is not a score)."""
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and 0.0 <= value <= 1.0
+    )
+
+
 def _clean_fields(instance: object, names: tuple[str, ...]) -> None:
     for name in names:
         value = getattr(instance, name)
@@ -144,8 +155,27 @@ class Score:
             raise ValueError(
                 f"score for case {self.case_id!r}: exactly one of value and unmeasured is set"
             )
-        if self.value is not None and not (0.0 <= self.value <= 1.0 and math.isfinite(self.value)):
+        if self.value is not None and not _unit(self.value):
             raise ValueError(f"score for case {self.case_id!r}: value {self.value!r} not in [0, 1]")
+        # A score sums its samples' calls: held to the total bounds (verdryx_core/limits.py),
+        # so no sum of scores overflows the store's 64-bit columns unnoticed. The plain
+        # comparisons are the common path (every score passes here); limits words a failure.
+        tokens = self.tokens
+        if not (type(tokens) is int and 0 <= tokens <= MAX_TOTAL_TOKENS):
+            problem = token_problem(tokens, limit=MAX_TOTAL_TOKENS)
+            if problem is not None:  # else an int subclass within the bounds
+                raise ValueError(f"score for case {self.case_id!r}: tokens: {problem}")
+        for name in ("cost_usd", "judge_cost_usd"):
+            cost = getattr(self, name)
+            if not (type(cost) in (float, int) and 0 <= cost <= MAX_TOTAL_COST_USD):
+                problem = cost_problem(cost, limit=MAX_TOTAL_COST_USD)
+                if problem is not None:  # else a float subclass within the bounds
+                    raise ValueError(f"score for case {self.case_id!r}: {name}: {problem}")
+        for sample in self.samples:
+            if not _unit(sample):
+                raise ValueError(
+                    f"score for case {self.case_id!r}: sample {sample!r} not in [0, 1]"
+                )
 
     @property
     def key(self) -> str:
@@ -270,6 +300,24 @@ class EvalRun:
     @property
     def total_cost_usd(self) -> float:
         return self.model_cost_usd + self.judge_cost_usd
+
+    def totals_problem(self) -> str | None:
+        """Why the run's totals cannot be stored or shown (past the maxima of
+        docs/store.md, "Maxima"), in words; None when they can. Each score is within the
+        bounds already; this is the check of their sum."""
+        tokens = self.total_tokens
+        if tokens > MAX_TOTAL_TOKENS:
+            return f"its total tokens ({tokens:,}) pass the maximum of {MAX_TOTAL_TOKENS:,}"
+        # Summed as exact integers of micro-dollars would be; fsum of bounded costs cannot
+        # overflow, so the comparison is safe.
+        for name, total in (
+            ("model cost", self.model_cost_usd),
+            ("judge cost", self.judge_cost_usd),
+            ("total cost", self.total_cost_usd),
+        ):
+            if total > MAX_TOTAL_COST_USD:
+                return f"its {name} (${total:,.2f}) passes the maximum of ${MAX_TOTAL_COST_USD:,}"
+        return None
 
     def to_dict(self) -> dict[str, Any]:
         return {

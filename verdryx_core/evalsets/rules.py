@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import string
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -25,7 +26,7 @@ from verdryx_core.graders.registry import (
     is_grader,
     registered_grader_names,
 )
-from verdryx_core.graders.text import TEXT_OPTIONS
+from verdryx_core.graders.text import TEXT_OPTIONS, normalize
 from verdryx_core.untrusted.json_input import item_label, parse_json
 from verdryx_core.untrusted.text import first_hidden_character
 
@@ -211,7 +212,8 @@ def _expected_text(grader: str, expected: Any, fail: Any, field: str) -> str | N
     if grader == "json":
         if isinstance(expected, str):
             try:
-                parse_json(expected)
+                # As the grader reads an output: a key given twice is not one value.
+                parse_json(expected, unique_keys=True)
             except ValueError as exc:
                 raise fail(
                     field,
@@ -222,6 +224,34 @@ def _expected_text(grader: str, expected: Any, fail: Any, field: str) -> str | N
     if grader in GRADER_KINDS and not isinstance(expected, str):
         raise fail(field, f"expected string for grader {grader!r}, got {type(expected).__name__}")
     return expected if isinstance(expected, str) else json.dumps(expected, ensure_ascii=False)
+
+
+#: Outputs unlike one another: every printable ASCII character, lines, other scripts, digits.
+_PROBES: Final = (
+    "",
+    "x",
+    "\n\n",
+    string.printable,
+    "\u00e9\u6f22\u0416\n second line \U0001f600",
+    "0123456789" * 4,
+)
+#: Syntax whose match depends on what surrounds it (lookarounds, word boundaries,
+#: backreferences, conditionals): a pattern with any of it is never judged vacuous, since a
+#: probe cannot stand for every output it might refuse (`^(?!.*\d{16})`: no card number).
+_CONTEXTUAL: Final = re.compile(r"\(\?<?[=!]|\\[bBGZz]|\\[1-9]|\(\?P=|\(\?\(|\\k<")
+
+
+def _matches_anything(pattern: Any) -> bool:
+    """Whether `pattern` finds a match in every output, so its case can never fail: it
+    matches the empty output, its matching depends on no context beyond the anchors `^`,
+    `$` and `\\A`, and it matches every probe (`.*`, `a*`, `^`, `(?:)`, `$|x`; not `^$`,
+    not `^[^<>]*$`, not a lookahead)."""
+    try:
+        if pattern.search("", timeout=1.0) is None or _CONTEXTUAL.search(pattern.pattern):
+            return False
+        return all(pattern.search(probe, timeout=1.0) is not None for probe in _PROBES)
+    except TimeoutError:
+        return False
 
 
 def _check_grading(
@@ -241,9 +271,25 @@ def _check_grading(
         del spec["expected"]
     if grader == "regex":
         try:
-            compile_pattern(spec["expected"])
+            pattern = compile_pattern(spec["expected"])
         except ValueError as exc:
             raise fail(f"{prefix}expected", str(exc)) from None
+        if _matches_anything(pattern):
+            raise fail(
+                f"{prefix}expected",
+                f"the pattern {spec['expected']!r} matches every output (even an empty one), "
+                "so the case could never fail; give the pattern the output must match",
+            )
+    if grader in ("contains", "icontains"):
+        options = spec if grader == "contains" else {**spec, "ignore_case": True}
+        if normalize(spec["expected"], options) == "":
+            shown = repr(spec["expected"])
+            left = " once normalised by its options" if spec["expected"] else ""
+            raise fail(
+                f"{prefix}expected",
+                f"{shown} is empty{left}: every output contains it, so the case could never "
+                "fail; give the text the output must contain",
+            )
     if grader == "llm_judge" and not spec.get("rubric"):
         raise fail(f"{prefix}rubric", "grader 'llm_judge' requires a non-empty 'rubric'")
     if "schema" in spec:

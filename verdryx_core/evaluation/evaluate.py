@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from verdryx_core.cases import EvalCase
-from verdryx_core.errors import UsageError, VerdryxError
+from verdryx_core.errors import RunNotStoredError, StoreError, UsageError, VerdryxError
 from verdryx_core.evalsets.load import EvalSet, check_unique_ids, load_evalsets
 from verdryx_core.evaluation.calls import CallTally, ModelCalls
 from verdryx_core.evaluation.prefetch import Work, start_prefetch
@@ -39,6 +39,7 @@ from verdryx_core.llm.cache import REFRESH
 from verdryx_core.llm.progress import TextStream
 from verdryx_core.runs import EvalRun, Score
 from verdryx_core.store import CacheEntry, Store
+from verdryx_core.untrusted.text import printable
 from verdryx_core.version import __version__
 
 __all__ = ["Evaluation", "EvaluationInterrupted", "evaluate"]
@@ -262,10 +263,14 @@ class Evaluation:
         cache_entries: Iterable[CacheEntry] | None = None,
     ) -> None:
         """Store `run` with the model answers its calls got (all of this evaluation's, by
-        default). Raises StoreError; the answers go first, so a run that is stored never
+        default). Raises RunNotStoredError; the answers go first, so a run that is stored never
         misses them."""
         entries = self.tally.take_entries() if cache_entries is None else cache_entries
-        save_run(store, run, cache_entries=entries)
+        try:
+            save_run(store, run, cache_entries=entries)
+        except StoreError as exc:
+            # Both faces say it in these words (docs/troubleshooting.md, "Reliability").
+            raise RunNotStoredError(str(exc), run=run) from None
 
 
 def _judged(case: EvalCase) -> bool:
@@ -363,8 +368,13 @@ def _score_in_order(
                 scores.append(prefetch.futures[entry.key].result())
             else:
                 scores.append(scorer.score(entry.case, entry.context))
-        except VerdryxError as exc:
-            errors.append(f"case {entry.context.eval_set_id}::{entry.case.id}: {exc}")
+        except Exception as exc:
+            # Any failure of one case (a custom grader's own bug included) is that case's
+            # line: the others are scored and the run is stored as incomplete, never lost
+            # to a traceback (docs/troubleshooting.md, "Reliability: stored data").
+            why = str(exc) if isinstance(exc, VerdryxError) else f"{type(exc).__name__}: {exc}"
+            line = printable(why, keep_newlines=False)
+            errors.append(f"case {entry.context.eval_set_id}::{entry.case.id}: {line}")
     return scores, errors, False
 
 

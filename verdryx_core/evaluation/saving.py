@@ -14,9 +14,15 @@ __all__ = ["save_run"]
 
 
 def save_run(store: Store, run: EvalRun, *, cache_entries: Iterable[CacheEntry]) -> None:
-    """Raises StoreError; the answers go first, so a run that is stored never misses them."""
+    """Raises StoreError; the answers go first, so a run that is stored never misses them.
+
+    The answers are a transaction of their own: they were paid for, and a run that cannot
+    be stored (its totals past the maxima, docs/store.md) should not cost them again. The run
+    and what plugged-in graders keep of it (the contracts' verdict rows) are one
+    transaction: stored together or not at all."""
     entries = list(cache_entries)
     if entries:
         store.cache_put_many(entries)
-    store.save_run(run)
-    after_save(store, run)
+    with store.batch():
+        store.save_run(run)
+        after_save(store, run)

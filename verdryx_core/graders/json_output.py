@@ -1,10 +1,11 @@
 """`json`: the output is JSON, and says what the case expects.
 
 The output is parsed (surrounding whitespace and one Markdown code fence are tolerated). Not
-JSON is 0.0. Otherwise each condition the case sets is checked: `expected` (the whole value
-equals it), `schema` (a JSON Schema it satisfies), and each entry of `fields` (a dotted path,
-`a.b.0.c`, whose value equals the one given); the score is the fraction of conditions met,
-1.0 when the case sets none (valid JSON is all it asks).
+JSON is 0.0, and so is an object with a key given twice (the reason says which key).
+Otherwise each condition the case sets is checked: `expected` (the whole value equals it),
+`schema` (a JSON Schema it satisfies), and each entry of `fields` (a dotted path, `a.b.0.c`,
+whose value equals the one given); the score is the fraction of conditions met, 1.0 when the
+case sets none (valid JSON is all it asks).
 """
 
 from __future__ import annotations
@@ -20,25 +21,35 @@ import jsonschema
 from verdryx_core.cases import EvalCase
 from verdryx_core.graders.base import Grade, GradeContext
 from verdryx_core.graders.values import value_matches
-from verdryx_core.untrusted.json_input import parse_json
+from verdryx_core.untrusted.json_input import StrictJSONError, parse_json
 
-__all__ = ["JsonGrader", "json_score", "parse_output", "resolve_path"]
+__all__ = ["JsonGrader", "json_score", "parse_output", "read_output", "resolve_path"]
 
 _FENCE: Final = re.compile(r"^```[A-Za-z0-9_-]*\s*\n(.*)\n```$", re.DOTALL)
 _MISSING: Final = object()
 
 
 def parse_output(text: str) -> tuple[bool, Any]:
+    ok, document, _ = read_output(text)
+    return ok, document
+
+
+def read_output(text: str) -> tuple[bool, Any, str | None]:
+    """(parsed, the value, why not when it says more than "not JSON")."""
     stripped = text.strip()
     fenced = _FENCE.match(stripped)
     if fenced:
         stripped = fenced.group(1).strip()
     try:
         # Depth-limited (untrusted/json_input.py): an agent's `[` x 100,000 is not JSON here,
-        # not a RecursionError that loses the case.
-        return True, parse_json(stripped, allow_nan=False)
+        # not a RecursionError that loses the case. A key given twice is not JSON either:
+        # which of its values the output means is unknown, and taking the last one would
+        # score `{"a": 2, "a": 1}` as `{"a": 1}`.
+        return True, parse_json(stripped, allow_nan=False, unique_keys=True), None
+    except StrictJSONError as exc:
+        return False, None, str(exc)
     except ValueError:
-        return False, None
+        return False, None, None
 
 
 def resolve_path(document: Any, path: str) -> Any:
@@ -69,9 +80,9 @@ def json_score(
     fields: Mapping[str, Any] | None = None,
 ) -> tuple[float, list[str]]:
     """(score, what failed) for an output text against the conditions given."""
-    ok, document = parse_output(text)
+    ok, document, why = read_output(text)
     if not ok:
-        return 0.0, ["the output is not JSON"]
+        return 0.0, ["the output is not JSON" + (f": {why}" if why else "")]
     failed: list[str] = []
     total = 0
     if expected is not None:

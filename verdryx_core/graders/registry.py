@@ -22,6 +22,7 @@ from verdryx_core.cases import CHECKS_GRADER, GRADER_KINDS, EvalCase, declare_mo
 from verdryx_core.errors import GraderError
 from verdryx_core.graders.base import Grade, GradeContext, Grader
 from verdryx_core.graders.tool_trace import ToolTraceGrader
+from verdryx_core.limits import cost_problem, token_problem
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -277,6 +278,13 @@ class _Checked:
                 raise self._bad(case, "an unmeasured Grade without a reason")
             if answer.value is not None and not _unit(answer.value):
                 raise self._bad(case, f"value {answer.value!r}")
+            # One grader's calls, bounded as a target's (verdryx_core/limits.py).
+            for field, problem in (
+                ("tokens", token_problem(answer.tokens)),
+                ("cost_usd", cost_problem(answer.cost_usd)),
+            ):
+                if problem is not None:
+                    raise self._bad(case, f"a Grade whose {field} {problem}")
             return answer
         if isinstance(answer, bool):
             return Grade(value=1.0 if answer else 0.0)

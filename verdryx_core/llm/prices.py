@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Final, Self
 
 from verdryx_core.errors import UsageError
+from verdryx_core.limits import MAX_PRICE_PER_MTOK
 from verdryx_core.untrusted.json_input import parse_json
 
 __all__ = ["DEFAULT_PRICES", "FALLBACK_PRICE", "ModelPrice", "PriceBook"]
@@ -256,6 +257,12 @@ def _parse_entry(entry: object, *, source: str, where: str) -> ModelPrice:
             raise UsageError(
                 f"{source}: {where}.{key} is {value!r}, expected a non-negative number of USD "
                 "per million tokens"
+            )
+        if value > MAX_PRICE_PER_MTOK:
+            # Bounded so that a bounded count times a price stays a bounded cost.
+            raise UsageError(
+                f"{source}: {where}.{key} is {value!r}, more than the maximum of "
+                f"{MAX_PRICE_PER_MTOK:,} USD per million tokens (docs/store.md)"
             )
         values[key] = float(value)
     return ModelPrice(**values)

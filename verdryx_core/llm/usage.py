@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from verdryx_core.limits import token_problem
 from verdryx_core.llm.prices import PriceBook
+from verdryx_core.llm.wire import MalformedAnswer
 
 __all__ = ["TokenUsage"]
 
@@ -23,6 +25,16 @@ class TokenUsage:
     cache_read: int = 0
     #: Input tokens written to the provider's prompt cache, billed at its cache-write rate.
     cache_write: int = 0
+
+    def __post_init__(self) -> None:
+        # The adapters read each count through `wire.token_count`, which words the problem
+        # as a malformed answer; this holds every other maker (the stub, a test, an SDK
+        # object read by attribute) to the same bound, so `input_tokens` and `cost` stay
+        # within docs/store.md's maxima whoever built the usage.
+        for name in ("fresh", "output", "cache_read", "cache_write"):
+            problem = token_problem(getattr(self, name))
+            if problem is not None:
+                raise MalformedAnswer(f"usage.{name}: {problem}")
 
     @property
     def input_tokens(self) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from verdryx_core.limits import token_problem
 from verdryx_core.untrusted.json_input import json_kind, parse_json
 
 __all__ = ["UNREADABLE_ANSWER", "MalformedAnswer", "read_json_object", "token_count"]
@@ -53,4 +54,8 @@ def token_count(container: dict[str, Any], name: str, where: str) -> int:
         return 0
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise MalformedAnswer(f"{where}.{name} {value!r} is not a token count")
+    # Past the bound no call is real, and its sums would pass what the store keeps.
+    problem = token_problem(value)
+    if problem is not None:
+        raise MalformedAnswer(f"{where}.{name}: {problem}")
     return value

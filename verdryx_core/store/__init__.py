@@ -12,10 +12,12 @@ from __future__ import annotations
 from verdryx_core.store import postgres as _postgres  # noqa: F401  (registers the backend)
 from verdryx_core.store import sqlite as _sqlite  # noqa: F401  (registers the backend)
 from verdryx_core.store.base import SCHEMA_VERSION, CacheEntry, RunSummary, Store, describe
+from verdryx_core.store.rows import StoreRowError
 from verdryx_core.store.target import (
     StoreTarget,
     StoreUrl,
     is_store_url,
+    parse_store_target,
     redact,
     resolve_store_path,
 )
@@ -25,10 +27,12 @@ __all__ = [
     "CacheEntry",
     "RunSummary",
     "Store",
+    "StoreRowError",
     "StoreTarget",
     "StoreUrl",
     "describe",
     "is_store_url",
+    "parse_store_target",
     "redact",
     "resolve_store_path",
 ]

@@ -11,15 +11,28 @@ its schema and how it recognises and migrates a store.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, MutableSequence, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from verdryx_core.errors import UsageError
+from verdryx_core.errors import StoreError, UsageError
+from verdryx_core.limits import cost_problem
 from verdryx_core.runs import Baseline, BaselineCase, EvalRun, Score, iso_utc, parse_iso
 from verdryx_core.store.base import CacheEntry, RunSummary, Store
 from verdryx_core.store.db import Database, marks
+from verdryx_core.store.rows import (
+    RUN_FIELDS,
+    SCORE_FIELDS,
+    StoreRowError,
+    essential,
+    repair_command,
+    repaired_run,
+    repaired_score,
+    run_problem,
+    score_problem,
+    unit_problem,
+)
 
 __all__ = ["RUN_COLUMNS", "SCORE_COLUMNS", "SqlStore"]
 
@@ -55,6 +68,35 @@ class SqlStore(Store):
     # -- runs ----------------------------------------------------------------------------------
 
     def save_run(self, run: EvalRun) -> None:
+        row, score_rows = self._run_rows(run)
+        with self.db.errors(f"save run {run.id}"), self.db.transaction():
+            # DELETE then INSERT, not an upsert: a replaced run is also the newest saved.
+            self.db.execute("DELETE FROM scores WHERE run_id = ?", (run.id,))
+            self.db.execute("DELETE FROM runs WHERE id = ?", (run.id,))
+            self.db.execute(f"INSERT INTO runs ({RUN_COLUMNS}) VALUES ({marks(22)})", row)
+            self.db.insert_rows("scores", SCORE_COLUMNS, score_rows)
+
+    def insert_run(self, run: EvalRun) -> bool:
+        row, score_rows = self._run_rows(run)
+        with self.db.errors(f"save run {run.id}"), self.db.transaction():
+            # ON CONFLICT DO NOTHING: a writer that inserted this id first (and has not yet
+            # committed) is waited for, then this insert does nothing: no duplicate-key error.
+            inserted = self.db.execute(
+                f"INSERT INTO runs ({RUN_COLUMNS}) VALUES ({marks(22)}) "
+                "ON CONFLICT (id) DO NOTHING",
+                row,
+            ).rowcount
+            if inserted:
+                self.db.insert_rows("scores", SCORE_COLUMNS, score_rows)
+        return bool(inserted)
+
+    def _run_rows(self, run: EvalRun) -> tuple[tuple[Any, ...], list[tuple[Any, ...]]]:
+        """The run's row and its score rows, its totals checked first."""
+        # Refused before anything is written: a sum past what the 64-bit columns keep would
+        # otherwise fail inside the driver (an OverflowError) or wrap in a reader's int64.
+        problem = run.totals_problem()
+        if problem is not None:
+            raise StoreError(f"{self.path}: cannot save run {run.id}: {problem} (docs/store.md)")
         row = (
             run.id,
             run.model,
@@ -79,13 +121,7 @@ class SqlStore(Store):
             run.shard,
             int(run.partial),
         )
-        score_rows = [self._score_row(run.id, seq, score) for seq, score in enumerate(run.scores)]
-        with self.db.errors(f"save run {run.id}"), self.db.transaction():
-            # DELETE then INSERT, not an upsert: a replaced run is also the newest saved.
-            self.db.execute("DELETE FROM scores WHERE run_id = ?", (run.id,))
-            self.db.execute("DELETE FROM runs WHERE id = ?", (run.id,))
-            self.db.execute(f"INSERT INTO runs ({RUN_COLUMNS}) VALUES ({marks(22)})", row)
-            self.db.insert_rows("scores", SCORE_COLUMNS, score_rows)
+        return row, [self._score_row(run.id, seq, score) for seq, score in enumerate(run.scores)]
 
     def load_run(self, run_id: str) -> EvalRun | None:
         with self.db.errors(f"read run {run_id}"), self.db.lock:
@@ -96,7 +132,7 @@ class SqlStore(Store):
                 f"SELECT {SCORE_COLUMNS} FROM scores WHERE run_id = ? ORDER BY seq", (run_id,)
             )
         row = rows[0]
-        summary = _summary(row)
+        summary = self._summary(row)
         return EvalRun(
             id=summary.id,
             model=summary.model,
@@ -118,10 +154,13 @@ class SqlStore(Store):
         )
 
     def find_run(self, prefix: str) -> EvalRun | None:
-        run = self.load_run(prefix)
-        if run is not None:
-            return run
+        run_id = self.run_id_for(prefix)
+        return None if run_id is None else self.load_run(run_id)
+
+    def run_id_for(self, prefix: str) -> str | None:
         with self.db.errors("look up runs"):
+            if self.db.rows("SELECT 1 FROM runs WHERE id = ?", (prefix,)):
+                return prefix
             # substr, not LIKE: LIKE ignores ASCII case (SQLite), so 'AB' would find 'ab...'.
             rows = self.db.rows(
                 "SELECT id FROM runs WHERE substr(id, 1, CAST(? AS INTEGER)) = ? LIMIT 2",
@@ -129,7 +168,7 @@ class SqlStore(Store):
             )
         if len(rows) > 1:
             raise UsageError(f"run id prefix {prefix!r} is ambiguous; give more characters")
-        return self.load_run(rows[0][0]) if rows else None
+        return str(rows[0][0]) if rows else None
 
     def list_runs(
         self,
@@ -140,6 +179,7 @@ class SqlStore(Store):
         complete_only: bool = False,
         limit: int | None = None,
         before: str | None = None,
+        broken: MutableSequence[StoreRowError] | None = None,
     ) -> list[RunSummary]:
         clauses: list[str] = []
         params: list[Any] = []
@@ -164,7 +204,15 @@ class SqlStore(Store):
             params.append(limit)
         with self.db.errors("list runs"):
             rows = self.db.rows(sql, params)
-        return [_summary(row) for row in rows]
+        summaries = []
+        for row in rows:
+            try:
+                summaries.append(self._summary(row))
+            except StoreRowError as exc:
+                if broken is None:
+                    raise
+                broken.append(exc)  # the caller lists the others and names this one
+        return summaries
 
     def list_group_runs(self, run_group: str) -> list[RunSummary]:
         with self.db.errors(f"list the runs of group {run_group}"):
@@ -172,11 +220,11 @@ class SqlStore(Store):
                 f"SELECT {RUN_COLUMNS} FROM runs WHERE run_group = ? ORDER BY started_at, rowid",
                 (run_group,),
             )
-        return [_summary(row) for row in rows]
+        return [self._summary(row) for row in rows]
 
     def run_ids(self) -> list[str]:
         with self.db.errors("list runs"):
-            return [row[0] for row in self.db.rows("SELECT id FROM runs ORDER BY rowid")]
+            return [str(row[0]) for row in self.db.rows("SELECT id FROM runs ORDER BY rowid")]
 
     def case_scores(self, run_ids: Sequence[str]) -> list[Score]:
         ids = list(run_ids)
@@ -198,17 +246,37 @@ class SqlStore(Store):
                 "s.eval_set_id, s.case_id FROM scores s JOIN runs r ON r.id = s.run_id "
                 "WHERE s.value IS NOT NULL ORDER BY r.started_at, s.run_id, s.seq"
             )
-        return [
-            {
-                "agent_id": agent or "",
-                "score": value,
-                "last_ts_millis": int(parse_iso(ts).timestamp() * 1000),
-                "run_id": run_id,
-                "eval_set_id": eval_set_id,
-                "case_id": case_id,
-            }
-            for agent, value, ts, run_id, eval_set_id, case_id in rows
-        ]
+        records = []
+        for agent, value, ts, run_id, eval_set_id, case_id in rows:
+            problem = unit_problem(value)
+            column = "scores.value"
+            if problem is None:
+                try:
+                    millis = int(parse_iso(ts).timestamp() * 1000)
+                except (TypeError, ValueError):
+                    column, problem = "runs.started_at", f"holds {ts!r}, expected an ISO time"
+            if problem is not None:
+                raise StoreRowError(
+                    self.path,
+                    run_id=str(run_id),
+                    case=f"{eval_set_id}::{case_id}",
+                    column=column,
+                    problem=problem,
+                    repair=repair_command(
+                        self.path, run_id=str(run_id), delete=column == "runs.started_at"
+                    ),
+                )
+            records.append(
+                {
+                    "agent_id": agent or "",
+                    "score": value,
+                    "last_ts_millis": millis,
+                    "run_id": run_id,
+                    "eval_set_id": eval_set_id,
+                    "case_id": case_id,
+                }
+            )
+        return records
 
     # -- baselines -----------------------------------------------------------------------------
 
@@ -219,36 +287,50 @@ class SqlStore(Store):
         ):
             self.db.execute("DELETE FROM baseline_cases WHERE baseline_id = ?", (baseline.id,))
             self.db.execute("DELETE FROM baselines WHERE id = ?", (baseline.id,))
-            self.db.execute(
-                "INSERT INTO baselines (id, label, run_id, mean, created_at, model, judge_model, "
-                f"plugin_version) VALUES ({marks(8)})",
-                (
-                    baseline.id,
-                    baseline.label,
-                    baseline.run_id,
-                    baseline.mean,
-                    iso_utc(baseline.created_at),
-                    baseline.model,
-                    baseline.judge_model,
-                    baseline.plugin_version,
-                ),
+            self._insert_baseline(baseline, "")
+
+    def insert_baseline(self, baseline: Baseline) -> bool:
+        with (
+            self.db.errors(f"save baseline {baseline.label or baseline.id}"),
+            self.db.transaction(),
+        ):
+            # As `insert_run`: a concurrent writer of the same id is waited for, not raced.
+            return self._insert_baseline(baseline, " ON CONFLICT (id) DO NOTHING")
+
+    def _insert_baseline(self, baseline: Baseline, conflict: str) -> bool:
+        inserted = self.db.execute(
+            "INSERT INTO baselines (id, label, run_id, mean, created_at, model, judge_model, "
+            f"plugin_version) VALUES ({marks(8)}){conflict}",
+            (
+                baseline.id,
+                baseline.label,
+                baseline.run_id,
+                baseline.mean,
+                iso_utc(baseline.created_at),
+                baseline.model,
+                baseline.judge_model,
+                baseline.plugin_version,
+            ),
+        ).rowcount
+        if not inserted:
+            return False
+        rows = [
+            (
+                baseline.id,
+                case.eval_set_id,
+                case.case_id,
+                case.value,
+                case.fingerprint,
+                None if case.passed is None else int(case.passed),
             )
-            rows = [
-                (
-                    baseline.id,
-                    case.eval_set_id,
-                    case.case_id,
-                    case.value,
-                    case.fingerprint,
-                    None if case.passed is None else int(case.passed),
-                )
-                for case in baseline.cases
-            ]
-            self.db.insert_rows(
-                "baseline_cases",
-                "baseline_id, eval_set_id, case_id, value, fingerprint, passed",
-                rows,
-            )
+            for case in baseline.cases
+        ]
+        self.db.insert_rows(
+            "baseline_cases",
+            "baseline_id, eval_set_id, case_id, value, fingerprint, passed",
+            rows,
+        )
+        return True
 
     def get_baseline(self, id_or_label: str) -> Baseline | None:
         with self.db.errors(f"read baseline {id_or_label}"), self.db.lock:
@@ -266,6 +348,7 @@ class SqlStore(Store):
                 "WHERE baseline_id = ? ORDER BY rowid",
                 (row[0],),
             )
+        self._check_baseline(row, cases)
         return Baseline(
             id=row[0],
             label=row[1],
@@ -293,7 +376,40 @@ class SqlStore(Store):
                 "SELECT id, label, mean, created_at FROM baselines "
                 "ORDER BY created_at DESC, rowid DESC"
             )
-        return [(id_, label, mean, parse_iso(created)) for id_, label, mean, created in rows]
+        listed = []
+        for id_, label, mean, created in rows:
+            self._check_baseline((id_, label, None, mean, created), ())
+            listed.append((id_, label, mean, parse_iso(created)))
+        return listed
+
+    def _check_baseline(self, row: Sequence[Any], cases: Sequence[Sequence[Any]]) -> None:
+        """A baseline's mean, time and case scores as `Baseline` needs them, else a
+        StoreRowError naming the baseline, the case and the column."""
+        name = str(row[1] or row[0])
+        found: tuple[str | None, str, str] | None = None
+        if unit_problem(row[3]) is not None:
+            found = (None, "baselines.mean", str(unit_problem(row[3])))
+        elif not isinstance(row[4], str) or _time(row[4]) is None:
+            found = (None, "baselines.created_at", f"holds {row[4]!r}, expected an ISO time")
+        else:
+            for eval_set_id, case_id, value, _fingerprint, _passed in cases:
+                if unit_problem(value) is not None:
+                    found = (
+                        f"{eval_set_id}::{case_id}",
+                        "baseline_cases.value",
+                        str(unit_problem(value)),
+                    )
+                    break
+        if found is not None:
+            case, column, problem = found
+            raise StoreRowError(
+                self.path,
+                baseline=name,
+                case=case,
+                column=column,
+                problem=problem,
+                repair=repair_command(self.path, baseline=str(row[0])),
+            )
 
     # -- model response cache ------------------------------------------------------------------
 
@@ -308,18 +424,28 @@ class SqlStore(Store):
                     f"WHERE key IN ({marks(len(chunk))})",
                     chunk,
                 ):
-                    found[key] = (json.loads(response), cost)
+                    answer = _cached(response, cost)
+                    if answer is not None:
+                        found[key] = answer
         return found
 
     def cache_put_many(self, entries: Iterable[CacheEntry]) -> None:
         now = iso_utc(datetime.now(UTC))
-        self._cache_write(_cache_row(entry, now) for entry in entries)
+        self._cache_write(
+            (_cache_row(entry, now) for entry in entries),
+            "DO UPDATE SET model = excluded.model, response = excluded.response, "
+            "cost_usd = excluded.cost_usd, created_at = excluded.created_at",
+        )
 
     def cache_import(self, entries: Iterable[CacheEntry]) -> None:
         now = iso_utc(datetime.now(UTC))  # for an entry that was never stored (none in a merge)
-        self._cache_write(_cache_row(entry, entry.created_at or now) for entry in entries)
+        # DO NOTHING: the answer already there is kept (a merge keeps the first answer), also
+        # when another merge stored it a moment ago.
+        self._cache_write(
+            (_cache_row(entry, entry.created_at or now) for entry in entries), "DO NOTHING"
+        )
 
-    def _cache_write(self, entries: Iterable[tuple[str, str, str, float, str]]) -> None:
+    def _cache_write(self, entries: Iterable[tuple[str, str, str, float, str]], then: str) -> None:
         # Sorted by key: two processes upserting overlapping keys lock rows in one order, so
         # they wait for each other instead of deadlocking (PostgreSQL).
         rows = sorted({row[0]: row for row in entries}.values())
@@ -328,9 +454,7 @@ class SqlStore(Store):
         with self.db.errors("write the model cache"), self.db.transaction():
             self.db.executemany(
                 "INSERT INTO model_cache (key, model, response, cost_usd, created_at) "
-                f"VALUES ({marks(5)}) ON CONFLICT (key) DO UPDATE SET model = excluded.model, "
-                "response = excluded.response, cost_usd = excluded.cost_usd, "
-                "created_at = excluded.created_at",
+                f"VALUES ({marks(5)}) ON CONFLICT (key) {then}",
                 rows,
             )
 
@@ -340,13 +464,91 @@ class SqlStore(Store):
                 "SELECT key, model, response, cost_usd, created_at FROM model_cache ORDER BY key"
             )
         for key, model, response, cost, created in rows:
+            answer = _cached(response, cost)
+            if answer is None or not isinstance(model, str) or not isinstance(created, str):
+                continue  # an answer that cannot be read is not copied (see `_cached`)
             yield CacheEntry(
                 key=key,
                 model=model,
-                response=json.loads(response),
-                cost_usd=cost,
+                response=answer[0],
+                cost_usd=answer[1],
                 created_at=created,
             )
+
+    # -- repair (docs/store.md, "Rows that cannot be read") -----------------------------------
+
+    def repair_run(self, run_id: str) -> list[str] | None:
+        with self.db.errors(f"repair run {run_id}"), self.db.transaction():
+            rows = self.db.rows(f"SELECT {RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,))
+            if not rows:
+                return None
+            problem = run_problem(rows[0])
+            if problem is not None and essential(problem[0]):
+                raise self._broken_run(rows[0], problem)
+            changed: list[str] = []
+            scores = []
+            for row in self.db.rows(
+                f"SELECT {SCORE_COLUMNS} FROM scores WHERE run_id = ? ORDER BY seq", (run_id,)
+            ):
+                fields, what = repaired_score(row)
+                scores.append(fields)
+                if what:
+                    case = f"{row[2]}::{row[3]}"
+                    changed += [f"case {case}: {item}" for item in what]
+                    score_names = SCORE_FIELDS[2:]
+                    self.db.execute(
+                        f"UPDATE scores SET {', '.join(f'{name} = ?' for name in score_names)} "
+                        "WHERE run_id = ? AND seq = ?",
+                        [
+                            *(
+                                self.db.text_in(fields[name])
+                                if name in ("output", "expected", "reason")
+                                else fields[name]
+                                for name in score_names
+                            ),
+                            row[0],
+                            row[1],
+                        ],
+                    )
+            run_fields, what = repaired_run(rows[0], scores)
+            if what:
+                changed += what
+                run_names = RUN_FIELDS[1:]
+                self.db.execute(
+                    f"UPDATE runs SET {', '.join(f'{name} = ?' for name in run_names)} "
+                    "WHERE id = ?",
+                    [*(run_fields[name] for name in run_names), rows[0][0]],
+                )
+        return changed
+
+    def delete_run(self, run_id: str) -> bool:
+        with self.db.errors(f"remove run {run_id}"), self.db.transaction():
+            self.db.execute("DELETE FROM scores WHERE run_id = ?", (run_id,))
+            return self.db.execute("DELETE FROM runs WHERE id = ?", (run_id,)).rowcount > 0
+
+    def delete_baseline(self, baseline_id: str) -> bool:
+        with self.db.errors(f"remove baseline {baseline_id}"), self.db.transaction():
+            self.db.execute("DELETE FROM baseline_cases WHERE baseline_id = ?", (baseline_id,))
+            cursor = self.db.execute("DELETE FROM baselines WHERE id = ?", (baseline_id,))
+            return cursor.rowcount > 0
+
+    def _summary(self, row: Sequence[Any]) -> RunSummary:
+        """A run row as a RunSummary, each column checked first (`store/rows.py`)."""
+        problem = run_problem(row)
+        if problem is not None:
+            raise self._broken_run(row, problem)
+        return _summary(row)
+
+    def _broken_run(self, row: Sequence[Any], problem: tuple[str, str]) -> StoreRowError:
+        column, why = problem
+        run_id = str(row[0])
+        return StoreRowError(
+            self.path,
+            run_id=run_id,
+            column=column,
+            problem=why,
+            repair=repair_command(self.path, run_id=run_id, delete=essential(column)),
+        )
 
     # -- rows ----------------------------------------------------------------------------------
 
@@ -371,6 +573,20 @@ class SqlStore(Store):
         )
 
     def _score_from_row(self, row: Sequence[Any]) -> Score:
+        """A stored score row as a Score, each column checked first (`store/rows.py`): a row
+        out of range is a StoreRowError naming the run, the case and the column."""
+        problem = score_problem(row)
+        if problem is not None:
+            column, why = problem
+            run_id = str(row[0])
+            raise StoreRowError(
+                self.path,
+                run_id=run_id,
+                case=f"{row[2]}::{row[3]}",
+                column=column,
+                problem=why,
+                repair=repair_command(self.path, run_id=run_id),
+            )
         return Score(
             eval_set_id=row[2],
             case_id=row[3],
@@ -382,7 +598,7 @@ class SqlStore(Store):
             judge_cost_usd=row[9],
             fingerprint=row[10],
             passed=None if row[11] is None else bool(row[11]),
-            samples=tuple(json.loads(row[12])) if row[12] else (),
+            samples=tuple(float(item) for item in json.loads(row[12])) if row[12] else (),
             output=self.db.text_out(row[13]),
             expected=self.db.text_out(row[14]),
             reason=self.db.text_out(row[15]),
@@ -397,6 +613,26 @@ def _cache_row(entry: CacheEntry, created_at: str) -> tuple[str, str, str, float
         entry.cost_usd,
         created_at,
     )
+
+
+def _cached(response: Any, cost: Any) -> tuple[dict[str, Any], float] | None:
+    """A cache row's answer and cost; None when it cannot be read. Such a row is a miss,
+    not an error: the call is made again and its fresh answer replaces the row (answers are
+    kept to save money, not as a record)."""
+    if cost_problem(cost) is not None or not isinstance(response, str):
+        return None
+    try:
+        answer = json.loads(response)
+    except ValueError:
+        return None
+    return (answer, float(cost)) if isinstance(answer, dict) else None
+
+
+def _time(text: str) -> datetime | None:
+    try:
+        return parse_iso(text)
+    except ValueError:
+        return None
 
 
 def _summary(row: Sequence[Any]) -> RunSummary:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import abc
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, MutableSequence, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
@@ -18,7 +18,14 @@ from typing import Any, ClassVar, Final, Self
 
 from verdryx_core.runs import Baseline, EvalRun, Score, iso_utc
 from verdryx_core.store.db import Database
-from verdryx_core.store.target import StoreTarget, StoreUrl, is_store_url
+from verdryx_core.store.rows import StoreRowError
+from verdryx_core.store.target import (
+    StoreTarget,
+    StoreUrl,
+    is_store_url,
+    parse_store_target,
+    redact,
+)
 
 __all__ = ["SCHEMA_VERSION", "CacheEntry", "RunSummary", "Store"]
 
@@ -146,6 +153,10 @@ class Store(abc.ABC):
 
         `read_only` is for commands that only read: a missing store is an error instead of a
         new empty one, and a SQLite file in a read-only directory is opened read-only."""
+        if isinstance(target, str):
+            # The one parser decides the backend (store/target.py): a PostgreSQL URL in any
+            # case or with a `+driver`, or a libpq key/value string, is never a file name.
+            target = parse_store_target(target)
         if cls is not Store:
             if getattr(cls._open, "__isabstractmethod__", False):
                 raise TypeError(f"{cls.__name__} is not a backend: subclass SqliteStore")
@@ -185,6 +196,12 @@ class Store(abc.ABC):
         """Insert or replace a run and all its scores in one transaction."""
 
     @abc.abstractmethod
+    def insert_run(self, run: EvalRun) -> bool:
+        """Insert a run and its scores unless a run with its id is stored: then nothing is
+        written and False is returned (the caller compares the stored one: merge). Never a
+        duplicate-key error when another process inserts the same id at the same moment."""
+
+    @abc.abstractmethod
     def load_run(self, run_id: str) -> EvalRun | None: ...
 
     @abc.abstractmethod
@@ -201,8 +218,32 @@ class Store(abc.ABC):
         complete_only: bool = False,
         limit: int | None = None,
         before: str | None = None,
+        broken: MutableSequence[StoreRowError] | None = None,
     ) -> list[RunSummary]:
-        """Runs newest first, filtered; `eval_set_ids` matches the exact set of eval sets."""
+        """Runs newest first, filtered; `eval_set_ids` matches the exact set of eval sets.
+
+        A run row that cannot be read back raises its `StoreRowError`; with a `broken` list,
+        it is added there instead and the other runs are listed (`verdryx runs`)."""
+
+    @abc.abstractmethod
+    def run_id_for(self, prefix: str) -> str | None:
+        """The id of the run with this id or unique id prefix, without reading its rows (a
+        run whose rows cannot be read can still be named, to repair it)."""
+
+    @abc.abstractmethod
+    def repair_run(self, run_id: str) -> list[str] | None:
+        """Rewrite the run's rows that cannot be read back (docs/store.md, "Rows that cannot
+        be read"), in one transaction; what changed, in words, or None when there is no such
+        run. A run whose id, model or start cannot be read raises StoreRowError: it can
+        only be removed (`delete_run`)."""
+
+    @abc.abstractmethod
+    def delete_run(self, run_id: str) -> bool:
+        """Remove a run and its scores in one transaction; False when there was none."""
+
+    @abc.abstractmethod
+    def delete_baseline(self, baseline_id: str) -> bool:
+        """Remove a baseline and its cases in one transaction; False when there was none."""
 
     @abc.abstractmethod
     def list_group_runs(self, run_group: str) -> list[RunSummary]:
@@ -225,6 +266,10 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def save_baseline(self, baseline: Baseline) -> None: ...
+
+    @abc.abstractmethod
+    def insert_baseline(self, baseline: Baseline) -> bool:
+        """As `insert_run`, for a baseline and its cases."""
 
     @abc.abstractmethod
     def get_baseline(self, id_or_label: str) -> Baseline | None:
@@ -250,7 +295,8 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def cache_import(self, entries: Iterable[CacheEntry]) -> None:
-        """Store entries keeping their creation time (merge)."""
+        """Store entries keeping their creation time (merge); a key already stored keeps its
+        answer."""
 
 
 def describe(target: StoreTarget | str | os.PathLike[str]) -> str:
@@ -259,4 +305,4 @@ def describe(target: StoreTarget | str | os.PathLike[str]) -> str:
         return str(target)
     if is_store_url(target):
         return str(StoreUrl(str(target)))
-    return os.fspath(target)
+    return redact(os.fspath(target))  # a path is shown as it is; a stray password is not

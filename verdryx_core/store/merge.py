@@ -4,8 +4,9 @@ one, with the rows of add-on tables the caller names (the contracts' verdicts; d
 
 Everything is read and compared first; a row whose id is already taken by different content
 is a conflict, and any conflict refuses the whole merge before anything is written. Then
-everything new is written in one transaction. Rows already present are skipped, so merging
-twice changes nothing.
+everything new is written in one transaction, as upserts of identical rows: rows already
+present are skipped, so merging twice changes nothing, and two merges of the same stores
+into one PostgreSQL store at once both succeed (`_write`).
 
 Cache entries are answers, not records: two CI jobs asking a model the same thing may get
 different answers under the same key. The target's entry (or the first source's) is kept,
@@ -26,6 +27,9 @@ __all__ = ["AddonRows", "MergeResult", "merge_stores"]
 
 #: Conflicts named in the refusal before "and N more".
 _SHOWN: Final = 5
+#: The advisory lock merges write under (docs/store.md, "Merging stores"); other constants
+#: than the store's ("verd"), the service's ("vrsv") and the verdict table's ("vrct").
+_MERGE_LOCK: Final = 0x76726D67  # "vrmg"
 
 
 class AddonRows(Protocol):
@@ -156,27 +160,12 @@ def merge_stores(
                 result.cache_kept += 1
         for addon in addons:
             _plan_addon_rows(addon, name, source, plan, existing[addon.name], target_name, result)
-    if result.conflicts:
-        shown = "; ".join(result.conflicts[:_SHOWN])
-        more = len(result.conflicts) - _SHOWN
-        raise UsageError(
-            f"merge refused, nothing written to {target_name}: {len(result.conflicts)} "
-            f"row(s) exist with the same id and different content: {shown}"
-            + (f"; and {more} more" if more > 0 else "")
-        )
+    _refuse(result, target_name)
     with target.batch():
-        for run, _ in plan.runs.values():
-            target.save_run(run)
-        for baseline, _ in plan.baselines.values():
-            target.save_baseline(baseline)
-        target.cache_import(entry for entry, _ in plan.cache.values())
-        for addon in addons:
-            addon.save(target, (row for row, _ in plan.addons[addon.name].values()))
-    result.runs_added = len(plan.runs)
-    result.baselines_added = len(plan.baselines)
-    result.cache_added = len(plan.cache)
-    for addon in addons:
-        result.added[addon.name] = len(plan.addons[addon.name])
+        _write(plan, target, result, addons)
+        # A row another writer stored since the plan was read, with other content: the whole
+        # merge is rolled back, as for a conflict found while planning.
+        _refuse(result, target_name)
     return result
 
 
@@ -207,3 +196,65 @@ def _plan_addon_rows(
             result.present[addon.name] += 1
         else:
             result.conflicts.append(f"{addon.describe(identity)} ({name} vs {target_name})")
+
+
+def _refuse(result: MergeResult, target_name: str) -> None:
+    if not result.conflicts:
+        return
+    shown = "; ".join(result.conflicts[:_SHOWN])
+    more = len(result.conflicts) - _SHOWN
+    raise UsageError(
+        f"merge refused, nothing written to {target_name}: {len(result.conflicts)} "
+        f"row(s) exist with the same id and different content: {shown}"
+        + (f"; and {more} more" if more > 0 else "")
+    )
+
+
+def _write(plan: _Plan, target: Store, result: MergeResult, addons: Sequence[AddonRows]) -> None:
+    """Write the plan as idempotent upserts, inside the caller's transaction.
+
+    Another merge (or a session) may write the same rows between the plan and this write:
+    two `verdryx merge --into` of the same shards at once. So every row is inserted "unless
+    its id is there", which waits for a concurrent writer of that id instead of failing on
+    a duplicate key, and a row found there is compared: identical is "already there", other
+    content a conflict. Add-on rows may have no unique key, so merges take an advisory lock
+    for their writes (one merge writes at a time; SQLite's write transaction is one already)
+    and read those rows again under it."""
+    target.db.advisory_lock(_MERGE_LOCK)
+    name = target.path
+    for run, _ in plan.runs.values():
+        if target.insert_run(run):
+            result.runs_added += 1
+        elif target.load_run(run.id) == run:
+            result.runs_present += 1
+        else:
+            result.conflicts.append(f"run {run.id} (written to {name} during the merge)")
+    for baseline, _ in plan.baselines.values():
+        if target.insert_baseline(baseline):
+            result.baselines_added += 1
+            continue
+        found = target.get_baseline(baseline.id)
+        if found is not None and found.id == baseline.id and found == baseline:
+            result.baselines_present += 1
+        else:
+            result.conflicts.append(f"baseline {baseline.id} (written to {name} during the merge)")
+    stored = {entry.key for entry in target.cache_entries()}
+    fresh = [entry for entry, _ in plan.cache.values() if entry.key not in stored]
+    result.cache_present += len(plan.cache) - len(fresh)
+    result.cache_added += len(fresh)
+    target.cache_import(fresh)
+    for addon in addons:
+        existing = {addon.identity(row): row for row in addon.rows(target)}
+        new_rows = []
+        for identity, (row, _) in plan.addons[addon.name].items():
+            present = existing.get(identity)
+            if present is None:
+                new_rows.append(row)
+            elif present == row:
+                result.present[addon.name] += 1
+            else:
+                result.conflicts.append(
+                    f"{addon.describe(identity)} (written to {name} during the merge)"
+                )
+        result.added[addon.name] += len(new_rows)
+        addon.save(target, new_rows)

@@ -15,6 +15,7 @@ from typing import Any, Final
 
 from verdryx_core.cases import ToolCall
 from verdryx_core.errors import TargetResultError
+from verdryx_core.limits import cost_problem, token_problem
 
 __all__ = ["TargetResult", "TargetUsage", "normalise_result"]
 
@@ -54,6 +55,11 @@ class TargetUsage:
                 raise TargetResultError(
                     f"usage.{name} is {_preview(value)}, expected a non-negative integer"
                 )
+            # Bounded where it enters: the case's, the run's and the store's sums are then
+            # far from any 64-bit limit (verdryx_core/limits.py, docs/store.md "Maxima").
+            problem = token_problem(value)
+            if problem is not None:
+                raise TargetResultError(f"usage.{name}: {problem}")
         cost = self.cost_usd
         if isinstance(cost, bool) or not isinstance(cost, int | float):
             raise TargetResultError(f"usage.cost_usd is {_preview(cost)}, expected a number")
@@ -61,6 +67,9 @@ class TargetUsage:
             raise TargetResultError(
                 f"usage.cost_usd is {cost!r}, expected a non-negative, finite number of dollars"
             )
+        problem = cost_problem(cost)
+        if problem is not None:
+            raise TargetResultError(f"usage.cost_usd: {problem}")
         object.__setattr__(self, "cost_usd", float(cost))
 
     @classmethod

@@ -80,19 +80,29 @@ def _refuse_non_finite(name: str) -> Any:
     raise NonFiniteNumber(name)
 
 
-def parse_json(text: str | bytes, *, max_depth: int = MAX_DEPTH, allow_nan: bool = True) -> Any:
-    """`json.loads`, except that nesting deeper than `max_depth` raises `JSONDepthError` and,
-    with `allow_nan=False`, NaN and Infinity raise `NonFiniteNumber`."""
+def parse_json(
+    text: str | bytes,
+    *,
+    max_depth: int = MAX_DEPTH,
+    allow_nan: bool = True,
+    unique_keys: bool = False,
+) -> Any:
+    """`json.loads`, except that nesting deeper than `max_depth` raises `JSONDepthError`,
+    with `allow_nan=False` NaN and Infinity raise `NonFiniteNumber`, and with `unique_keys` a
+    key given twice in one object raises `StrictJSONError` (the strict parser's rule: Python
+    keeps the last value silently, so `{"a": 2, "a": 1}` would read as `{"a": 1}`)."""
     if isinstance(text, bytes | bytearray):
         text = text.decode("utf-8")
+    options: dict[str, Any] = {}
+    if not allow_nan:
+        options["parse_constant"] = _refuse_non_finite
+    if unique_keys:
+        options["object_pairs_hook"] = _no_duplicate_keys
     try:
-        if allow_nan:
-            value = json.loads(text)
-        else:
-            value = json.loads(text, parse_constant=_refuse_non_finite)
+        value = json.loads(text, **options)
     except RecursionError:
         raise _depth_error(text, max_depth) from None
-    except (json.JSONDecodeError, NonFiniteNumber):
+    except (json.JSONDecodeError, NonFiniteNumber, StrictJSONError):
         raise
     except ValueError as exc:
         # An integer of more than 4,300 digits (sys.set_int_max_str_digits) is refused with a

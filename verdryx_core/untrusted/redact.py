@@ -3,11 +3,11 @@
 A URL may carry a credential in its user-info part (`https://user:secret@proxy.example`): in
 ANTHROPIC_BASE_URL, VERDRYX_OTLP_ENDPOINT, a typed service URL or a database URL. verdryx shows
 such a URL as `https://user:***@proxy.example` (a user-info without a password, often a token
-on its own, as `https://***@host`), a `password=` query value as `password=***` (the store's
-rule for database URLs, `verdryx_core.store.redact`, reused here), and a `logging.Filter` does
-the same to the records of the HTTP libraries it drives (the SDK and httpx log each request's
-URL at INFO), so `--log-cli-level=INFO` does not print the secret either
-(docs/troubleshooting.md).
+on its own, as `https://***@host`), a `password=` query value or keyword as `password=***`
+(the rule for database URLs and libpq key/value strings, `redact_database`, which the store
+uses for every form of its target), and a `logging.Filter` does the same to the records of
+the HTTP libraries it drives (the SDK and httpx log each request's URL at INFO), so
+`--log-cli-level=INFO` does not print the secret either (docs/troubleshooting.md).
 """
 
 from __future__ import annotations
@@ -18,24 +18,38 @@ import threading
 from typing import Final
 
 __all__ = [
+    "AUTHORITY_PASSWORD",
+    "KEYWORD_PASSWORD",
     "MASK",
+    "QUERY_PASSWORD",
     "URLCredentialFilter",
     "install_log_filter",
-    "redact_database_url",
+    "redact_database",
     "redact_text",
     "redact_url",
 ]
 
 MASK: Final = "***"
 
-# A password anywhere a libpq URL or keyword string can carry one: user:PASSWORD@ in the
-# authority, password=... in the query, or a password='...' keyword.
-_AUTHORITY_PASSWORD: Final = re.compile(r"(?P<scheme>postgres(?:ql)?://[^:/@?#\s]*):[^@/?#\s]*@")
-_QUERY_PASSWORD: Final = re.compile(r"(?i)(?P<key>[?&\s]password=)(?:'[^']*'|[^&\s]*)")
 
 # scheme://userinfo@ where userinfo has no '/', '@' or whitespace; the last '@' before the host
 # ends it (a password may itself hold an unescaped '@').
 _USERINFO: Final = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)(?P<userinfo>[^/?#\s]*@)")
+
+# A password anywhere a libpq URI or key/value string can carry one: user:PASSWORD@ in a URI
+# (libpq ends the user part at the first '@' before the first '/', so a password may hold
+# '?', '#' or ':'), password=... or sslpassword=... in a query, or as a keyword (quoted or
+# not, with spaces around '=', at the very start of the text too).
+AUTHORITY_PASSWORD: Final = re.compile(
+    r"(?P<scheme>postgres(?:ql)?(?:\+[A-Za-z0-9_.-]+)?://[^:/@\s]*):[^@/\s]*@", re.IGNORECASE
+)
+QUERY_PASSWORD: Final = re.compile(r"(?i)(?P<key>[?&](?:ssl)?password=)[^&\s]*")
+# In a key/value string a bare value runs to the next whitespace (it may hold '&' or '"'),
+# a quoted one to its closing quote; more is redacted rather than less.
+KEYWORD_PASSWORD: Final = re.compile(
+    r"(?i)(?P<key>(?:^|[\s(\"'])(?:ssl)?password\s*=\s*)(?:'(?:[^'\\]|\\.)*'?|\S*)"
+)
+
 
 #: The loggers of the libraries that log request URLs on verdryx's behalf.
 LOGGERS: Final = ("anthropic", "httpx", "httpx2", "httpcore", "httpcore2", "urllib3", "openai")
@@ -50,17 +64,19 @@ def redact_text(text: str) -> str:
     """Every URL in `text` with its password (or a lone user-info token) replaced by `***`."""
     if "@" in text:
         text = _USERINFO.sub(_mask, text)
-    if "password=" in text.lower():
-        text = redact_database_url(text)
+    lowered = text.lower()
+    if "password" in lowered or "postgres" in lowered:
+        # A `password = x` keyword, a password holding '?' or '#' that libpq still reads.
+        text = redact_database(text)
     return text
 
 
-def redact_database_url(text: object) -> str:
-    """`text` with every PostgreSQL password replaced by `***`; anything else unchanged. Safe
-    to apply to whole messages (a driver's error may quote the URL): the store's rule."""
-    value = str(text)
-    value = _AUTHORITY_PASSWORD.sub(rf"\g<scheme>:{MASK}@", value)
-    return _QUERY_PASSWORD.sub(rf"\g<key>{MASK}", value)
+def redact_database(text: str) -> str:
+    """`text` with every PostgreSQL password replaced by `***`, in each form libpq reads one
+    (the store names its target with it: verdryx_core/store/target.py)."""
+    text = AUTHORITY_PASSWORD.sub(r"\g<scheme>:***@", text)
+    text = QUERY_PASSWORD.sub(r"\g<key>***", text)
+    return KEYWORD_PASSWORD.sub(r"\g<key>***", text)
 
 
 def _mask(match: re.Match[str]) -> str:

@@ -9,7 +9,7 @@ import os
 from verdryx_core.addons.service._sql import SqlServiceStorage
 from verdryx_core.addons.service.storage_postgres import PostgresServiceStorage
 from verdryx_core.addons.service.storage_sqlite import SqliteServiceStorage
-from verdryx_core.store.target import StoreTarget, StoreUrl, is_store_url
+from verdryx_core.store.target import StoreTarget, StoreUrl, parse_store_target
 
 __all__ = ["open_service_storage"]
 
@@ -19,8 +19,8 @@ def open_service_storage(target: StoreTarget | str | os.PathLike[str]) -> SqlSer
 
     The store itself is opened first, so its guards apply: a file or a schema that is not a
     verdryx store, or one from a newer verdryx, is refused before any table is added."""
+    if isinstance(target, str):
+        target = parse_store_target(target)  # the store's one parser picks the backend
     if isinstance(target, StoreUrl):
         return PostgresServiceStorage.open(target)
-    if isinstance(target, str) and is_store_url(target):
-        return PostgresServiceStorage.open(StoreUrl(target.strip()))
     return SqliteServiceStorage.open(target)

@@ -7,9 +7,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from verdryx_core.addons.errors import TraceError
 from verdryx_core.addons.traces.decisions import UNTAGGED
 from verdryx_core.addons.traces.records import required_cost, required_outcome
 from verdryx_core.addons.traces.reduction import ReducedRuns
+from verdryx_core.limits import MAX_TOTAL_COST_USD, MICROUSD_PER_USD
 
 __all__ = [
     "ABANDONED",
@@ -26,7 +28,7 @@ RESOLVED: Final = "case_resolved"
 ESCALATED: Final = "escalated"
 ABANDONED: Final = "abandoned"
 
-_MICRO_PER_USD: Final = 1_000_000
+_MICRO_PER_USD: Final = MICROUSD_PER_USD
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -174,6 +176,13 @@ def cost_per_outcome(records: Iterable[Mapping[str, Any]]) -> CostPerOutcomeRepo
         bucket.add(cost)
     # The partials of every tag sum exactly to the grand total, so fsum rounds it once.
     overall = math.fsum(part for bucket in sums.values() for part in bucket.partials)
+    if overall > MAX_TOTAL_COST_USD:
+        # Each record is bounded (`required_cost`); their sum is checked too, as the trace
+        # reduction's is, so the two sources have the same maximum (docs/store.md).
+        raise TraceError(
+            f"the records' total cost (${overall:,.2f}) passes the maximum of "
+            f"${MAX_TOTAL_COST_USD:,} (docs/store.md); check the cost_usd values"
+        )
     return CostPerOutcomeReport(
         by_outcome={
             tag: _bucket(tag, bucket.count, bucket.total()) for tag, bucket in sums.items()

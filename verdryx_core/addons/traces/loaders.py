@@ -11,6 +11,7 @@ from verdryx_core.addons.traces.parquet import read_parquet, read_parquet_runs, 
 from verdryx_core.addons.traces.records import (
     iter_csv,
     iter_ndjson,
+    optional_cost,
     optional_float,
     optional_int,
     required_cost,
@@ -77,8 +78,8 @@ def load_run_records(path: str | Path) -> list[dict[str, Any]]:
     records = []
     for where, record in _rows(path, kind):
         typed = dict(record)
-        for name in ("cost_usd", "score"):
-            typed[name] = optional_float(record, name, where)
+        typed["cost_usd"] = optional_cost(record, where)
+        typed["score"] = optional_float(record, "score", where)
         for name in ("refused_calls", "calls", "last_ts_millis", "first_ts_millis"):
             typed[name] = optional_int(record, name, where)
         if "outcome" in record and record["outcome"] is not None:

@@ -71,8 +71,9 @@ def iter_trace_batches(
     for file in files:
         try:
             metadata = pq.read_metadata(file)
-            names = metadata.schema.to_arrow_schema().names
-            segment = _Segment(pq, file, metadata, names)
+            schema = metadata.schema.to_arrow_schema()
+            names = schema.names
+            segment = _Segment(pq, file, metadata, names, _flat_strings(pyarrow, schema))
             segment.handle(run_dictionary is None or run_dictionary())
         except (pyarrow.ArrowException, OSError) as exc:
             raise TraceError(
@@ -93,9 +94,14 @@ def iter_trace_batches(
 class _Segment:
     """One segment file, with a handle per way of reading run_id (opened when needed)."""
 
-    def __init__(self, pq: Any, file: Path, metadata: Any, names: list[str]) -> None:
+    def __init__(
+        self, pq: Any, file: Path, metadata: Any, names: list[str], strings: set[str]
+    ) -> None:
         self._pq, self._file, self._metadata = pq, file, metadata
-        self._strings = [name for name in _STRING_COLUMNS if name in names]
+        # Only flat string columns are read as dictionaries: the reader cannot dictionary-
+        # encode a list or struct column (it raises KeyError on its name), and such a column
+        # is refused by the reduction with one line naming it and its type.
+        self._strings = [name for name in _STRING_COLUMNS if name in names and name in strings]
         self._handles: dict[bool, Any] = {}
 
     def handle(self, run_dictionary: bool) -> Any:
@@ -109,6 +115,15 @@ class _Segment:
     def close(self) -> None:
         for handle in self._handles.values():
             handle.close()
+
+
+def _flat_strings(pyarrow: Any, schema: Any) -> set[str]:
+    """The names of the schema's top-level string columns."""
+    return {
+        item.name
+        for item in schema
+        if pyarrow.types.is_string(item.type) or pyarrow.types.is_large_string(item.type)
+    }
 
 
 def _row_group(

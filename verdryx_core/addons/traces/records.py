@@ -14,11 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from verdryx_core.addons.errors import TraceError
+from verdryx_core.limits import cost_problem
 from verdryx_core.untrusted.json_input import parse_json
 
 __all__ = [
     "iter_csv",
     "iter_ndjson",
+    "optional_cost",
     "optional_float",
     "optional_int",
     "read_csv",
@@ -126,14 +128,31 @@ def _number(value: Any, field: str, where: str, example: str) -> float:
 
 
 def required_cost(record: Mapping[str, Any], where: str) -> float:
-    """The record's `cost_usd` in dollars; absent, null or unparseable is an error."""
+    """The record's `cost_usd` in dollars; absent, null, unparseable, negative or past the
+    maximum (docs/store.md, "Maxima") is an error."""
     value = record.get("cost_usd")
     if value is None:
         raise TraceError(
             f"{where}: cost_usd is missing; expected dollars such as 0.15 (the column is "
             "required in a record file)"
         )
-    return _number(value, "cost_usd", where, "0.15")
+    return _cost(value, where)
+
+
+def optional_cost(record: Mapping[str, Any], where: str) -> float | None:
+    """`cost_usd` when the record has one, held to the same rules as `required_cost`."""
+    value = record.get("cost_usd")
+    return None if value is None else _cost(value, where)
+
+
+def _cost(value: Any, where: str) -> float:
+    number = _number(value, "cost_usd", where, "0.15")
+    # A negative cost would be shown as spend given back ("$ -5.00") and offset real spend in
+    # every total; a huge one would overflow the sums. Refused here, where the record enters.
+    problem = cost_problem(number)
+    if problem is not None:
+        raise TraceError(f"{where}: cost_usd {problem}; expected dollars such as 0.15")
+    return number
 
 
 def optional_float(record: Mapping[str, Any], field: str, where: str) -> float | None:

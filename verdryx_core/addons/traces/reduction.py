@@ -34,6 +34,12 @@ from verdryx_core.addons.errors import TraceError
 from verdryx_core.addons.traces._arrow import require_pyarrow
 from verdryx_core.addons.traces.decisions import BLOCKED_DECISIONS, REFUSED_DECISIONS
 from verdryx_core.addons.traces.run_codes import Keys, RunCoder, concat_keys
+from verdryx_core.limits import (
+    MAX_COST_USD,
+    MAX_TOTAL_COST_MICROUSD,
+    MAX_TOTAL_COST_USD,
+    MICROUSD_PER_USD,
+)
 
 __all__ = [
     "COST_COLUMNS",
@@ -61,6 +67,9 @@ _FLUSH_FLOOR: Final = 1 << 20
 #: (its runs are scattered over the trace): from then on run ids are read as plain strings
 #: and rows go to the fold one by one, skipping the per-row-group dictionary.
 _SCATTERED_SHARE: Final = 0.5
+
+#: One call's cost, in the reduction's unit.
+_MAX_CALL_MICROUSD: Final = MAX_COST_USD * MICROUSD_PER_USD
 
 _INT64_MIN: Final = np.iinfo(np.int64).min
 _INT64_MAX: Final = np.iinfo(np.int64).max
@@ -258,6 +267,7 @@ class RunReducer:
         self._detail = detail
         self._keep_loose = keep_loose
         self._rows = 0
+        self._spent = 0.0  # micro-dollars read so far (see _check_costs)
         self._known = RunCoder(self._pa, self._pc)
         self._run_dictionary = True
         self._buffer: list[_Partial] = []
@@ -301,6 +311,13 @@ class RunReducer:
         if pa.types.is_null(column.type):
             return None
         if not pa.types.is_dictionary(column.type):
+            if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+                # Checked before encoding: pyarrow cannot dictionary-encode a list, struct or
+                # map column and would raise its own error instead of this line.
+                raise TraceError(
+                    f"{source}: column {name!r} has type {column.type}, expected a string "
+                    "(TokenFuse writes Utf8); fix the writer or drop the column"
+                )
             column = pc.dictionary_encode(column)
         values = column.dictionary
         if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
@@ -384,6 +401,8 @@ class RunReducer:
         decision = self._strings(batch, "decision", source)
         cost_col = self._integers(batch, "cost_microusd", source)
         cost = np.zeros(n, dtype=np.int64) if cost_col is None else cost_col[0]
+        if cost_col is not None:
+            self._check_costs(cost, source, base)
         if decision is not None:
             cost = np.where(self._member(decision[1], self._blocked)[decision[0]], 0, cost)
         step_col = self._integers(batch, "step", source)
@@ -445,6 +464,41 @@ class RunReducer:
                 self._flush()
         if prepared.loose.size:
             self._add_loose(prepared.loose, prepared.row)
+
+    def _check_costs(self, cost: np.ndarray, source: str, base: int) -> None:
+        """Every call's cost within [0, a call's maximum], and the trace's running total
+        within the maximum of a sum (docs/store.md, "Maxima"), before anything is summed:
+        numpy's int64 sums wrap silently (two calls of 2**62 would read as a negative
+        total), and a negative cost would be shown as spend given back.
+
+        All costs are then non-negative, so every per-run and per-outcome sum is at most the
+        running total: bounding it bounds them all. The total is kept as a float, whose
+        rounding (relative 1e-16 per batch) is far inside the margin between the maximum
+        and int64's limit; the sums themselves stay exact int64."""
+        if cost.size == 0:
+            return
+        low, high = int(cost.min()), int(cost.max())
+        if low < 0 or high > _MAX_CALL_MICROUSD:
+            bad = np.flatnonzero((cost < 0) | (cost > _MAX_CALL_MICROUSD))[0]
+            value = int(cost[bad])
+            raise TraceError(
+                f"{source}: column 'cost_microusd' holds {value} (trace row {base + int(bad)}, "
+                "counting from 0): "
+                + (
+                    "a cost is 0 or more"
+                    if value < 0
+                    else f"more than the maximum of {_MAX_CALL_MICROUSD:,} micro-dollars for "
+                    "one call (docs/store.md)"
+                )
+                + "; fix the writer or drop the row"
+            )
+        self._spent += float(cost.sum(dtype=np.float64))
+        if self._spent > MAX_TOTAL_COST_MICROUSD:
+            raise TraceError(
+                f"{source}: the trace's total cost passes the maximum of "
+                f"{MAX_TOTAL_COST_MICROUSD:,} micro-dollars (${MAX_TOTAL_COST_USD:,}, "
+                "docs/store.md) by this row group; check the cost_microusd values"
+            )
 
     def _plain_runs(self, batch: Any, source: str) -> Any | None:
         """The run_id column when it holds plain strings (not dictionary-encoded)."""

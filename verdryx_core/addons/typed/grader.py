@@ -22,6 +22,7 @@ from verdryx_core.cases import EvalCase
 from verdryx_core.errors import ModelCallError, UsageError
 from verdryx_core.graders.base import Grade, GradeContext
 from verdryx_core.graders.plugins import GraderUnavailable
+from verdryx_core.limits import cost_problem
 
 __all__ = ["LABEL_SOURCE", "TypedGrader", "label_truth", "score_value"]
 
@@ -216,4 +217,7 @@ def _cost(answer: Mapping[str, Any], template: str) -> float:
         raise _malformed(template, f"cost_usd {cost!r} is not a number")
     if cost < 0:
         raise _malformed(template, f"cost_usd {cost!r} is negative")
+    problem = cost_problem(cost)  # one verdict's cost, bounded as any call's (docs/store.md)
+    if problem is not None:
+        raise _malformed(template, f"cost_usd: {problem}")
     return float(cost)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +21,14 @@ from verdryx_core.gating.comparison import compare_to_baseline
 from verdryx_core.reporting.summary import fmt_score
 from verdryx_core.runs import Baseline
 from verdryx_core.store import RunSummary, Store
+from verdryx_core.store.rows import StoreRowError
 
 NAME = "runs"
 HELP = "list stored runs, newest first, with each run's verdict against the default baseline"
 
 _SETS_WIDTH = 32
+#: docs/cli.md, exit codes: unreadable input (here a stored row); the other runs are listed.
+EXIT_UNREADABLE = 2
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -57,14 +61,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.limit < 1:
         raise UsageError(f"--limit {args.limit} is not a positive number of runs; try --limit 20")
+    # A run whose rows cannot be read back is named, with its repair, and the others are
+    # still listed (docs/store.md, "Rows that cannot be read").
+    broken: list[StoreRowError] = []
     with open_store(args, read_only=True) as store:
-        baseline = _baseline(store, args)
+        try:
+            baseline = _baseline(store, args)
+        except StoreRowError as unreadable:  # judged against nothing, and named below
+            broken.append(unreadable)
+            baseline = None
         summaries = store.list_runs(
-            model=args.model, agent_id=args.agent, limit=None if not args.all else args.limit
+            model=args.model,
+            agent_id=args.agent,
+            limit=None if not args.all else args.limit,
+            broken=broken,
         )
         if not args.all:  # a partial run measured a subset: not a point of the history
             summaries = [summary for summary in summaries if not summary.partial][: args.limit]
-        rows = [run_row(store, summary, baseline) for summary in summaries]
+        rows = [run_row(store, summary, baseline, broken=broken) for summary in summaries]
         verdicts = contract_verdicts(store, args.agent) if args.agent else None
     if args.json:
         document: dict[str, Any] = {
@@ -73,17 +87,37 @@ def run(args: argparse.Namespace) -> int:
             if baseline is None
             else {"id": baseline.id, "label": baseline.label, "mean": baseline.mean},
         }
+        if broken:  # only then: a store that reads whole keeps its document as it was
+            document["unreadable"] = [
+                {"run_id": item.run_id, "error": str(item)} for item in broken
+            ]
         if verdicts is not None:
             document["contract_verdicts"] = verdicts
         print_json(document)
-        return 0
-    _print_text(store.path, rows, baseline, args, verdicts)
-    return 0
+    else:
+        _print_text(store.path, rows, baseline, args, verdicts)
+    for item in broken:
+        print(f"error: {item}", file=sys.stderr)
+    return EXIT_UNREADABLE if broken else 0
 
 
-def run_row(store: Store, summary: RunSummary, baseline: Baseline | None) -> dict[str, Any]:
-    """One `runs --json` entry: docs/cli.md keys plus the verdict and why it is null."""
-    verdict, note, inconclusive = _verdict(store, summary, baseline)
+def run_row(
+    store: Store,
+    summary: RunSummary,
+    baseline: Baseline | None,
+    *,
+    broken: list[StoreRowError] | None = None,
+) -> dict[str, Any]:
+    """One `runs --json` entry: docs/cli.md keys plus the verdict and why it is null. A run
+    whose scores cannot be read back has no verdict; its error goes to `broken` when given
+    (else it is raised)."""
+    try:
+        verdict, note, inconclusive = _verdict(store, summary, baseline)
+    except StoreRowError as exc:
+        if broken is None:
+            raise
+        broken.append(exc)
+        verdict, note, inconclusive = None, "unreadable: see the error below", None
     return {
         "run_id": summary.id,
         "eval_set_ids": list(summary.eval_set_ids),
@@ -227,4 +261,6 @@ def _verdict_text(row: dict[str, Any]) -> str:
         return "- (other model)"
     if note.startswith("no case"):
         return "- (no match)"
+    if note.startswith("unreadable"):
+        return "UNREADABLE"
     return "-"

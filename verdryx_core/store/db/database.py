@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import abc
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, ClassVar, Protocol
 
@@ -38,11 +38,13 @@ def marks(count: int) -> str:
     return ", ".join("?" * count)
 
 
-def error_text(exc: BaseException) -> str:
+def error_text(exc: BaseException, scrub: Callable[[str], str] = redact) -> str:
     """A driver's error as one line without a password: drivers may add a DETAIL line or
-    quote the URL they were given."""
+    quote the URL they were given. `scrub` is the connection's own redaction (a
+    `StoreUrl.redact`, which also removes that target's passwords in whatever form the
+    driver quoted them)."""
     lines = str(exc).strip().splitlines() or [type(exc).__name__]
-    return redact(lines[0])
+    return scrub(lines[0])
 
 
 class Database(abc.ABC):
@@ -53,9 +55,13 @@ class Database(abc.ABC):
     #: "sqlite" or "postgresql": what an add-on picks its table definitions by.
     dialect: ClassVar[str]
 
-    def __init__(self, name: str, driver_error: type[Exception]) -> None:
+    def __init__(
+        self, name: str, driver_error: type[Exception], scrub: Callable[[str], str] = redact
+    ) -> None:
         #: How messages name the database: a file path, or a URL with its password redacted.
         self.name = name
+        #: What every driver message passes through before it is shown (see `error_text`).
+        self.scrub = scrub
         #: The driver's error base class: what `errors()` turns into a StoreError.
         self.driver_error = driver_error
         #: Held by every statement and transaction; reentrant, so a caller may hold it around
@@ -191,11 +197,22 @@ class Database(abc.ABC):
 
     @contextmanager
     def errors(self, action: str) -> Iterator[None]:
-        """Turn the driver's errors into `StoreError("<name>: cannot <action>: <why>")`."""
+        """Turn the driver's errors into `StoreError("<name>: cannot <action>: <why>")`.
+
+        OverflowError too: sqlite3 raises it, not one of its own errors, for an integer past
+        64 bits, and a value that reached the driver unchecked must still be one line (the
+        transaction it was in is rolled back as for any error)."""
         try:
             yield
         except self.driver_error as exc:
-            raise StoreError(f"{self.name}: cannot {action}: {error_text(exc)}") from None
+            raise StoreError(
+                f"{self.name}: cannot {action}: {error_text(exc, self.scrub)}"
+            ) from None
+        except OverflowError as exc:
+            raise StoreError(
+                f"{self.name}: cannot {action}: a value is too large for the store "
+                f"({self.scrub(str(exc))})"
+            ) from None
 
     def close(self) -> None:
         with self.lock:

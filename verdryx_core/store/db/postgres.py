@@ -49,7 +49,7 @@ class PostgresDb(Database):
         reconnect: bool,
         driver_error: type[Exception],
     ) -> None:
-        super().__init__(str(url), driver_error)
+        super().__init__(str(url), driver_error, url.redact)
         self._url = url
         self._purpose = purpose
         self._reconnect = reconnect
@@ -61,6 +61,9 @@ class PostgresDb(Database):
         """Connect to `url`; `purpose` says in an error what was being opened. With
         `reconnect`, a connection found lost is opened again before the next statement
         outside a transaction (a long-running server outlives a database restart)."""
+        refusal = url.refusal()
+        if refusal is not None:  # a URL of another scheme: no driver is asked to read it
+            raise StoreError(refusal)
         psycopg = _driver()
         if psycopg is None:
             raise StoreError(
@@ -82,7 +85,11 @@ class PostgresDb(Database):
         try:
             return psycopg.connect(url.url, autocommit=True, connect_timeout=10)
         except psycopg.Error as exc:
-            raise StoreError(f"{url}: cannot open {purpose}: {error_text(exc)}") from None
+            # The driver may quote what it was given (a key/value string it could not
+            # parse): scrubbed of this target's own passwords, not only of URL patterns.
+            raise StoreError(
+                f"{url}: cannot open {purpose}: {error_text(exc, url.redact)}"
+            ) from None
 
     @property
     def connection(self) -> psycopg.Connection[Any]:
