@@ -72,6 +72,7 @@ def add_junit_properties(
     properties: dict[str, object] = {
         "verdryx.run_id": run.id,
         "verdryx.model": run.model,
+        "verdryx.target": run.target or "",
         "verdryx.mean_score": _num(run.mean_score),
         "verdryx.baseline": baseline_name,
         "verdryx.delta": _num(drift.delta if drift else None),

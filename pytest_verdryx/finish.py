@@ -89,7 +89,9 @@ def finish_session(
     stopped_by = session.shouldfail or session.shouldstop
     stopped = str(stopped_by) if stopped_by else None
     incomplete = incomplete_reason(state, stopped=stopped, exit_status=session.exitstatus)
-    run = context.evaluation.run(state.ordered_scores(), complete=incomplete is None)
+    run = context.evaluation.run(
+        state.ordered_scores(), complete=incomplete is None, targets=state.targets
+    )
     run = _with_provenance(run, context, stopped=stopped)
     end = SessionEnd(
         context=context,
@@ -207,9 +209,12 @@ def _with_provenance(run: EvalRun, context: SessionContext, *, stopped: str | No
         run_group=settings.run_group or default_run_group(),
         partial=is_subset(context, stopped=stopped),
     )
-    if settings.shard is not None:
-        # One shard of a group: stored for `verdryx gate`, a subset on purpose.
-        run = dataclasses.replace(run, shard=str(settings.shard), partial=True)
+    shard = settings.shard
+    if shard is not None:
+        # One shard of a group: stored for `verdryx gate`, a subset on purpose, with its share
+        # of the cases collected, so a shard narrowed below it is never assembled as whole.
+        share = sum(1 for key in context.state.known_keys if shard.holds(*key.split("::", 1)))
+        run = dataclasses.replace(run, shard=str(shard), partial=True, shard_share=share)
     return run
 
 

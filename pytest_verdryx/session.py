@@ -289,6 +289,9 @@ class VerdryxSession:
             if isinstance(item, EvalCaseItem) or item.get_closest_marker("verdryx") is not None
         }
         state.expected_count = len(state.expected)
+        state.targets = self.context.evaluation.targets_of(
+            item.case for item in session.items if isinstance(item, EvalCaseItem)
+        )
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         # Under xdist the controller sees the workers' failed reports too (deduplicated by

@@ -81,7 +81,15 @@ _SCORE_TEXT: Final = (
     "expected",
     "reason",
 )
-_RUN_TEXT: Final = ("id", "model", "judge_model", "agent_id", "plugin_version")
+_RUN_TEXT: Final = (
+    "id",
+    "model",
+    "judge_model",
+    "agent_id",
+    "plugin_version",
+    "target",
+    "target_version",
+)
 
 
 def _unit(value: object) -> bool:
@@ -257,6 +265,13 @@ class EvalRun:
     run_group: str | None = None
     shard: str | None = None
     partial: bool = False
+    #: What produced the outputs besides `model`: the agent under test (its `module:callable`,
+    #: several joined by ", " when eval sets name their own) and its declared version.
+    target: str | None = None
+    target_version: str | None = None
+    #: A shard run's share of the cases when they were collected (before `-k` and the like):
+    #: fewer scores than this, and the shard was narrowed (docs/sharding.md).
+    shard_share: int | None = None
     #: Cases that errored instead of scoring ("set::case: why", one line each): they make the
     #: run incomplete. Not stored; what reaches the store is the run's `complete` flag.
     errors: tuple[str, ...] = field(default=(), compare=False)
@@ -338,7 +353,20 @@ class EvalRun:
             "run_group": self.run_group,
             "shard": self.shard,
             "partial": self.partial,
+            "target": self.target,
+            "target_version": self.target_version,
+            "shard_share": self.shard_share,
         }
+
+    @property
+    def produced_by(self) -> str:
+        """What produced the outputs, as summaries say it: `target=orders:answer@v2` first
+        for an agent under test (its cases' outputs), then `model=NAME` (the cases without a
+        target, and what a target falls back to)."""
+        if self.target:
+            version = f"@{self.target_version}" if self.target_version else ""
+            return f"target={self.target}{version}  model={self.model}"
+        return f"model={self.model}"
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> EvalRun:
@@ -361,6 +389,9 @@ class EvalRun:
             run_group=data.get("run_group"),
             shard=data.get("shard"),
             partial=bool(data.get("partial", False)),
+            target=data.get("target"),
+            target_version=data.get("target_version"),
+            shard_share=data.get("shard_share"),
         )
 
 
@@ -411,6 +442,9 @@ class Baseline:
     judge_model: str | None = None
     plugin_version: str = ""
     cases: tuple[BaselineCase, ...] = ()
+    #: The agent under test of the baseline's run, and its declared version (None: none).
+    target: str | None = None
+    target_version: str | None = None
 
     @classmethod
     def from_run(
@@ -441,6 +475,8 @@ class Baseline:
             model=run.model,
             judge_model=run.judge_model,
             plugin_version=run.plugin_version,
+            target=run.target,
+            target_version=run.target_version,
             cases=tuple(
                 BaselineCase(
                     eval_set_id=score.eval_set_id,
@@ -468,6 +504,10 @@ class Baseline:
             "judge_model": self.judge_model,
             "plugin_version": self.plugin_version,
             "cases": [case.to_dict() for case in self.cases],
+        } | {
+            name: value
+            for name, value in (("target", self.target), ("target_version", self.target_version))
+            if value is not None
         }
 
     @classmethod
@@ -482,6 +522,8 @@ class Baseline:
             judge_model=data.get("judge_model"),
             plugin_version=data.get("plugin_version") or "",
             cases=tuple(BaselineCase.from_dict(item) for item in data.get("cases") or ()),
+            target=data.get("target"),
+            target_version=data.get("target_version"),
         )
 
 

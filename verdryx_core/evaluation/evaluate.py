@@ -236,9 +236,12 @@ class Evaluation:
         complete: bool,
         eval_set_ids: Iterable[str] = (),
         errors: Sequence[str] = (),
+        targets: Iterable[str] = (),
     ) -> EvalRun:
         """The run of `scores`, in their order; its eval sets are the scored ones plus
-        `eval_set_ids`. The judge is recorded only when it graded something."""
+        `eval_set_ids`. The judge is recorded only when it graded something; `targets` are
+        the agents under test its cases were given to (`targets_of`)."""
+        target = ", ".join(sorted(set(targets))) or None
         judged = any(score.grader == "llm_judge" and score.value is not None for score in scores)
         settings = self.settings
         return EvalRun(
@@ -253,7 +256,18 @@ class Evaluation:
             complete=complete and not errors,
             plugin_version=__version__,
             errors=tuple(errors),
+            target=target,
+            target_version=settings.target_version if target else None,
         )
+
+    def targets_of(self, cases: Iterable[EvalCase]) -> set[str]:
+        """The agents under test that produce these cases' outputs (by `module:callable`)."""
+        default = self.settings.target
+        return {
+            spec
+            for case in cases
+            if case.needs_model and (spec := target_of(case, default)) is not None
+        }
 
     def save(
         self,
@@ -335,6 +349,7 @@ def _evaluate(
         complete=not interrupted and not incomplete_because,
         eval_set_ids=[evalset.id for evalset in sets],
         errors=errors,
+        targets=evaluation.targets_of(entry.case for entry in work),
     )
     if store is not None:
         evaluation.save(store, run)

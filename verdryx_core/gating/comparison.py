@@ -67,6 +67,8 @@ class GateResult:
     unmeasured: tuple[str, ...] = ()
     #: What was compared: `score` (mean scores) or `pass` (pass rates), docs/statistics.md.
     metric: str = "score"
+    #: The same target at another declared version: the comparison the gate is for.
+    target_change: str | None = None
 
     @property
     def expected(self) -> int:
@@ -105,12 +107,16 @@ def check_models(
     *,
     allow: bool,
 ) -> str | None:
-    """A message when models differ; raises unless `allow`."""
+    """A message when the run measured another model, judge or target (agent under test)
+    than the baseline; raises unless `allow`."""
     problems = []
     if run.model != baseline.model:
         problems.append(f"model {run.model!r} (baseline: {baseline.model!r})")
     if run.judge_model and baseline.judge_model and run.judge_model != baseline.judge_model:
         problems.append(f"judge {run.judge_model!r} (baseline: {baseline.judge_model!r})")
+    # A baseline saved before targets were recorded names none: it cannot tell a change.
+    if run.target and baseline.target and run.target != baseline.target:
+        problems.append(f"target {run.target!r} (baseline: {baseline.target!r})")
     if not problems:
         return None
     message = (
@@ -148,6 +154,16 @@ def compare_to_baseline(
         raise UsageError("no run to compare against the baseline")
     current = window[0]
     model_change = check_models(current, baseline, allow=allow_model_change)
+    target_change = None
+    if (
+        current.target
+        and current.target == baseline.target
+        and current.target_version != baseline.target_version
+    ):
+        target_change = (
+            f"target {current.target} {baseline.target_version or '(no version)'} -> "
+            f"{current.target_version or '(no version)'}"
+        )
     base_cases = baseline.case_map()
     current_sets = set(current.eval_set_ids) | {score.eval_set_id for score in current.scores}
 
@@ -199,6 +215,7 @@ def compare_to_baseline(
             model_change=model_change,
             unmeasured=tuple(sorted(unmeasured)),
             metric=metric,
+            target_change=target_change,
         )
     pooled = [value for key in matched for value in per_case[key]]
     base_values = [_base_value(base_cases[key], metric) for key in matched]
@@ -235,6 +252,7 @@ def compare_to_baseline(
         model_change=model_change,
         unmeasured=tuple(sorted(unmeasured)),
         metric=metric,
+        target_change=target_change,
     )
 
 

@@ -76,11 +76,16 @@ def assemble_group(store: Store, group: str, *, shards: int | None = None) -> As
         )
     newest: dict[int, RunSummary] = {}
     superseded: list[str] = []
-    # Oldest first: a later run of the same shard (a re-run job) replaces an earlier one.
+    # Oldest first: a later run of the same shard (a re-run job) replaces an earlier one,
+    # unless it is incomplete and the earlier one is complete: the newest *complete* counts.
     for summary in summaries:
         index = specs[summary.id].index
-        if index in newest:
-            superseded.append(newest[index].id)
+        kept = newest.get(index)
+        if kept is not None and kept.complete and not summary.complete:
+            superseded.append(summary.id)
+            continue
+        if kept is not None:
+            superseded.append(kept.id)
         newest[index] = summary
     missing = [f"{k}/{total}" for k in range(1, total + 1) if k not in newest]
     if missing:
@@ -105,6 +110,17 @@ def assemble_group(store: Store, group: str, *, shards: int | None = None) -> As
             raise GroupError(f"run {newest[k].id} of group {group!r} vanished from {store.path}")
         runs.append(run)
     _check_same(runs, group)
+    narrowed = [
+        f"{run.shard} (run {run.id}: {len(run.scores)} of its {run.shard_share} cases)"
+        for run in runs
+        if run.shard_share is not None and len(run.scores) < run.shard_share
+    ]
+    if narrowed:
+        raise GroupError(
+            f"run group {group!r}: shard {_listed(narrowed)} measured fewer cases than its "
+            "share of the eval sets (narrowed with -k, -m, --lf or node ids); a narrowed "
+            "shard is never assembled as whole: re-run it without them"
+        )
     owner: dict[str, str] = {}
     duplicates: list[str] = []
     for run in runs:
@@ -128,7 +144,7 @@ def assemble_group(store: Store, group: str, *, shards: int | None = None) -> As
 
 
 def _check_same(runs: list[EvalRun], group: str) -> None:
-    for name in ("model", "judge_model", "agent_id", "commit"):
+    for name in ("model", "target", "target_version", "judge_model", "agent_id", "commit"):
         values = {getattr(run, name) for run in runs} - {None}
         if len(values) > 1:
             shown = "; ".join(f"shard {run.shard}: {getattr(run, name)!r}" for run in runs)
@@ -162,4 +178,6 @@ def _combined(runs: list[EvalRun], group: str) -> EvalRun:
         run_group=group,
         shard=None,
         partial=False,
+        target=first.target,
+        target_version=first.target_version,
     )

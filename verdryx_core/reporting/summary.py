@@ -50,7 +50,7 @@ def run_lines(
         else f"unmeasured (0 of {asked} cases measured)"
     )
     lines = [
-        f"run {run.id}  model={run.model}"
+        f"run {run.id}  {run.produced_by}"
         + (f"  judge={run.judge_model}" if run.judge_model else "")
     ]
     lines.append(f"mean score: {mean_text}")
@@ -108,6 +108,8 @@ def gate_lines(
     if result.model_change:
         allowed = word_hint("allowed by {allow_model_change}", flags)
         lines.append(f"WARNING: {result.model_change} ({allowed})")
+    if result.target_change:
+        lines.append(f"compared across versions: {result.target_change}")
     report = result.report
     if report is not None and result.coverage < 0.5:
         # A verdict over a small part of the baseline says so first.

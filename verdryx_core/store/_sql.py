@@ -40,7 +40,8 @@ __all__ = ["RUN_COLUMNS", "SCORE_COLUMNS", "SqlStore"]
 RUN_COLUMNS: Final = (
     "id, model, judge_model, agent_id, eval_set_ids, started_at, finished_at, complete, "
     "plugin_version, cases, unmeasured, mean_score, total_tokens, model_cost_usd, "
-    "judge_cost_usd, label, vcs_commit, vcs_branch, ci_url, run_group, shard, is_partial"
+    "judge_cost_usd, label, vcs_commit, vcs_branch, ci_url, run_group, shard, is_partial, "
+    "target, target_version, shard_share"
 )
 SCORE_COLUMNS: Final = (
     "run_id, seq, eval_set_id, case_id, value, unmeasured, grader, tokens, cost_usd, "
@@ -73,7 +74,7 @@ class SqlStore(Store):
             # DELETE then INSERT, not an upsert: a replaced run is also the newest saved.
             self.db.execute("DELETE FROM scores WHERE run_id = ?", (run.id,))
             self.db.execute("DELETE FROM runs WHERE id = ?", (run.id,))
-            self.db.execute(f"INSERT INTO runs ({RUN_COLUMNS}) VALUES ({marks(22)})", row)
+            self.db.execute(f"INSERT INTO runs ({RUN_COLUMNS}) VALUES ({marks(25)})", row)
             self.db.insert_rows("scores", SCORE_COLUMNS, score_rows)
 
     def insert_run(self, run: EvalRun) -> bool:
@@ -82,7 +83,7 @@ class SqlStore(Store):
             # ON CONFLICT DO NOTHING: a writer that inserted this id first (and has not yet
             # committed) is waited for, then this insert does nothing: no duplicate-key error.
             inserted = self.db.execute(
-                f"INSERT INTO runs ({RUN_COLUMNS}) VALUES ({marks(22)}) "
+                f"INSERT INTO runs ({RUN_COLUMNS}) VALUES ({marks(25)}) "
                 "ON CONFLICT (id) DO NOTHING",
                 row,
             ).rowcount
@@ -120,6 +121,9 @@ class SqlStore(Store):
             run.run_group,
             run.shard,
             int(run.partial),
+            run.target,
+            run.target_version,
+            run.shard_share,
         )
         return row, [self._score_row(run.id, seq, score) for seq, score in enumerate(run.scores)]
 
@@ -151,6 +155,9 @@ class SqlStore(Store):
             run_group=summary.run_group,
             shard=summary.shard,
             partial=summary.partial,
+            target=summary.target,
+            target_version=summary.target_version,
+            shard_share=summary.shard_share,
         )
 
     def find_run(self, prefix: str) -> EvalRun | None:
@@ -300,7 +307,7 @@ class SqlStore(Store):
     def _insert_baseline(self, baseline: Baseline, conflict: str) -> bool:
         inserted = self.db.execute(
             "INSERT INTO baselines (id, label, run_id, mean, created_at, model, judge_model, "
-            f"plugin_version) VALUES ({marks(8)}){conflict}",
+            f"plugin_version, target, target_version) VALUES ({marks(10)}){conflict}",
             (
                 baseline.id,
                 baseline.label,
@@ -310,6 +317,8 @@ class SqlStore(Store):
                 baseline.model,
                 baseline.judge_model,
                 baseline.plugin_version,
+                baseline.target,
+                baseline.target_version,
             ),
         ).rowcount
         if not inserted:
@@ -335,8 +344,8 @@ class SqlStore(Store):
     def get_baseline(self, id_or_label: str) -> Baseline | None:
         with self.db.errors(f"read baseline {id_or_label}"), self.db.lock:
             rows = self.db.rows(
-                "SELECT id, label, run_id, mean, created_at, model, judge_model, plugin_version "
-                "FROM baselines WHERE id = ? OR label = ? "
+                "SELECT id, label, run_id, mean, created_at, model, judge_model, plugin_version, "
+                "target, target_version FROM baselines WHERE id = ? OR label = ? "
                 "ORDER BY CASE WHEN id = ? THEN 0 ELSE 1 END, created_at DESC LIMIT 1",
                 (id_or_label, id_or_label, id_or_label),
             )
@@ -358,6 +367,8 @@ class SqlStore(Store):
             model=row[5],
             judge_model=row[6],
             plugin_version=row[7],
+            target=row[8],
+            target_version=row[9],
             cases=tuple(
                 BaselineCase(
                     eval_set_id=eval_set_id,
@@ -658,4 +669,7 @@ def _summary(row: Sequence[Any]) -> RunSummary:
         run_group=row[19],
         shard=row[20],
         partial=bool(row[21]),
+        target=row[22],
+        target_version=row[23],
+        shard_share=row[24],
     )

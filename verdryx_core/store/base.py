@@ -30,7 +30,7 @@ from verdryx_core.store.target import (
 __all__ = ["SCHEMA_VERSION", "CacheEntry", "RunSummary", "Store"]
 
 #: Version 2 added the run provenance columns and the `verdryx_meta` marker table.
-SCHEMA_VERSION: Final = 2
+SCHEMA_VERSION: Final = 3
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -99,12 +99,17 @@ class RunSummary:
     run_group: str | None = None
     shard: str | None = None
     partial: bool = False
+    target: str | None = None
+    target_version: str | None = None
+    shard_share: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "run_id": self.id,
             "eval_set_ids": list(self.eval_set_ids),
             "model": self.model,
+            "target": self.target,
+            "target_version": self.target_version,
             "judge_model": self.judge_model,
             "agent_id": self.agent_id,
             "cases": self.cases,

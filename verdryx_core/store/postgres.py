@@ -118,6 +118,16 @@ CREATE TABLE model_cache (
 );
 
 """,
+    3: """
+-- What produced the outputs (docs/targets.md): the agent under test and its declared
+-- version, on the run and on the baseline frozen from it, and a shard run's share of the
+-- cases at collection, so a shard narrowed below its share is never assembled as whole.
+ALTER TABLE runs ADD COLUMN target TEXT;
+ALTER TABLE runs ADD COLUMN target_version TEXT;
+ALTER TABLE runs ADD COLUMN shard_share INTEGER;
+ALTER TABLE baselines ADD COLUMN target TEXT;
+ALTER TABLE baselines ADD COLUMN target_version TEXT;
+""",
 }
 assert max(_MIGRATIONS) == SCHEMA_VERSION
 

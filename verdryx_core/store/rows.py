@@ -57,6 +57,9 @@ RUN_FIELDS: Final = (
     "run_group",
     "shard",
     "is_partial",
+    "target",
+    "target_version",
+    "shard_share",
 )
 SCORE_FIELDS: Final = (
     "run_id",
@@ -78,7 +81,7 @@ SCORE_FIELDS: Final = (
 )
 
 _RUN_TEXT: Final = ("judge_model", "agent_id", "label", "vcs_commit", "vcs_branch", "ci_url")
-_RUN_TEXT_MORE: Final = ("run_group", "shard")
+_RUN_TEXT_MORE: Final = ("run_group", "shard", "target", "target_version")
 _FLAGS: Final = ("complete", "is_partial")
 #: Run columns `verdryx repair` cannot rebuild: without them the run is not a run.
 _ESSENTIAL: Final = ("id", "model", "started_at")
@@ -281,6 +284,12 @@ def _run_checks(fields: dict[str, Any]) -> list[tuple[str, str]]:
         *((name, _text_problem(fields[name], nullable=True)) for name in _RUN_TEXT),
         *((name, _text_problem(fields[name], nullable=True)) for name in _RUN_TEXT_MORE),
         ("cases", _count_problem(fields["cases"], limit=MAX_TOTAL_TOKENS)),
+        (
+            "shard_share",
+            None
+            if fields["shard_share"] is None
+            else _count_problem(fields["shard_share"], limit=MAX_TOTAL_TOKENS),
+        ),
         ("unmeasured", _count_problem(fields["unmeasured"], limit=MAX_TOTAL_TOKENS)),
         (
             "mean_score",

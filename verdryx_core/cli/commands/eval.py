@@ -225,6 +225,8 @@ def eval_document(run: EvalRun) -> dict[str, Any]:
         "eval_set_id": ",".join(run.eval_set_ids),
         "eval_set_ids": list(run.eval_set_ids),
         "model": run.model,
+        "target": run.target,
+        "target_version": run.target_version,
         "mean_score": run.mean_score,
         "cases": len(run.measured),
         "scores": [

@@ -122,6 +122,8 @@ def run_row(
         "run_id": summary.id,
         "eval_set_ids": list(summary.eval_set_ids),
         "model": summary.model,
+        "target": summary.target,
+        "target_version": summary.target_version,
         "cases": summary.cases,
         "unmeasured": summary.unmeasured,
         "mean_score": summary.mean_score,
@@ -201,7 +203,7 @@ def _print_text(
                 short_id(row["run_id"]),
                 when(row["started_at"]),
                 _sets(row["eval_set_ids"]),
-                row["model"],
+                _produced_by(row),
                 str(row["cases"])
                 + (f" +{row['unmeasured']} unmeasured" if row["unmeasured"] else ""),
                 fmt_score(row["mean_score"]),
@@ -211,6 +213,7 @@ def _print_text(
             for row in rows
         ]
         headers = ["ID", "WHEN (UTC)", "EVAL SETS", "MODEL", "CASES", "MEAN", "VERDICT", "SOURCE"]
+        # MODEL says what produced the outputs: the agent under test when there was one.
         for line in render_table(headers, table, numeric={4, 5}):
             print(line)
         if baseline is not None:
@@ -264,3 +267,11 @@ def _verdict_text(row: dict[str, Any]) -> str:
     if note.startswith("unreadable"):
         return "UNREADABLE"
     return "-"
+
+
+def _produced_by(row: dict[str, Any]) -> str:
+    """The target (with its version) when the run had one, else the model."""
+    if row.get("target"):
+        version = f"@{row['target_version']}" if row.get("target_version") else ""
+        return f"{row['target']}{version}"
+    return str(row["model"])

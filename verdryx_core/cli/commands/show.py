@@ -71,6 +71,8 @@ def show_document(run: EvalRun, scores: list[Score]) -> dict[str, Any]:
         "eval_set_id": ",".join(run.eval_set_ids),
         "eval_set_ids": list(run.eval_set_ids),
         "model": run.model,
+        "target": run.target,
+        "target_version": run.target_version,
         "judge_model": run.judge_model,
         "agent_id": run.agent_id,
         "started_at": iso_utc(run.started_at),

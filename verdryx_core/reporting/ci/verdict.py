@@ -46,8 +46,9 @@ def verdict_line(gate: GateOutcome) -> str:
     report = result.report
     interval = verdict_interval(report)
     shown = str(interval) if interval is not None else "CI n/a (fewer than 2 scores on a side)"
+    versions = f" ({result.target_change})" if result.target_change else ""
     return (
         f"verdryx gate: {report.verdict_label()} against baseline {name}: "
         f"mean {report.mean_score:.3f} (baseline {report.baseline_mean:.3f}), "
-        f"delta {report.delta:+.3f}, {shown}"
+        f"delta {report.delta:+.3f}, {shown}{versions}"
     )

@@ -221,7 +221,12 @@ def _meta(data: ReportData) -> str:
     sets = ", ".join(run.eval_set_ids) or "(none)"
     parts = [
         f"run <code>{esc(run.id)}</code>",
-        f"model <code>{esc(run.model)}</code>"
+        (
+            f"target <code>{esc(run.target)}</code>"
+            + (f" version <code>{esc(run.target_version)}</code>" if run.target_version else "")
+            if run.target
+            else f"model <code>{esc(run.model)}</code>"
+        )
         + (f" judged by <code>{esc(run.judge_model)}</code>" if run.judge_model else ""),
         f"eval set{_s(len(run.eval_set_ids))} {esc(sets)}",
         f"started {esc(_when(run.started_at))}",
