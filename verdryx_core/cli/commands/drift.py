@@ -43,6 +43,8 @@ def run(args: argparse.Namespace) -> int:
         current = _current_run(store, args, baseline)
         outcome = compare(current, baseline, gate=policy_from(args), history=store)
     if outcome.refused is not None:
+        if args.json:
+            print_json({"verdict": "refused", "refused": outcome.refused, "run_id": current.id})
         print(f"error: {outcome.refused}", file=sys.stderr)
         return exit_code(outcome)
     if args.json:

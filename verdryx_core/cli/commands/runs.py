@@ -181,6 +181,8 @@ def _verdict(
     run = store.load_run(summary.id)
     if run is None:  # replaced or deleted since it was listed
         return None, "run no longer stored", None
+    if run.target and baseline.target and run.target != baseline.target:
+        return None, f"other target than the baseline's ({baseline.target})", None
     result = compare_to_baseline([run], baseline)
     if result.report is None:
         return None, "no case in common with the baseline", None
