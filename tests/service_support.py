@@ -20,6 +20,8 @@ import uvicorn
 from verdryx_core.addons.contracts import Contract, collect_evidence, contract_from_data
 from verdryx_core.addons.service import ServiceStorage, create_key, open_service_storage
 from verdryx_core.addons.service.app import create_app
+from verdryx_core.addons.service.http_server import server_config
+from verdryx_core.addons.service.server_limits import ServerLimits
 from verdryx_core.store import StoreTarget, StoreUrl
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,11 +61,20 @@ class RunningService:
 
 
 @contextmanager
-def running_service(db: StoreTarget, **options: Any) -> Iterator[RunningService]:
+def running_service(
+    db: StoreTarget, *, limits: ServerLimits | None = None, **options: Any
+) -> Iterator[RunningService]:
+    """The app behind the server `verdryx serve` runs (its guarded protocol and `limits`)."""
     storage = open_service_storage(db)
     app = create_app(storage, **options)
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=0, log_level="warning", lifespan="off", access_log=False
+    config = server_config(
+        app,
+        host="127.0.0.1",
+        port=0,
+        limits=limits or ServerLimits(),
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)

@@ -284,6 +284,15 @@ class SqlServiceStorage:
             entries=entries, counts=counts, next_before=entries[-1].seq if more else None
         )
 
+    def verdict_seq(self, key_id: str, run_id: str) -> int | None:
+        """Scoped to the key: another tenant's run_id resolves to nothing, as a made-up one."""
+        with self.db.errors("read the ledger"):
+            rows = self.db.rows(
+                "SELECT seq FROM service_verdicts WHERE run_id = ? AND key_id = ?",
+                (run_id, key_id),
+            )
+        return int(rows[0][0]) if rows else None
+
 
 def _key(row: Sequence[Any]) -> ApiKey:
     return ApiKey(key_id=row[0], name=row[1], prefix=row[2], created_at=row[3], revoked_at=row[4])

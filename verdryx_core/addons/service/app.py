@@ -15,7 +15,7 @@ from typing import Any, Final
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
@@ -58,11 +58,16 @@ async def _read_body(request: Request, limit: int) -> bytes:
             raise too_large
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise too_large
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise too_large
+            chunks.append(chunk)
+    except ClientDisconnect:
+        # The client left, or the server's body deadline closed the connection
+        # (http_server.py): the answer goes nowhere, and this is no server error.
+        raise RefusedRequestError(400, "the connection closed before the body was whole") from None
     return b"".join(chunks)
 
 
@@ -142,7 +147,12 @@ def create_app(
         Route("/v1/contracts/{contract_id}/verdict", authenticated(get_verdict), methods=["GET"]),
         Route("/v1/verdicts", authenticated(list_verdicts), methods=["GET"]),
     ]
-    return Starlette(
+    app = Starlette(
         routes=routes,
         exception_handlers={HTTPException: http_error, Exception: server_error},
     )
+    # Starlette answers `/v1/verdicts/` with a redirect to the URL without the slash, built
+    # from the request's Host header: whoever sends the request chooses where it points (an
+    # open redirect). No route here needs one: a path that is not an endpoint is a 404.
+    app.router.redirect_slashes = False
+    return app

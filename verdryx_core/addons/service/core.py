@@ -31,7 +31,11 @@ __all__ = [
 DEFAULT_LIMIT: Final = 50
 MAX_LIMIT: Final = 500
 _CONTRACT_ID: Final = re.compile(r"vc_[0-9a-f]{32}")
-_CURSOR: Final = re.compile(r"[1-9][0-9]{0,17}")
+#: A ledger cursor is the run_id of the last entry of the page before: the tenant already
+#: holds it, so it tells nothing, and it resolves only for the key whose verdict it is. The
+#: ledger's own position (`seq`) counts every tenant's verdicts and is never shown: from it
+#: one tenant could read how many runs all the others submit between two of its pages.
+_CURSOR: Final = re.compile(r"vr_[0-9a-f]{24}")
 _LIMIT: Final = re.compile(r"[0-9]{1,6}")
 
 
@@ -151,21 +155,20 @@ class VerificationService:
             raise RefusedRequestError(400, "agent_id must be 1 to 1000 characters")
         limit = _limit(query.get("limit"))
         cursor = query.get("cursor")
-        if cursor is not None and not _CURSOR.fullmatch(cursor):
-            raise RefusedRequestError(
-                400, f"cursor {cursor[:40]!r} is not one this server returned"
-            )
-        page = self.storage.ledger(
-            key.key_id,
-            agent_id=agent_id,
-            limit=limit,
-            before=int(cursor) if cursor is not None else None,
-        )
+        before = None
+        if cursor is not None:
+            if _CURSOR.fullmatch(cursor):
+                before = self.storage.verdict_seq(key.key_id, cursor)
+            if before is None:
+                raise RefusedRequestError(
+                    400, f"cursor {cursor[:40]!r} is not one this server returned"
+                )
+        page = self.storage.ledger(key.key_id, agent_id=agent_id, limit=limit, before=before)
         return {
             "agent_id": agent_id,
             "counts": {**page.counts, "total": sum(page.counts.values())},
             "verdicts": [entry.to_dict() for entry in page.entries],
-            "next_cursor": None if page.next_before is None else str(page.next_before),
+            "next_cursor": page.entries[-1].run_id if page.next_before is not None else None,
         }
 
 

@@ -185,7 +185,10 @@ def openapi_document() -> dict[str, Any]:
                     },
                     "next_cursor": {
                         "type": ["string", "null"],
-                        "description": "Pass as `cursor` for the next page; null on the last.",
+                        "description": (
+                            "Pass as `cursor` for the next page; null on the last. Opaque, and "
+                            "valid only with the API key that received it."
+                        ),
                     },
                 },
             },
@@ -322,7 +325,9 @@ def openapi_document() -> dict[str, Any]:
                             "name": "cursor",
                             "in": "query",
                             "required": False,
-                            "description": "The `next_cursor` of the previous page.",
+                            "description": (
+                                "The `next_cursor` of the previous page (of this API key)."
+                            ),
                             "schema": {"type": "string"},
                         },
                     ],

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from verdryx_core.addons.service.keys import create_key
+from verdryx_core.addons.service.keys import create_key, key_name_problem
 from verdryx_core.cli.commands._common import add_db_argument, add_json_argument, print_json
 from verdryx_core.cli.commands._service import open_service_storage
 from verdryx_core.cli.commands._table import render_table
@@ -35,12 +35,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.keys_action == "create":
+        # Checked before the store is opened: a refused name creates no file.
+        problem = key_name_problem(args.name.strip())
+        if problem is not None:
+            raise UsageError(f"--name {problem}")
     path, storage = open_service_storage(args.db)
     with storage:
         if args.keys_action == "create":
             name = args.name.strip()
-            if not name or len(name) > 200:
-                raise UsageError("--name must be 1 to 200 characters")
             record, key = create_key(storage, name)
             if args.json:
                 print_json({**record.to_dict(), "key": key})

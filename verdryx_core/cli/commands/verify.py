@@ -14,6 +14,7 @@ import argparse
 import dataclasses
 import os
 import sys
+import time
 from typing import Any, Final, NoReturn
 
 from verdryx_core.addons.contracts.evidence import (
@@ -109,7 +110,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=60.0,
         metavar="S",
-        help="with --server: seconds to wait for each answer (60)",
+        help="with --server: seconds the whole exchange with the server may take, both "
+        "requests and every byte of their answers (60)",
     )
 
 
@@ -172,7 +174,9 @@ def _verify_on_server(
         if args.bundle_out:
             write_bundle(bundle, args.bundle_out)
             notes.append(f"evidence bundle written to {args.bundle_out}")
-    client = Client(api_key=key, base_url=args.server, timeout=args.timeout)
+    # One deadline for the command's two requests: --timeout bounds the whole exchange.
+    deadline = time.monotonic() + args.timeout if args.timeout > 0 else None
+    client = Client(api_key=key, base_url=args.server, timeout=args.timeout, deadline=deadline)
     contract_id = client.create_contract(contract)
     document = client.submit_run(contract_id, bundle)
     notes.append(
