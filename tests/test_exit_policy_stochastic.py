@@ -108,6 +108,7 @@ def _session(
         f"--junitxml={xml}",
         *args,
     )
+    assert recorder.ret is not None
     status = int(recorder.ret)
     # 0 or 1 only: a usage error (4) or an internal error would make every count meaningless.
     assert status in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), status
