@@ -61,6 +61,7 @@ class Activation:
     __slots__ = (
         "config",
         "failed_reports",
+        "nested",
         "nodes_down",
         "patterns",
         "pending_start",
@@ -91,6 +92,9 @@ class Activation:
         self.failed_reports: list[pytest.CollectReport] = []
         #: ...and xdist workers gone down without a verdryx payload: (node, error).
         self.nodes_down: list[tuple[Any, object]] = []
+        #: Configured while another session of this process runs (pytester's in-process
+        #: runs): the process's exit is that other session's business.
+        self.nested = False
 
     @classmethod
     def for_config(cls, config: pytest.Config) -> Activation:
@@ -123,6 +127,7 @@ class Activation:
             config, read_settings(config), run_id=self.run_id, started_at=self.started_at
         )
         self.plugin = plugin
+        plugin.nested = self.nested
         plugin.register()
         for report in self.failed_reports:
             plugin.pytest_collectreport(report)
@@ -173,9 +178,15 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspecs)
 
 
+#: Sessions configured and not yet unconfigured in this process.
+_open_sessions = [0]
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER)
     state = config.stash[_ACTIVATION] = Activation.for_config(config)
+    state.nested = _open_sessions[0] > 0
+    _open_sessions[0] += 1
     if explicitly_asked(config):
         # Asked for by name: a typo or an unknown baseline is exit 4 now, before collection.
         state.activate().check()
@@ -195,6 +206,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    _open_sessions[0] = max(0, _open_sessions[0] - 1)
     state = config.stash.get(_ACTIVATION, None)
     if state is not None and state.plugin is not None:
         state.plugin.close()

@@ -38,6 +38,7 @@ from verdryx_core.errors import UsageError, VerdryxError
 from verdryx_core.evaluation import Evaluation
 from verdryx_core.gating.baselines import check_label, find_baseline
 from verdryx_core.gating.comparison import check_models
+from verdryx_core.leftover_threads import exit_past_leftover_threads, threads_now
 from verdryx_core.llm.batch import check_batchable
 from verdryx_core.runs import Baseline, EvalRun
 from verdryx_core.targets import Target
@@ -131,6 +132,10 @@ class VerdryxSession:
         #: Whether the session start's work is done (the target built): a session whose
         #: start failed (exit 4) measures nothing, and stores or sends nothing at its end.
         self.started = False
+        #: Threads a target starts and leaves running may not keep pytest from exiting; a
+        #: session run inside another one (pytester's in-process runs) leaves that to it.
+        self.threads_at_start = threads_now()
+        self.nested = False
 
     @property
     def settings(self) -> Settings:
@@ -406,6 +411,8 @@ class VerdryxSession:
             session.exitstatus = self.end.exit_status
         finally:
             context.store.close()
+            if not self.nested:
+                exit_past_leftover_threads(self.threads_at_start, lambda: int(session.exitstatus))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.end is not None:

@@ -346,8 +346,12 @@ def test_a_write_failure_is_logged_and_swallowed(
     assert "prev_hash" not in events_of(path)[0]  # the failed events did not advance the chain
 
 
-def test_a_directory_as_path_fails_open(tmp_path: Path) -> None:
-    log = EventLog(tmp_path)
+def test_a_directory_as_path_is_refused_and_one_made_later_fails_open(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="is a folder"):
+        EventLog(tmp_path)
+    path = tmp_path / "later"
+    log = EventLog(path)
+    path.mkdir()  # put there after the log was opened: emit still never raises
     assert not log.emit("eval_run", AGENT, {})
     assert log.write_failures == 1
 

@@ -283,7 +283,7 @@ def test_serve_under_a_small_descriptor_limit_answers_healthz_through_a_flood(
             sock.close()
         server.terminate()
         _, err = server.communicate(timeout=30)
-    assert "Traceback" not in err
+    assert "Traceback" not in err, err[-3000:]
 
 
 def test_the_connection_budget_fits_the_descriptor_limit() -> None:

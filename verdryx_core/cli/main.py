@@ -18,6 +18,7 @@ from typing import NoReturn
 
 from verdryx_core.cli import commands
 from verdryx_core.errors import VerdryxError
+from verdryx_core.leftover_threads import exit_past_leftover_threads, threads_now
 from verdryx_core.untrusted.text import PrintableStream, clean_text, printable
 from verdryx_core.version import __version__
 
@@ -107,7 +108,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
-                return int(args._run(args))
+                threads_at_start = threads_now()
+                code = int(args._run(args))
+                exit_past_leftover_threads(threads_at_start, lambda: code)
+                return code
             finally:
                 out.finish()
                 err.finish()

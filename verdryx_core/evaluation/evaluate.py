@@ -95,9 +95,15 @@ class Evaluation:
 
     def context(self, evalset: EvalSet | None = None, *, eval_set_id: str = "") -> GradeContext:
         """What a grader is told about where a case comes from."""
+        timeout_s = self.settings.call_timeout
         if evalset is None:
-            return GradeContext(eval_set_id=eval_set_id, run_id=self.run_id)
-        return GradeContext(eval_set_id=evalset.id, eval_set_path=evalset.path, run_id=self.run_id)
+            return GradeContext(eval_set_id=eval_set_id, run_id=self.run_id, timeout_s=timeout_s)
+        return GradeContext(
+            eval_set_id=evalset.id,
+            eval_set_path=evalset.path,
+            run_id=self.run_id,
+            timeout_s=timeout_s,
+        )
 
     def work(self, evalset: EvalSet, case: EvalCase, *, key: str | None = None) -> Work:
         """One case to score; `key` names it for whoever waits on it (default `set::case`)."""

@@ -43,6 +43,8 @@ class GradeContext:
     run_id: str = ""
     #: The sample index under `--verdryx-repeat`: a paid grader caches each sample apart.
     repeat: int = 0
+    #: Seconds one call may take (`--verdryx-timeout`): custom graders are held to it.
+    timeout_s: float | None = None
 
 
 @runtime_checkable

@@ -9,9 +9,11 @@ the grader and the case, never a made-up score.
 
 from __future__ import annotations
 
+import contextvars
 import math
 import re
 import threading
+import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -19,8 +21,9 @@ from importlib import metadata
 from typing import Any, ClassVar, Final, final
 
 from verdryx_core.cases import CHECKS_GRADER, GRADER_KINDS, EvalCase, declare_model_free
-from verdryx_core.errors import GraderError
+from verdryx_core.errors import GraderError, VerdryxError
 from verdryx_core.graders.base import Grade, GradeContext, Grader
+from verdryx_core.graders.bounded import CallTimedOut, call_within
 from verdryx_core.graders.tool_trace import ToolTraceGrader
 from verdryx_core.limits import cost_problem, token_problem
 
@@ -272,7 +275,24 @@ class _Checked:
         return f"custom grader {self.name!r} ({self.grader!r})"
 
     def grade(self, case: EvalCase, output: Any, context: GradeContext) -> Grade:
-        answer = self.grader.grade(case, output, context)
+        call = contextvars.copy_context().run
+        try:
+            answer = call_within(
+                lambda: call(self.grader.grade, case, output, context), context.timeout_s
+            )
+        except CallTimedOut:
+            raise GraderError(
+                f"custom grader {self.name!r} took longer than the call timeout "
+                f"({context.timeout_s:g} s) for case {case.id!r}; it was abandoned",
+                hint="make it return sooner, or raise {timeout}",
+            ) from None
+        except VerdryxError:
+            raise
+        except Exception as error:
+            raise GraderError(
+                f"custom grader {self.name!r} raised {_one_line(error)} for case {case.id!r}"
+                f"{_where(error)}"
+            ) from error
         if isinstance(answer, Grade):
             if answer.value is None and not answer.unmeasured:
                 raise self._bad(case, "an unmeasured Grade without a reason")
@@ -297,3 +317,18 @@ class _Checked:
             f"custom grader {self.name!r} answered {what} for case {case.id!r}; a grader answers "
             "a Grade (value in [0, 1], or unmeasured with a reason), a number in [0, 1] or a bool"
         )
+
+
+def _one_line(error: BaseException) -> str:
+    """`KeyError: 'nope'`: the exception's type and its first line."""
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
+
+
+def _where(error: BaseException) -> str:
+    """` (at conftest.py:8)`: the line that raised, which is all a one-line error can point at."""
+    frames = traceback.extract_tb(error.__traceback__)
+    if not frames:
+        return ""
+    last = frames[-1]
+    return f" (at {last.filename}:{last.lineno})"

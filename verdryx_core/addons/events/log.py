@@ -18,6 +18,7 @@ import logging
 import math
 import os
 import re
+import stat
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ __all__ = [
     "VerifyResult",
     "canonical_bytes",
     "chain_hash",
+    "check_events_path",
     "drift_event_data",
     "drift_events",
     "is_canonical_agent_id",
@@ -81,6 +83,57 @@ def resolve_events_path(flag: str | None, env: Mapping[str, str] | None = None) 
         return Path(flag)
     value = (os.environ if env is None else env).get(ENV_EVENTS_PATH)
     return Path(value) if value else None
+
+
+def _kind(mode: int) -> str | None:
+    """What a file that is not a regular file is, or None for a regular one."""
+    if stat.S_ISREG(mode):
+        return None
+    for test, name in (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def _not_a_log(path: Path, kind: str) -> UsageError:
+    return UsageError(
+        f"event log {str(path)!r} is {kind}; an event log is a regular file (one that does "
+        "not exist yet is created)"
+    )
+
+
+def check_events_path(path: str | os.PathLike[str]) -> None:
+    """Refuse an event log path that is not a regular file: reading the end of a FIFO or
+    a device to resume the chain would wait forever (or never end), and a folder cannot
+    be appended to. A path that does not exist yet is fine; it is created on the first event.
+    Raises UsageError naming the path."""
+    where = Path(path)
+    try:
+        mode = where.stat().st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise UsageError(f"event log {str(where)!r}: {exc.strerror or exc}") from exc
+    kind = _kind(mode)
+    if kind is not None:
+        raise _not_a_log(where, kind)
+
+
+def _open_regular(path: Path, flags: int, mode: int = 0o644) -> int:
+    """A descriptor on `path`, which must be a regular file: opened without blocking (a FIFO
+    put there since the check would otherwise hold the open) and checked once open."""
+    fd = os.open(path, flags | os.O_NONBLOCK, mode)
+    kind = _kind(os.fstat(fd).st_mode)
+    if kind is not None:
+        os.close(fd)
+        raise _not_a_log(path, kind)
+    return fd
 
 
 def is_canonical_agent_id(agent_id: str) -> bool:
@@ -139,7 +192,7 @@ def _read_tail(path: Path) -> _Tail:
     names the fragment's line, since the file really is damaged there.
     """
     try:
-        with path.open("rb") as handle:
+        with os.fdopen(_open_regular(path, os.O_RDONLY), "rb") as handle:
             size = handle.seek(0, os.SEEK_END)
             start = max(0, size - _TAIL_BYTES)
             handle.seek(start)
@@ -202,6 +255,7 @@ class EventLog:
         self.skipped_no_agent = 0
         self.rejected = 0
         self.write_failures = 0
+        check_events_path(self.path)
         tail = _read_tail(self.path)
         self._prev_hash = tail.last_hash
         self._needs_newline = tail.needs_newline
@@ -315,7 +369,7 @@ class EventLog:
         """Bytes appended. Opened per event, not held, so a long session holds no descriptor."""
         done = 0
         try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = _open_regular(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
             try:
                 while done < len(payload):
                     done += os.write(fd, payload[done:])
@@ -444,7 +498,9 @@ def verify_chain(path: str | os.PathLike[str]) -> VerifyResult:
     """
     file = Path(path)
     try:
-        handle = file.open("rb")
+        handle = os.fdopen(_open_regular(file, os.O_RDONLY), "rb")
+    except UsageError:
+        raise
     except OSError as exc:
         raise UsageError(
             f"cannot read event log {str(file)!r}: {exc.strerror or exc}; "

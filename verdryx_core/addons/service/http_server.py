@@ -91,6 +91,8 @@ class GuardedH11Protocol(H11Protocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        if self.loop.get_exception_handler() is not _quiet_accept_errors:
+            self.loop.set_exception_handler(_quiet_accept_errors)
         if len(self.connections) > self.limits.max_connections and not self._evict_one():
             _log.warning("refused a connection: %d connections in progress", len(self.connections))
             self._answer_and_close(
@@ -273,6 +275,17 @@ class GuardedH11Protocol(H11Protocol):
             cycle.message_event.set()
 
 
+def _quiet_accept_errors(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """asyncio pauses accepting for a second when the process is out of descriptors, and
+    logs that with a traceback; it is the flood the limits answer, not a bug: one line."""
+    if context.get("message") == "socket.accept() out of system resource":
+        _log.warning(
+            "out of descriptors (%s); accepting again in a second", context.get("exception")
+        )
+        return
+    loop.default_exception_handler(context)
+
+
 def guarded_protocol(limits: ServerLimits) -> type[GuardedH11Protocol]:
     """A protocol class for one server: its limits, and its own register of connections
     waiting for their headers."""
@@ -295,7 +308,10 @@ def server_config(
 ) -> uvicorn.Config:
     """uvicorn's configuration for the service: the guarded h11 protocol (never httptools,
     which has no header size limit to set), no WebSocket (the API has none), and a backlog
-    no larger than the connection limit (see `connection_budget`)."""
+    of half the connection limit: asyncio accepts up to a backlog of sockets at once, and a
+    second burst can come before the connections the first one evicted are closed, so the
+    peak is the limit plus two backlogs, which `connection_budget` keeps within
+    `ulimit -n`."""
     return uvicorn.Config(
         app,
         host=host,
@@ -307,5 +323,5 @@ def server_config(
         access_log=access_log,
         timeout_keep_alive=limits.keep_alive_timeout,
         h11_max_incomplete_event_size=limits.max_header_bytes,
-        backlog=max(16, min(2048, limits.max_connections)),
+        backlog=max(8, min(2048, limits.max_connections // 2)),
     )

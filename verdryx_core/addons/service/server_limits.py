@@ -64,9 +64,9 @@ class ServerLimits:
 
 def connection_budget(requested: int) -> tuple[int, str | None]:
     """`requested` connections, or fewer when the process's descriptor limit cannot hold
-    them (and a note saying so). Each connection is one descriptor, and as many again may
-    be accepted in one burst before the guard has seen them (uvicorn's backlog is set to the
-    budget), so the budget is half of what the limit leaves free."""
+    them (and a note saying so). Each connection is one descriptor, and two bursts of a
+    backlog (half the budget: `http_server.server_config`) may be accepted before the
+    connections they evict are closed, so the budget is half of what the limit leaves free."""
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY:
         return requested, None
