@@ -78,6 +78,25 @@ def test_calls_from_several_threads_run_side_by_side() -> None:
     assert sorted(answers) == [0, 1, 2, 3]
 
 
+def _workers_alive() -> int:
+    return sum(t.name == "verdryx-custom-grader" for t in threading.enumerate())
+
+
+def test_a_calling_thread_that_ends_takes_its_worker_with_it() -> None:
+    """A process that runs evaluation after evaluation (each with its own pool threads)
+    keeps no idle worker of the threads that are gone."""
+    before = _workers_alive()
+    callers = [threading.Thread(target=call_within, args=(lambda: None, 30.0)) for _ in range(5)]
+    for caller in callers:
+        caller.start()
+    for caller in callers:
+        caller.join(60)
+    deadline = time.monotonic() + 60
+    while _workers_alive() > before:
+        assert time.monotonic() < deadline, _workers_alive()
+        time.sleep(0.05)
+
+
 # -- custom graders under the call timeout ---------------------------------------------------
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, final
@@ -47,18 +48,30 @@ def _serve(jobs: queue.SimpleQueue[_Job[Any] | None]) -> None:
         job.run()
 
 
+@final
+class _Worker:
+    """One calling thread's worker. When the calling thread ends, its thread-local copy of
+    this object goes, and the finalizer tells the worker to stop: a process that runs many
+    evaluations (each with pool threads of its own) keeps no idle worker behind."""
+
+    __slots__ = ("__weakref__", "jobs")
+
+    def __init__(self) -> None:
+        self.jobs: queue.SimpleQueue[_Job[Any] | None] = queue.SimpleQueue()
+        threading.Thread(
+            target=_serve, args=(self.jobs,), name="verdryx-custom-grader", daemon=True
+        ).start()
+        weakref.finalize(self, self.jobs.put, None)
+
+
 _workers = threading.local()
 
 
 def _queue_of_this_thread() -> queue.SimpleQueue[_Job[Any] | None]:
-    jobs: queue.SimpleQueue[_Job[Any] | None] | None = getattr(_workers, "jobs", None)
-    if jobs is None:
-        jobs = queue.SimpleQueue()
-        threading.Thread(
-            target=_serve, args=(jobs,), name="verdryx-custom-grader", daemon=True
-        ).start()
-        _workers.jobs = jobs
-    return jobs
+    worker: _Worker | None = getattr(_workers, "worker", None)
+    if worker is None:
+        worker = _workers.worker = _Worker()
+    return worker.jobs
 
 
 def call_within(call: Callable[[], T], timeout_s: float | None) -> T:
@@ -71,8 +84,9 @@ def call_within(call: Callable[[], T], timeout_s: float | None) -> T:
     job: _Job[T] = _Job(call)
     jobs.put(job)
     if not job.done.wait(timeout_s):
-        _workers.jobs = None
-        jobs.put(None)
+        # Let the stuck worker go (it stops once the call ends, if ever); the next call of
+        # this thread gets a new one.
+        _workers.worker = None
         raise CallTimedOut
     if job.error is not None:
         raise job.error
