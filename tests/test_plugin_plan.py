@@ -73,8 +73,11 @@ def _measured(db: Path) -> tuple[float, float]:
     return float(np.var(diffs, ddof=1)), float(np.mean(list(base.values())))
 
 
+@pytest.mark.parametrize(
+    "mode", [pytest.param([], id="no-xdist"), pytest.param(["-n", "2"], id="xdist-2")]
+)
 def test_an_underpowered_run_of_recorded_outputs_plans_more_cases(
-    pytester: pytest.Pytester,
+    pytester: pytest.Pytester, mode: list[str]
 ) -> None:
     db = pytester.path / "v.db"
     write_evalset(pytester.path, "s", "s", [exact_case(f"c{i}", "yes") for i in range(20)])
@@ -83,7 +86,7 @@ def test_an_underpowered_run_of_recorded_outputs_plans_more_cases(
     write_evalset(
         pytester.path, "s", "s", [exact_case(f"c{i}", "no" if i == 0 else "yes") for i in range(20)]
     )
-    result = pytester.runpytest(f"--verdryx-db={db}", "--verdryx-baseline=v1")
+    result = pytester.runpytest(f"--verdryx-db={db}", "--verdryx-baseline=v1", *mode)
     assert result.ret == 0, result.stdout.str()
     out = result.stdout.str()
     found = PLAN.search(out)
