@@ -2,12 +2,14 @@
 "Planning a run").
 
 The model. A case's score in a run is the mean of its r samples; one sample's score varies
-around the case's own mean with a variance of its own, and `v` is that within-case variance
-averaged over the cases. The gated run and its baseline are measured alike (n cases x r
-samples each), so a case's paired difference has variance 2v/r and the mean difference has
-the standard error SE(n, r) = sqrt(2v / (n r)). The gate calls a drop when its interval lies
-below zero, which at a true drop D happens with power Phi(D / SE - z(1 - alpha/2)). Solved for
-the size: the MDE is (z(1 - alpha/2) + z(P)) SE, and n r >= 2v (z(1 - alpha/2) + z(P))^2 / D^2.
+around the case's own mean, and `v` is that within-case variance averaged over the cases (`m`
+their mean score). The gated run and its baseline are measured alike (n cases x r samples
+each), so a case's paired difference has variance W(D)/r, W(D) = v + v(D): the baseline's
+variance plus that of the run that dropped by D, v(D) = v + k (D (2m - 1) - D^2) (`Noise.
+pair_variance`, `Noise.growth`). With SE = sqrt(W(D) / (n r)) the gate, which calls a drop
+when its interval lies below zero, sees a drop D with power Phi(D / SE - z(1 - alpha/2)); it
+needs n r >= (z(1 - alpha/2) + z(P))^2 W(D) / D^2 to reach power P, and the MDE is the D at
+which the current size reaches it.
 
 Where `v` comes from (`Noise.source`): a run's repeats (the per-case sample variances), a
 gate's paired differences (the plugin's summary: the spread it measured), or, from single
