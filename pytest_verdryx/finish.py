@@ -19,6 +19,7 @@ from pytest_verdryx.state import SessionState
 from verdryx_core.errors import RunNotStoredError, StoreError, VerdryxError
 from verdryx_core.gating.baselines import check_label, write_baseline_file
 from verdryx_core.gating.compare import GateOutcome, GatePolicy, compare, refused
+from verdryx_core.gating.planning import Plan, plan_for_gate
 from verdryx_core.runs import Baseline, EvalRun
 from verdryx_core.store import StoreTarget
 
@@ -46,6 +47,8 @@ class SessionEnd:
     store_path: StoreTarget | None = None
     #: Whether the run really is in the store (a failed write leaves it False).
     stored: bool = False
+    #: What it takes to see `--verdryx-detect`, when an on-track verdict could not see it.
+    plan: Plan | None = None
 
     @property
     def settings(self) -> Settings:
@@ -107,6 +110,7 @@ def finish_session(
     if settings.shard is None:  # a shard is gated with its group (`verdryx gate`)
         end.gate = _gate(end)
     if end.gate is not None:
+        end.plan = _plan(end)
         if end.gate.exit == "refused":
             end.exit_status = pytest.ExitCode.USAGE_ERROR
         elif end.gate.exit == "regressed":
@@ -138,6 +142,22 @@ def _store(end: SessionEnd) -> None:
     except ValueError as exc:  # a value the store cannot encode: a line, not INTERNALERROR
         end.messages.append(f"ERROR: the run was not stored: {type(exc).__name__}: {exc}")
         _fail(end)
+
+
+def _plan(end: SessionEnd) -> Plan | None:
+    """The summary's `plan:` line for an underpowered verdict (docs/statistics.md, "Planning a
+    run"): the baseline's run, when the store holds it, says how it was sampled."""
+    drift = end.gate.drift if end.gate is not None else None
+    baseline = end.context.baseline
+    if drift is None or baseline is None or not drift.underpowered:
+        return None
+    baseline_run = None
+    if end.settings.store or end.context.store.exists():
+        try:
+            baseline_run = end.context.store.open().load_run(baseline.run_id)
+        except VerdryxError:
+            baseline_run = None  # the plan then takes the baseline as sampled like this run
+    return plan_for_gate(drift, end.run, baseline_run)
 
 
 def _gate(end: SessionEnd) -> GateOutcome | None:

@@ -16,6 +16,7 @@ from verdryx_core.reporting.summary import (
     fmt_score,
     fmt_usd,
     gate_lines,
+    plan_line,
     repeat_note,
     run_lines,
     unmeasured_lines,
@@ -106,6 +107,8 @@ def write_summary(tr: Any, end: SessionEnd) -> None:
         for line in gate_lines(result, flags=FLAGS, repeats_help=end.state.live_cases > 0):
             regressed = line.startswith("verdict: REGRESSED")
             tr.write_line(line, bold=regressed, red=regressed)
+    if end.plan is not None:
+        tr.write_line(plan_line(end.plan, repeats_help=end.state.live_cases > 0))
     breakdown = compute_breakdown(run, result)
     if breakdown.worth_showing:
         for line in breakdown_lines(breakdown):

@@ -41,3 +41,6 @@ PAIRED_KEYS = frozenset({"n", "mean_diff", "t_statistic", "ci_low", "ci_high"})
 RUNS_KEYS = frozenset(
     {"run_id", "eval_set_ids", "model", "cases", "mean_score", "started_at", "complete"}
 )
+PLAN_KEYS = frozenset(
+    {"mde", "cases_needed", "repeats_needed", "calls_needed", "detect", "power", "alpha"}
+)

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 
 from verdryx_core.errors import CLI_FLAGS, word_hint
 from verdryx_core.gating.comparison import GateResult
+from verdryx_core.gating.planning import Plan
 from verdryx_core.runs import EvalRun, Score
 from verdryx_core.untrusted.text import printable
 
@@ -17,6 +18,8 @@ __all__ = [
     "fmt_score",
     "fmt_usd",
     "gate_lines",
+    "plan_line",
+    "plan_lines",
     "repeat_note",
     "run_lines",
     "unmeasured_lines",
@@ -154,6 +157,55 @@ def gate_lines(
             for item in drops
         )
     return _printable(lines)
+
+
+def plan_line(plan: Plan, *, repeats_help: bool = True) -> str:
+    """The summary's one `plan:` line: the sizes that see a drop of `detect` at `power`
+    (docs/statistics.md, "Planning a run"); `repeats_help` as for `gate_lines` (repeats of a
+    recorded output measure nothing new, so only more cases are offered)."""
+    ways = [_size(plan.cases_needed, 1)]
+    if repeats_help:
+        ways.append(_size(plan.noise.cases, plan.repeats_needed))
+    return (
+        f"plan: to see a drop of {plan.detect:.3f} at {plan.power:.0%} power, measure "
+        f"{' or '.join(ways)}, in the baseline and in each gated run "
+        f"(now {_size(plan.noise.cases, plan.noise.samples)}: {plan.power_now:.0%} power)"
+    )
+
+
+def plan_lines(plan: Plan) -> list[str]:
+    """`verdryx plan`'s text: the noise it planned from, then each way to get there."""
+    noise = plan.noise
+    source = {
+        "repeats": "from the cases' repeated samples",
+        "paired": "from the gate's paired differences",
+        "bound": "an upper bound from one sample per case, where a flaky case and a hard one "
+        "look alike; measure once with repeats for a sharper plan",
+    }[noise.source]
+    lines = [
+        f"noise: within-case variance {plan.noise.variance:.4f} per sample ({source})",
+        f"to see a drop of {plan.detect:.3f} at {plan.power:.0%} power (the gate's "
+        f"{1 - plan.alpha:.0%} interval below zero):",
+        f"  now:          {_size(noise.cases, noise.samples)}: MDE {plan.mde:.3f}, power "
+        f"{plan.power_now:.0%}",
+        f"  more cases:   {_size(plan.cases_needed, 1)}",
+        f"  more repeats: {_size(noise.cases, plan.repeats_needed)} (live outputs only: "
+        "a recorded output is one fixed measurement)",
+        "the baseline and each gated run are measured at the size chosen",
+    ]
+    if plan.enough:
+        lines.insert(1, f"the current size already sees a drop of {plan.detect:.3f}")
+    return _printable(lines)
+
+
+def _size(cases: int, samples: float) -> str:
+    """`1,200 cases x 3 samples (3,600 calls a run)`."""
+    shown = f"{samples:g}" if samples == int(samples) else f"{samples:.1f}"
+    calls = round(cases * samples)
+    return (
+        f"{cases:,} case{'s' if cases != 1 else ''} x {shown} sample"
+        f"{'s' if samples != 1 else ''} ({calls:,} call{'s' if calls != 1 else ''} a run)"
+    )
 
 
 def _printable(lines: list[str]) -> list[str]:

@@ -1,0 +1,103 @@
+"""`verdryx plan (--baseline LABEL | --run ID)`: what it takes for the gate to see a drop of
+`--detect` at `--power`: the MDE now, the cases needed at one sample, the repeats needed at
+the current cases, and the calls of each (docs/cli.md, docs/statistics.md "Planning a run")."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from verdryx_core.cli.commands._common import (
+    add_db_argument,
+    add_json_argument,
+    open_store,
+    print_json,
+)
+from verdryx_core.errors import UsageError
+from verdryx_core.gating.baselines import find_baseline
+from verdryx_core.gating.planning import (
+    DEFAULT_DETECT,
+    DEFAULT_POWER,
+    Noise,
+    noise_of_baseline,
+    noise_of_scores,
+    plan,
+)
+from verdryx_core.reporting.summary import plan_lines
+from verdryx_core.runs import Baseline, EvalRun
+from verdryx_core.store import resolve_store_path
+
+NAME = "plan"
+HELP = "how many cases or repeats the gate needs to see a drop (from a run or a baseline)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--baseline", metavar="LABEL", help="plan from this baseline's cases")
+    source.add_argument("--run", metavar="ID", help="plan from this stored run (an id prefix)")
+    parser.add_argument(
+        "--detect",
+        type=float,
+        default=DEFAULT_DETECT,
+        metavar="D",
+        help=f"the drop to see, in score points (default {DEFAULT_DETECT})",
+    )
+    parser.add_argument(
+        "--power",
+        type=float,
+        default=DEFAULT_POWER,
+        metavar="P",
+        help=f"the chance of seeing it, in [0.5, 1) (default {DEFAULT_POWER})",
+    )
+    parser.add_argument(
+        "--root", default=".", help="where .verdryx/baselines/ lives (default: current dir)"
+    )
+    add_db_argument(parser)
+    add_json_argument(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.run is not None:
+        with open_store(args, read_only=True) as store:
+            found = store.find_run(args.run)
+        if found is None:
+            raise UsageError(f"no such eval run: {args.run!r} (see `verdryx runs`)")
+        subject, noise = f"run {found.id}", noise_of_scores(found.scores)
+        source = {"run_id": found.id}
+    else:
+        baseline, baseline_run = _baseline(args)
+        name = baseline.label or baseline.id
+        subject = f"baseline {name} (run {baseline.run_id})"
+        noise = noise_of_baseline(baseline, baseline_run)
+        source = {"baseline": name, "run_id": baseline.run_id}
+    result = plan(noise, detect=args.detect, power=args.power)
+    if args.json:
+        print_json(source | result.to_dict() | {"note": noise.note})
+        return 0
+    print()
+    print(f"  Plan for {subject}: {_measured(noise)}")
+    for line in plan_lines(result):
+        print(f"  {line}")
+    if noise.note:
+        print(f"  note: {noise.note}")
+    print()
+    return 0
+
+
+def _baseline(args: argparse.Namespace) -> tuple[Baseline, EvalRun | None]:
+    """The baseline, and its run when the store holds it (its samples give the noise). A
+    committed baseline file needs no store: a fresh checkout can plan from it."""
+    target = resolve_store_path(args.db)
+    if isinstance(target, Path) and not target.exists() and args.db is None:
+        return find_baseline(args.baseline, root=Path(args.root)), None
+    with open_store(args, read_only=True) as store:
+        baseline = find_baseline(args.baseline, store=store, root=Path(args.root))
+        return baseline, store.load_run(baseline.run_id)
+
+
+def _measured(noise: Noise) -> str:
+    samples = (
+        f"{noise.samples:g}" if noise.samples == int(noise.samples) else f"{noise.samples:.1f}"
+    )
+    cases = f"{noise.cases:,} measured case{'s' if noise.cases != 1 else ''}"
+    return f"{cases} x {samples} sample{'s' if noise.samples != 1 else ''}"
