@@ -351,11 +351,13 @@ def output_text(output: Any) -> str | None:
     """How an output reads in a stored score (`Score.output`): a tool trace's calls as their
     JSON objects joined by ", " (names alone when only names are known), which `verdryx show
     --json` turns back into a list; an expectation of calls reads the same way, several
-    acceptable lists separated by " | "."""
+    acceptable lists separated by " | "; an object as its JSON text."""
     if output is None:
         return None
     if isinstance(output, list | tuple):
         return ", ".join(_call_text(item) for item in output)
+    if isinstance(output, Mapping):
+        return json.dumps(output, ensure_ascii=False, default=str)
     return str(output)
 
 

@@ -255,7 +255,13 @@ def _matches_anything(pattern: Any) -> bool:
 
 
 def _check_grading(
-    spec: dict[str, Any], grader: str, fail: Any, prefix: str, *, in_check: bool
+    spec: dict[str, Any],
+    grader: str,
+    fail: Any,
+    prefix: str,
+    *,
+    in_check: bool,
+    expectation_optional: bool = False,
 ) -> None:
     """The rules one grader puts on its expectation and options (a case or a check)."""
     accepted = _accepts(grader)
@@ -264,7 +270,7 @@ def _check_grading(
             owners = sorted(g for g, opts in OPTIONS_BY_GRADER.items() if name in opts)
             where = ", ".join(owners) if owners else "a custom grader"
             raise fail(f"{prefix}{name}", f"only valid with grader {where} (this is {grader!r})")
-    if grader in _NEEDS_EXPECTED and "expected" not in spec:
+    if grader in _NEEDS_EXPECTED and "expected" not in spec and not expectation_optional:
         raise fail(f"{prefix}expected", f"grader {grader!r} requires the field 'expected'")
     spec["expected"] = _expected_text(grader, spec.get("expected"), fail, f"{prefix}expected")
     if spec["expected"] is None:
@@ -299,9 +305,13 @@ def _check_grading(
 
 
 def check_case(
-    case: dict[str, Any], index: int, path: str | Path, line: int | None
+    case: dict[str, Any], index: int, path: str | Path, line: int | None, *, custom: bool = False
 ) -> dict[str, Any]:
-    """Check one case (defaults applied); returns it normalised for `EvalCase.from_dict`."""
+    """Check one case (defaults applied); returns it normalised for `EvalCase.from_dict`.
+
+    A `custom` case (a test marked `@pytest.mark.verdryx`, docs/custom-cases.md) supplies its
+    own output and may record a score of its own: it needs no `tools` to ask a model with,
+    and when it names no grader, no expectation until it grades."""
     label = item_label(case, index)
 
     def fail(field: str, message: str) -> EvalSetError:
@@ -329,7 +339,7 @@ def check_case(
             "answers it)",
         )
     if grader == "tool_trace":
-        _check_tool_case(case, fail)
+        _check_tool_case(case, fail, output_supplied=custom)
     else:
         for name in _TOOL_FIELDS:
             if name in case:
@@ -356,7 +366,14 @@ def check_case(
                 )
             _check_grading(check, kind, fail, prefix, in_check=True)
     else:
-        _check_grading(case, grader, fail, "", in_check=False)
+        _check_grading(
+            case,
+            grader,
+            fail,
+            "",
+            in_check=False,
+            expectation_optional=custom and "grader" not in case,
+        )
     # Graders that plug in check their own fields (the contracts add-on its `contract`).
     for field in case.keys() - _CORE_FIELDS:
         owner = field_owners().get(field)
@@ -368,7 +385,13 @@ def check_case(
     return case
 
 
-def _check_tool_case(case: Mapping[str, Any], fail: Any) -> None:
+def _check_tool_case(case: Mapping[str, Any], fail: Any, *, output_supplied: bool) -> None:
+    if "expected" in case:
+        raise fail(
+            "expected",
+            "grader 'tool_trace' reads its expectation from 'expected_tools' (names) or "
+            "'expected_tool_calls' (names and arguments), not 'expected'",
+        )
     given = [name for name in _EXPECTATIONS if name in case]
     if not given:
         raise fail(
@@ -381,7 +404,7 @@ def _check_tool_case(case: Mapping[str, Any], fail: Any) -> None:
             given[1], f"give one of {', '.join(_EXPECTATIONS)}, not both {given[0]!r} and it"
         )
     output = case.get("output")
-    if "tools" not in case and output is None:
+    if "tools" not in case and output is None and not output_supplied:
         raise fail(
             "tools",
             "grader 'tool_trace' requires the field 'tools' (the tools offered to the model) "
