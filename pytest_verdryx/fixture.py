@@ -15,7 +15,7 @@ import pytest
 from pytest_verdryx.items import outcome_for
 from pytest_verdryx.options import worded
 from pytest_verdryx.scoring import ItemScoring
-from verdryx_core.cases import expected_text, output_text
+from verdryx_core.cases import CaseOutput, ToolCall, expected_text, output_text
 from verdryx_core.errors import EvalSetError, VerdryxError
 from verdryx_core.evalsets.custom import custom_case
 from verdryx_core.evalsets.rules import id_problem
@@ -44,6 +44,21 @@ def custom_case_identity(item: pytest.Item) -> tuple[str, str]:
         return eval_set_id, rest or item.name
     callspec = getattr(item, "callspec", None)
     return eval_set_id, f"{case_id}[{callspec.id}]" if callspec is not None else str(case_id)
+
+
+def _whole(output: object) -> object:
+    """A multi-check case's output as its checks read it: a result with `output` and
+    `tool_calls` (a dict, a TargetResult) is one `CaseOutput`; anything else as given."""
+    if isinstance(output, Mapping) and "output" in output:
+        text, calls = output.get("output"), output.get("tool_calls")
+    elif hasattr(output, "output") and hasattr(output, "tool_calls"):
+        text, calls = output.output, output.tool_calls
+    else:
+        return output
+    return CaseOutput(
+        text="" if text is None else str(text),
+        tool_calls=tuple(ToolCall.from_value(call, made=True) for call in calls or ()),
+    )
 
 
 class VerdryxCase:
@@ -89,7 +104,9 @@ class VerdryxCase:
                 "@pytest.mark.verdryx"
             )
         context = self._scoring.context.evaluation.context(eval_set_id=self.eval_set_id)
-        if self.case.grader in _TEXT_GRADERS and isinstance(output, Mapping | list):
+        if self.case.checks is not None:
+            output = _whole(output)
+        elif self.case.grader in _TEXT_GRADERS and isinstance(output, Mapping | list):
             # A built-in text grader reads an object or a list as its JSON text.
             output = json.dumps(output, ensure_ascii=False)
         try:
