@@ -15,11 +15,11 @@ import pytest
 from pytest_verdryx.items import outcome_for
 from pytest_verdryx.options import worded
 from pytest_verdryx.scoring import ItemScoring
-from verdryx_core.cases import CaseOutput, ToolCall, expected_text, output_text
+from verdryx_core.cases import CaseOutput, ToolCall, expected_text
 from verdryx_core.errors import EvalSetError, VerdryxError
 from verdryx_core.evalsets.custom import custom_case
 from verdryx_core.evalsets.rules import id_problem
-from verdryx_core.evaluation import decided
+from verdryx_core.evaluation import decided, stored_output
 from verdryx_core.runs import CheckResult, Score
 from verdryx_core.untrusted.text import printable
 
@@ -160,7 +160,7 @@ class VerdryxCase:
             judge_cost_usd=judge_cost_usd,
             # As a file case's output and expectation read (lists of calls, JSON): text the
             # store keeps, whatever the grader accepted.
-            output=output_text(output),
+            output=stored_output(output),
             expected=expected_text(self.case),
             reason=reason,
         )

@@ -307,3 +307,21 @@ def test_any_output_a_grader_accepted_is_stored_as_text(tmp_path: Path) -> None:
     assert back.output == '{"name":"a","arguments":{"x":1}}, {"name":"b","arguments":{}}'
     assert back.expected == "a, b"
     assert json.loads(back.reason or "") == {"why": "ok"}
+
+
+def test_a_long_output_is_cut_as_a_file_cases_is(pytester: pytest.Pytester) -> None:
+    result, run = _run(
+        pytester,
+        """
+        import pytest
+
+        @pytest.mark.verdryx(case_id="long", grader="contains", expected="end")
+        def test_long(verdryx):
+            verdryx.grade("x" * 9_000 + " end")
+        """,
+    )
+    result.assert_outcomes(passed=1)
+    (score,) = run.scores
+    assert score.value == 1.0
+    assert score.output is not None and score.output.endswith("... [1004 chars cut]")
+    assert len(score.output) < 8_100
