@@ -6,21 +6,30 @@ the Score when the case passes, and otherwise fails (or xfails, or skips) the te
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from collections.abc import Mapping
+from typing import Any, Final
 
 import pytest
 
 from pytest_verdryx.items import outcome_for
 from pytest_verdryx.options import worded
 from pytest_verdryx.scoring import ItemScoring
-from verdryx_core.cases import EvalCase
-from verdryx_core.errors import VerdryxError
+from verdryx_core.cases import CaseOutput, ToolCall, expected_text
+from verdryx_core.errors import EvalSetError, VerdryxError
+from verdryx_core.evalsets.custom import custom_case
 from verdryx_core.evalsets.rules import id_problem
-from verdryx_core.evaluation import decided
-from verdryx_core.runs import Score
+from verdryx_core.evaluation import decided, stored_output
+from verdryx_core.runs import CheckResult, Score
 from verdryx_core.untrusted.text import printable
 
 __all__ = ["VerdryxCase", "custom_case_identity"]
+
+#: Graders that compare with `expected`: a marker naming no grader (exact) is checked for it
+#: only when the test grades (a test may record its own score instead).
+_NEEDS_EXPECTED: Final = ("exact", "regex", "contains", "icontains", "numeric", "f1")
+#: Built-in graders of one text output (docs/custom-cases.md, "What grade() takes").
+_TEXT_GRADERS: Final = (*_NEEDS_EXPECTED, "json", "llm_judge")
 
 
 def custom_case_identity(item: pytest.Item) -> tuple[str, str]:
@@ -37,19 +46,27 @@ def custom_case_identity(item: pytest.Item) -> tuple[str, str]:
     return eval_set_id, f"{case_id}[{callspec.id}]" if callspec is not None else str(case_id)
 
 
+def _whole(output: object) -> object:
+    """A multi-check case's output as its checks read it: a result with `output` and
+    `tool_calls` (a dict, a TargetResult) is one `CaseOutput`; anything else as given."""
+    if isinstance(output, Mapping) and "output" in output:
+        text, calls = output.get("output"), output.get("tool_calls")
+    elif hasattr(output, "output") and hasattr(output, "tool_calls"):
+        text, calls = output.output, output.tool_calls
+    else:
+        return output
+    return CaseOutput(
+        text="" if text is None else str(text),
+        tool_calls=tuple(ToolCall.from_value(call, made=True) for call in calls or ()),
+    )
+
+
 class VerdryxCase:
     def __init__(self, item: pytest.Item, scoring: ItemScoring) -> None:
         self._item = item
         self._scoring = scoring
         marker = item.get_closest_marker("verdryx")
         kwargs: dict[str, Any] = dict(marker.kwargs) if marker is not None else {}
-        unknown = set(kwargs) - {"case_id", "grader", "expected", "rubric", "min_score"}
-        if unknown:
-            raise pytest.UsageError(
-                f"{item.nodeid}: @pytest.mark.verdryx got unknown argument(s) "
-                f"{', '.join(sorted(unknown))}; allowed: case_id, grader, expected, rubric, "
-                "min_score"
-            )
         given = kwargs.get("case_id")
         problem = id_problem(str(given)) if given else None
         if problem is not None:
@@ -59,14 +76,18 @@ class VerdryxCase:
                 f"{item.nodeid}: @pytest.mark.verdryx(case_id=...): {printable(problem)}"
             )
         self.eval_set_id, case_id = custom_case_identity(item)
-        self.case = EvalCase(
-            id=case_id,
-            prompt=item.nodeid,
-            grader=str(kwargs.get("grader") or "exact"),
-            expected=kwargs.get("expected"),
-            rubric=kwargs.get("rubric"),
-            min_score=kwargs.get("min_score"),
-        )
+        try:
+            # The same fields, schema and rules as a case of an eval set file
+            # (docs/custom-cases.md); the judge of an llm_judge case reads `prompt`.
+            self.case = custom_case(
+                kwargs, case_id=case_id, default_prompt=item.nodeid, where=item.nodeid
+            )
+        except EvalSetError as exc:
+            where = f"({exc.field}=...)" if exc.field else ""
+            raise pytest.UsageError(
+                f"{item.nodeid}: @pytest.mark.verdryx{where}: "
+                f"{printable(exc.detail, keep_newlines=False)}"
+            ) from None
         self.score: Score | None = None
         # A score the test computed itself is labelled as such, unless the marker names a grader.
         self._recorded_grader = str(kwargs["grader"]) if kwargs.get("grader") else "custom"
@@ -77,12 +98,17 @@ class VerdryxCase:
         grader = scorer.graders.find(self.case.grader)
         if grader is None:
             pytest.skip(f"verdryx: no grader {self.case.grader!r} configured for this session")
-        if self.case.grader in ("exact", "regex") and self.case.expected is None:
+        if self.case.grader in _NEEDS_EXPECTED and self.case.expected is None:
             raise pytest.UsageError(
                 f"{self._item.nodeid}: grader {self.case.grader!r} needs expected=... in "
                 "@pytest.mark.verdryx"
             )
         context = self._scoring.context.evaluation.context(eval_set_id=self.eval_set_id)
+        if self.case.checks is not None:
+            output = _whole(output)
+        elif self.case.grader in _TEXT_GRADERS and isinstance(output, Mapping | list):
+            # A built-in text grader reads an object or a list as its JSON text.
+            output = json.dumps(output, ensure_ascii=False)
         try:
             grade = grader.grade(self.case, output, context)
         except VerdryxError as exc:
@@ -94,6 +120,9 @@ class VerdryxCase:
             output=output,
             tokens=grade.tokens,
             judge_cost_usd=grade.cost_usd,
+            # The grader's own pass bar (tool_trace 1.0), as for a file's case.
+            grader_bar=getattr(grader, "default_min_score", None),
+            checks=grade.checks,
         )
 
     def record(self, score: float, reason: str | None = None) -> Score:
@@ -115,6 +144,8 @@ class VerdryxCase:
         tokens: int = 0,
         judge_cost_usd: float = 0.0,
         grader: str | None = None,
+        grader_bar: float | None = None,
+        checks: tuple[CheckResult, ...] = (),
     ) -> Score:
         score = decided(
             self.case,
@@ -123,10 +154,14 @@ class VerdryxCase:
             value=value,
             unmeasured=unmeasured,
             grader=grader or self.case.grader,
+            grader_bar=grader_bar,
+            checks=checks,
             tokens=tokens,
             judge_cost_usd=judge_cost_usd,
-            output=None if output is None else str(output),
-            expected=self.case.expected,
+            # As a file case's output and expectation read (lists of calls, JSON): text the
+            # store keeps, whatever the grader accepted.
+            output=stored_output(output),
+            expected=expected_text(self.case),
             reason=reason,
         )
         self.score = score

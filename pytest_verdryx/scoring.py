@@ -78,7 +78,13 @@ class ItemScoring:
     def _custom_judge(self) -> bool:
         for item in self.items:
             marker = item.get_closest_marker("verdryx")
-            if marker is not None and marker.kwargs.get("grader") == "llm_judge":
+            if marker is None:
+                continue
+            checks = marker.kwargs.get("checks")
+            graders = [marker.kwargs.get("grader")] + [
+                check.get("grader") for check in checks or () if isinstance(check, dict)
+            ]
+            if "llm_judge" in graders:
                 return True
         return False
 

@@ -307,8 +307,13 @@ class VerdryxSession:
     def pytest_itemcollected(self, item: pytest.Item) -> None:
         # Custom cases are known cases too (before -k), or the gate would call a custom case
         # of the baseline "removed" whenever an eval set file is collected beside it.
-        if not isinstance(item, EvalCaseItem) and item.get_closest_marker("verdryx") is not None:
+        marker = item.get_closest_marker("verdryx")
+        if not isinstance(item, EvalCaseItem) and marker is not None:
             self.context.state.known_keys.add("::".join(custom_case_identity(item)))
+            # A custom case's tags select it with -k, as an eval item's do.
+            tags = marker.kwargs.get("tags")
+            if isinstance(tags, list | tuple):
+                item.extra_keyword_matches.update(str(tag) for tag in tags)
 
     # -- the items ---------------------------------------------------------------------------
 

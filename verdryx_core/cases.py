@@ -19,6 +19,7 @@ __all__ = [
     "GRADER_KINDS",
     "MODEL_FREE_GRADERS",
     "OPTION_FIELDS",
+    "CaseOutput",
     "Check",
     "EvalCase",
     "ToolCall",
@@ -80,6 +81,10 @@ DEFAULT_OUTCOME_SCORES: Final[Mapping[str, float]] = {
 }
 
 
+def _tool_calls_out(calls: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    return [dict(call) for call in calls]
+
+
 def case_key(eval_set_id: str, case_id: str) -> str:
     """The identity cases are compared by over time: eval set id and case id."""
     return f"{eval_set_id}::{case_id}"
@@ -133,6 +138,10 @@ class Check:
     rubric: str | None = None
     weight: float = 1.0
     options: Mapping[str, Any] = field(default_factory=dict)
+    #: A tool_trace check's expectation (one of the three), as on a tool_trace case.
+    expected_tools: tuple[str, ...] | None = None
+    expected_tool_calls: tuple[Mapping[str, Any], ...] | None = None
+    expected_tool_calls_any: tuple[tuple[Mapping[str, Any], ...], ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"grader": self.grader}
@@ -142,22 +151,51 @@ class Check:
             data["rubric"] = self.rubric
         if self.weight != 1.0:
             data["weight"] = self.weight
+        if self.expected_tools is not None:
+            data["expected_tools"] = list(self.expected_tools)
+        if self.expected_tool_calls is not None:
+            data["expected_tool_calls"] = _tool_calls_out(self.expected_tool_calls)
+        if self.expected_tool_calls_any is not None:
+            data["expected_tool_calls_any"] = [
+                _tool_calls_out(calls) for calls in self.expected_tool_calls_any
+            ]
         data.update(self.options)
         return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Check:
+        names = data.get("expected_tools")
+        calls = data.get("expected_tool_calls")
+        calls_any = data.get("expected_tool_calls_any")
         return cls(
             grader=data["grader"],
             expected=data.get("expected"),
             rubric=data.get("rubric"),
             weight=float(data.get("weight", 1.0)),
             options={name: data[name] for name in OPTION_FIELDS if name in data},
+            expected_tools=tuple(names) if names is not None else None,
+            expected_tool_calls=tuple(calls) if calls is not None else None,
+            expected_tool_calls_any=(
+                tuple(tuple(seq) for seq in calls_any) if calls_any is not None else None
+            ),
         )
 
 
-def _tool_calls_out(calls: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    return [dict(call) for call in calls]
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CaseOutput:
+    """One run of the agent, whole: its reply text and the tool calls it made. A multi-check
+    case's checks each read their part of it (docs/graders.md, "Multi-check cases"):
+    tool_trace the calls, every other grader the text."""
+
+    text: str
+    tool_calls: tuple[ToolCall, ...] = ()
+
+    def __str__(self) -> str:
+        return self.text
+
+    def part_for(self, grader: str) -> Any:
+        """What a check of `grader` grades."""
+        return list(self.tool_calls) if grader == "tool_trace" else self.text
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -195,6 +233,14 @@ class EvalCase:
     metadata: Mapping[str, Any] | None = None
     #: `module:callable` of the agent under test (the set's value when the case has none).
     target: str | None = None
+
+    @property
+    def calls_tools(self) -> bool:
+        """Whether grading reads the tool calls of the output: a tool_trace case, or a
+        multi-check case with a tool_trace check (the model is then offered `tools`)."""
+        return self.grader == "tool_trace" or any(
+            check.grader == "tool_trace" for check in self.checks or ()
+        )
 
     @property
     def needs_model(self) -> bool:
@@ -351,28 +397,42 @@ def output_text(output: Any) -> str | None:
     """How an output reads in a stored score (`Score.output`): a tool trace's calls as their
     JSON objects joined by ", " (names alone when only names are known), which `verdryx show
     --json` turns back into a list; an expectation of calls reads the same way, several
-    acceptable lists separated by " | "."""
+    acceptable lists separated by " | "; an object as its JSON text; a whole run's output
+    (`CaseOutput`) as its text, then a line `[tool calls] ` and its calls."""
     if output is None:
         return None
+    if isinstance(output, CaseOutput):
+        if not output.tool_calls:
+            return output.text
+        return f"{output.text}\n[tool calls] {output_text(list(output.tool_calls))}"
     if isinstance(output, list | tuple):
         return ", ".join(_call_text(item) for item in output)
+    if isinstance(output, Mapping):
+        return json.dumps(output, ensure_ascii=False, default=str)
     return str(output)
 
 
 def expected_text(case: EvalCase) -> str | None:
     """How a case's expectation reads in a stored score (`Score.expected`)."""
     if case.grader == "tool_trace":
-        if case.expected_tool_calls_any is not None:
-            return " | ".join(_calls_text(calls) for calls in case.expected_tool_calls_any)
-        if case.expected_tool_calls is not None:
-            return _calls_text(case.expected_tool_calls)
-        return ", ".join(case.expected_tools or ())
+        return _expected_calls_text(case)
     if case.grader == "llm_judge":
         return case.rubric
     if case.grader == CHECKS_GRADER:
-        parts = [
-            f"{check.grader}: {check.expected if check.expected is not None else check.rubric}"
-            for check in case.checks or ()
-        ]
+        parts = []
+        for check in case.checks or ():
+            if check.grader == "tool_trace":
+                wanted: str | None = _expected_calls_text(check)
+            else:
+                wanted = check.expected if check.expected is not None else check.rubric
+            parts.append(f"{check.grader}: {wanted}")
         return "; ".join(parts)
     return case.expected
+
+
+def _expected_calls_text(spec: EvalCase | Check) -> str:
+    if spec.expected_tool_calls_any is not None:
+        return " | ".join(_calls_text(calls) for calls in spec.expected_tool_calls_any)
+    if spec.expected_tool_calls is not None:
+        return _calls_text(spec.expected_tool_calls)
+    return ", ".join(spec.expected_tools or ())

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from verdryx_core.cases import case_key
+from verdryx_core.cases import case_key, output_text
 from verdryx_core.limits import MAX_TOTAL_COST_USD, MAX_TOTAL_TOKENS, cost_problem, token_problem
 from verdryx_core.untrusted.text import clean_text
 
@@ -81,6 +81,8 @@ _SCORE_TEXT: Final = (
     "expected",
     "reason",
 )
+#: Free text a reader sees beside the score (docs/store.md): kept as text whatever it was.
+_SCORE_FREE_TEXT: Final = ("output", "expected", "reason")
 _RUN_TEXT: Final = (
     "id",
     "model",
@@ -158,6 +160,12 @@ class Score:
         # The text rule (untrusted/text.py): an agent's or a provider's answer may hold a lone
         # surrogate; every score passes here on its way to the store, JUnit and the terminal,
         # so the run is kept with U+FFFD in its place instead of being lost to an encode error.
+        for name in _SCORE_FREE_TEXT:
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                # Whatever a grader accepted (a list of calls, an object) is kept as its
+                # text: a value the store cannot bind must never lose the run.
+                object.__setattr__(self, name, output_text(value))
         _clean_fields(self, _SCORE_TEXT)
         if (self.value is None) == (self.unmeasured is None):
             raise ValueError(

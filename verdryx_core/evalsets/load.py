@@ -99,7 +99,10 @@ def evalset_from_data(
     *,
     lines: Sequence[int] | None = None,
     header_line: int | None = None,
+    custom: bool = False,
 ) -> EvalSet:
+    """An eval set from a document already read; `custom` cases are a test's own
+    (`verdryx_core.evalsets.custom`, whose rules `check_case` says)."""
     if not isinstance(data, dict):
         raise EvalSetError(
             path, f"top level must be a JSON object with 'id' and 'cases', got {json_kind(data)}"
@@ -144,7 +147,7 @@ def evalset_from_data(
                 line=line,
             )
         merged = effective_case(case_data, defaults, target)
-        cases.append(EvalCase.from_dict(check_case(merged, index, path, line)))
+        cases.append(EvalCase.from_dict(check_case(merged, index, path, line, custom=custom)))
     return EvalSet(
         id=data["id"],
         cases=tuple(cases),

@@ -44,8 +44,9 @@ OPTIONS_BY_GRADER: Final[Mapping[str, frozenset[str]]] = {
 _CUSTOM_OPTIONS: Final = frozenset({"options"})
 _TOOL_FIELDS: Final = ("tools", "expected_tools", "expected_tool_calls", "expected_tool_calls_any")
 _EXPECTATIONS: Final = ("expected_tools", "expected_tool_calls", "expected_tool_calls_any")
-#: Graders a check may use: each grades the case's one text output.
-_NOT_IN_CHECKS: Final = frozenset({"tool_trace", "outcome_tag"})
+#: Graders a check may not use: a check reads a part of the case's one output, and an
+#: outcome tag is not an output.
+_NOT_IN_CHECKS: Final = frozenset({"outcome_tag"})
 #: The case fields the core reads itself; any other field belongs to a grader that plugs in.
 _CORE_FIELDS: Final = frozenset(
     {
@@ -118,7 +119,11 @@ def effective_case(
     for name in ("min_score", "system", "required"):
         if name in defaults:
             merged.setdefault(name, defaults[name])
-    if "tools" in defaults and grader == "tool_trace" and "checks" not in merged:
+    checks = merged.get("checks")
+    traced = isinstance(checks, list) and any(
+        isinstance(check, Mapping) and check.get("grader") == "tool_trace" for check in checks
+    )
+    if "tools" in defaults and (traced or (grader == "tool_trace" and checks is None)):
         merged.setdefault("tools", defaults["tools"])
     if isinstance(merged.get("checks"), list):
         checks = []
@@ -255,7 +260,13 @@ def _matches_anything(pattern: Any) -> bool:
 
 
 def _check_grading(
-    spec: dict[str, Any], grader: str, fail: Any, prefix: str, *, in_check: bool
+    spec: dict[str, Any],
+    grader: str,
+    fail: Any,
+    prefix: str,
+    *,
+    in_check: bool,
+    expectation_optional: bool = False,
 ) -> None:
     """The rules one grader puts on its expectation and options (a case or a check)."""
     accepted = _accepts(grader)
@@ -264,7 +275,7 @@ def _check_grading(
             owners = sorted(g for g, opts in OPTIONS_BY_GRADER.items() if name in opts)
             where = ", ".join(owners) if owners else "a custom grader"
             raise fail(f"{prefix}{name}", f"only valid with grader {where} (this is {grader!r})")
-    if grader in _NEEDS_EXPECTED and "expected" not in spec:
+    if grader in _NEEDS_EXPECTED and "expected" not in spec and not expectation_optional:
         raise fail(f"{prefix}expected", f"grader {grader!r} requires the field 'expected'")
     spec["expected"] = _expected_text(grader, spec.get("expected"), fail, f"{prefix}expected")
     if spec["expected"] is None:
@@ -299,9 +310,13 @@ def _check_grading(
 
 
 def check_case(
-    case: dict[str, Any], index: int, path: str | Path, line: int | None
+    case: dict[str, Any], index: int, path: str | Path, line: int | None, *, custom: bool = False
 ) -> dict[str, Any]:
-    """Check one case (defaults applied); returns it normalised for `EvalCase.from_dict`."""
+    """Check one case (defaults applied); returns it normalised for `EvalCase.from_dict`.
+
+    A `custom` case (a test marked `@pytest.mark.verdryx`, docs/custom-cases.md) supplies its
+    own output and may record a score of its own: when it names no grader, it needs no
+    expectation until it grades."""
     label = item_label(case, index)
 
     def fail(field: str, message: str) -> EvalSetError:
@@ -328,14 +343,26 @@ def check_case(
             "the last message must be from the user when no output is recorded (the model "
             "answers it)",
         )
+    traced = checks is not None and any(check.get("grader") == "tool_trace" for check in checks)
+    offered: list[str] | None = None
     if grader == "tool_trace":
         _check_tool_case(case, fail)
     else:
         for name in _TOOL_FIELDS:
-            if name in case:
+            if name in case and not (traced and name == "tools"):
+                if checks is not None and name != "tools":
+                    raise fail(name, "a multi-check case sets it on its tool_trace check")
                 raise fail(name, f"only valid with grader 'tool_trace' (this case is {grader!r})")
         if isinstance(output, list) and (grader in GRADER_KINDS or checks is not None):
             raise fail("output", f"a recorded output is a string for grader {grader!r}")
+        if traced and output is not None:
+            raise fail(
+                "output",
+                "a recorded output is text, and this case has a tool_trace check, which grades "
+                "the tool calls made; record the calls in a tool_trace case of their own, or "
+                "let a target or the model make them",
+            )
+        offered = _check_tools(case["tools"], fail, "tools") if "tools" in case else None
     if checks is not None:
         for name in OPTION_FIELDS:
             if name in case:
@@ -351,12 +378,28 @@ def check_case(
             if kind in _NOT_IN_CHECKS or not usable_in_checks(kind):
                 raise fail(
                     f"{prefix}grader",
-                    f"grader {kind!r} cannot be a check (checks grade one text output); "
+                    f"grader {kind!r} cannot be a check (checks grade parts of one output); "
                     "give it a case of its own",
                 )
+            if kind == "tool_trace":
+                _check_expectation(check, fail, prefix, offered)
+            else:
+                for name in _EXPECTATIONS:
+                    if name in check:
+                        raise fail(
+                            f"{prefix}{name}",
+                            f"only valid with grader 'tool_trace' (this check is {kind!r})",
+                        )
             _check_grading(check, kind, fail, prefix, in_check=True)
     else:
-        _check_grading(case, grader, fail, "", in_check=False)
+        _check_grading(
+            case,
+            grader,
+            fail,
+            "",
+            in_check=False,
+            expectation_optional=custom and "grader" not in case,
+        )
     # Graders that plug in check their own fields (the contracts add-on its `contract`).
     for field in case.keys() - _CORE_FIELDS:
         owner = field_owners().get(field)
@@ -369,44 +412,61 @@ def check_case(
 
 
 def _check_tool_case(case: Mapping[str, Any], fail: Any) -> None:
-    given = [name for name in _EXPECTATIONS if name in case]
-    if not given:
-        raise fail(
-            "expected_tools",
-            "grader 'tool_trace' requires the field 'expected_tools' (names) or "
-            "'expected_tool_calls' (names and arguments) or 'expected_tool_calls_any'",
-        )
-    if len(given) > 1:
-        raise fail(
-            given[1], f"give one of {', '.join(_EXPECTATIONS)}, not both {given[0]!r} and it"
-        )
     output = case.get("output")
-    if "tools" not in case and output is None:
-        raise fail(
-            "tools",
-            "grader 'tool_trace' requires the field 'tools' (the tools offered to the model) "
-            "unless the output is recorded",
-        )
     if output is not None and not isinstance(output, list):
         raise fail(
             "output",
             "a recorded tool_trace output is the list of calls made (names or {name, arguments})",
         )
+    # No `tools` needed: a target owns its tools, and a recorded or custom case's calls were
+    # made already. A case asked of the model without them is that case's error (sources.py).
     offered = _check_tools(case["tools"], fail, "tools") if "tools" in case else None
+    wants_arguments = _check_expectation(case, fail, "", offered)
+    if wants_arguments and isinstance(output, list) and any(isinstance(o, str) for o in output):
+        raise fail(
+            "output",
+            "the recorded calls are names only, and the case expects arguments; record "
+            "{name, arguments} objects, or expect names with 'expected_tools'",
+        )
+
+
+def _check_expectation(
+    spec: Mapping[str, Any], fail: Any, prefix: str, offered: Sequence[str] | None
+) -> bool:
+    """A tool_trace case's (or check's) one expectation, each expected tool among those
+    `offered` when tools are given; True when some expected call gives arguments."""
+    if "expected" in spec:
+        raise fail(
+            f"{prefix}expected",
+            "grader 'tool_trace' reads its expectation from 'expected_tools' (names) or "
+            "'expected_tool_calls' (names and arguments), not 'expected'",
+        )
+    given = [name for name in _EXPECTATIONS if name in spec]
+    if not given:
+        raise fail(
+            f"{prefix}expected_tools",
+            "grader 'tool_trace' requires the field 'expected_tools' (names) or "
+            "'expected_tool_calls' (names and arguments) or 'expected_tool_calls_any'",
+        )
+    if len(given) > 1:
+        raise fail(
+            f"{prefix}{given[1]}",
+            f"give one of {', '.join(_EXPECTATIONS)}, not both {given[0]!r} and it",
+        )
     field = given[0]
     if field == "expected_tools":
-        lists = [[(f"expected_tools[{i}]", name, None) for i, name in enumerate(case[field])]]
+        lists = [[(f"expected_tools[{i}]", name, None) for i, name in enumerate(spec[field])]]
     elif field == "expected_tool_calls":
         lists = [
             [
                 (f"{field}[{i}].name", c["name"], c.get("arguments"))
-                for i, c in enumerate(case[field])
+                for i, c in enumerate(spec[field])
             ]
         ]
     else:
         lists = [
             [(f"{field}[{j}][{i}].name", c["name"], c.get("arguments")) for i, c in enumerate(seq)]
-            for j, seq in enumerate(case[field])
+            for j, seq in enumerate(spec[field])
         ]
     wants_arguments = False
     for calls in lists:
@@ -414,13 +474,8 @@ def _check_tool_case(case: Mapping[str, Any], fail: Any) -> None:
             wants_arguments = wants_arguments or arguments is not None
             if offered is not None and name not in offered:
                 raise fail(
-                    where,
+                    f"{prefix}{where}",
                     f"tool {name!r} is expected but not offered in 'tools' "
                     f"(offered: {', '.join(offered)})",
                 )
-    if wants_arguments and isinstance(output, list) and any(isinstance(o, str) for o in output):
-        raise fail(
-            "output",
-            "the recorded calls are names only, and the case expects arguments; record "
-            "{name, arguments} objects, or expect names with 'expected_tools'",
-        )
+    return wants_arguments

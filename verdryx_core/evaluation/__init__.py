@@ -16,6 +16,7 @@ from verdryx_core.evaluation.scoring import (
     decided,
     pass_bar,
     stability,
+    stored_output,
 )
 from verdryx_core.evaluation.settings import DEFAULT_MIN_SCORE, EvalSettings, judge_in_effect
 from verdryx_core.evaluation.sources import (
@@ -51,5 +52,6 @@ __all__ = [
     "source_for",
     "stability",
     "start_prefetch",
+    "stored_output",
     "target_of",
 ]

@@ -25,7 +25,7 @@ from verdryx_core.graders.registry import default_min_score
 from verdryx_core.graders.table import GraderTable
 from verdryx_core.runs import CheckResult, Score
 
-__all__ = ["CaseScorer", "decided", "pass_bar", "stability"]
+__all__ = ["CaseScorer", "decided", "pass_bar", "stability", "stored_output"]
 
 #: Stored outputs are for reading in reports; beyond this they are cut (and say so).
 _MAX_STORED_OUTPUT: Final = 8_000
@@ -193,7 +193,7 @@ class CaseScorer:
             tokens=tokens,
             cost_usd=cost_usd,
             judge_cost_usd=judge_cost_usd,
-            output=_text(output),
+            output=stored_output(output),
             expected=expected_text(case),
             reason=reason,
             samples=samples,
@@ -247,7 +247,9 @@ def decided(
     )
 
 
-def _text(output: Any) -> str | None:
+def stored_output(output: Any) -> str | None:
+    """How an output is kept on its Score: its text (`output_text`), cut beyond
+    `_MAX_STORED_OUTPUT` characters (saying how much was cut). A custom case's too."""
     text = output_text(output)
     if text is None:
         return None

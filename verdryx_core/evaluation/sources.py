@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from verdryx_core.cases import EvalCase
+from verdryx_core.cases import CaseOutput, EvalCase
+from verdryx_core.errors import UsageError
 from verdryx_core.graders.base import GradeContext
 from verdryx_core.llm.base import ModelAdapter
 from verdryx_core.llm.call_request import conversation_arguments
@@ -59,7 +60,8 @@ class RecordedOutput:
 
 
 class ModelOutput:
-    """The model under evaluation's completion (its tool calls, for tool_trace cases)."""
+    """The model under evaluation's completion: its text; its tool calls for a tool_trace
+    case; both (`CaseOutput`) for a multi-check case with a tool_trace check."""
 
     samples = True
     remote = True
@@ -72,12 +74,28 @@ class ModelOutput:
     ) -> Produced:
         # The case's system prompt and conversation go as written (docs/evalset-reference.md).
         conversation = conversation_arguments(case.system, case.messages)
-        if case.grader == "tool_trace":
+        if case.calls_tools:
+            if not case.tools:
+                # A target owns its tools, so a file need not list them; the model must be
+                # offered some (docs/graders.md, "Tool traces").
+                raise UsageError(
+                    f"case {case.id!r}: field 'tools': its tool calls are graded and no "
+                    "target is in effect, so the model is asked, and the case offers it no "
+                    "tools; add 'tools' to the case (or the set's defaults), or run it "
+                    "against a target",
+                    hint="name the agent under test with {target}",
+                )
             completion = self.adapter.complete_with_tools(
-                case.prompt, list(case.tools or ()), repeat=repeat, **conversation
+                case.prompt, list(case.tools), repeat=repeat, **conversation
             )
+            calls = tuple(completion.tool_calls)
             return Produced(
-                output=list(completion.tool_calls),
+                # A multi-check case grades the whole answer: its text and its calls.
+                output=(
+                    list(calls)
+                    if case.grader == "tool_trace"
+                    else CaseOutput(text=completion.text, tool_calls=calls)
+                ),
                 tokens=completion.tokens,
                 cost_usd=completion.cost_usd,
             )

@@ -15,7 +15,7 @@ from concurrent.futures import CancelledError
 from pathlib import Path
 from typing import Any, Final
 
-from verdryx_core.cases import EvalCase
+from verdryx_core.cases import CaseOutput, EvalCase
 from verdryx_core.errors import TargetCallError, VerdryxError
 from verdryx_core.evaluation.sources import OutputSource, Produced
 from verdryx_core.graders.base import GradeContext
@@ -116,8 +116,15 @@ class TargetOutput:
             )
         result = outcome.result
         usage = result.usage
+        if case.grader == "tool_trace":
+            output: Any = list(result.tool_calls)
+        elif case.checks is not None:
+            # One call, graded every way: each check reads its part (docs/graders.md).
+            output = CaseOutput(text=result.output, tool_calls=result.tool_calls)
+        else:
+            output = result.output
         return Produced(
-            output=list(result.tool_calls) if case.grader == "tool_trace" else result.output,
+            output=output,
             tokens=usage.input_tokens + usage.output_tokens,
             cost_usd=usage.cost_usd,
             latency_s=outcome.latency_s,

@@ -1,7 +1,9 @@
 """`checks`: a case graded by several graders; its score is their weighted mean.
 
-Each check is graded as a case of its own grader would be (same output, the check's
-`expected` and options), and its result is kept (`Grade.checks`). If any check is
+Each check is graded as a case of its own grader would be (the same output, the check's
+`expected` and options), and its result is kept (`Grade.checks`). A whole run's output
+(`CaseOutput`: the text and the tool calls of one target or model call) gives each check its
+part: tool_trace the calls, every other grader the text. If any check is
 unmeasured, so is the case: a mean over the checks that happened to be measured would be a
 different quantity from one run to the next.
 """
@@ -13,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, ClassVar, Protocol, final
 
-from verdryx_core.cases import EvalCase
+from verdryx_core.cases import CaseOutput, EvalCase
 from verdryx_core.graders.base import Grade, GradeContext, Grader
 from verdryx_core.runs import CheckResult
 
@@ -76,8 +78,12 @@ class ChecksGrader:
                 rubric=check.rubric,
                 options=check.options,
                 checks=None,
+                expected_tools=check.expected_tools,
+                expected_tool_calls=check.expected_tool_calls,
+                expected_tool_calls_any=check.expected_tool_calls_any,
             )
-            grade = grader.grade(sub, output, context)
+            part = output.part_for(check.grader) if isinstance(output, CaseOutput) else output
+            grade = grader.grade(sub, part, context)
             tokens += grade.tokens
             cost += grade.cost_usd
             results.append(

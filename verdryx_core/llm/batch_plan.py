@@ -27,7 +27,7 @@ Cases = Iterable[tuple[str, EvalCase]]
 
 
 def _model_kind(case: EvalCase) -> str:
-    return "tools" if case.grader == "tool_trace" else "complete"
+    return "tools" if case.calls_tools else "complete"
 
 
 def plan_model_calls(model: CachedAdapter, cases: Cases, *, repeat: int = 1) -> list[PlannedCall]:

@@ -57,6 +57,14 @@ class TargetCase:
             return [dict(message) for message in self.messages]
         return [{"role": "user", "content": self.prompt}]
 
+    def user_text(self) -> str:
+        """What a plain `str -> str` target is called with: the last user message when the
+        case has a conversation, else the prompt (docs/targets.md, "A plain function")."""
+        for message in reversed(self.messages or ()):
+            if message.get("role") == "user":
+                return str(message.get("content", ""))
+        return self.prompt
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,

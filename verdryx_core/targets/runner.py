@@ -117,6 +117,14 @@ class _Call:
     cache_key: str | None = None
 
 
+#: What a target receives, for an error that shows it expected something else.
+_CASE_HINT: Final = (
+    "a target is called with a TargetCase: read case.prompt or case.conversation(); or "
+    "annotate its one parameter `str`, def answer(prompt: str) -> str, to be called with "
+    "the prompt"
+)
+
+
 class TargetRunner:
     """Runs target calls; `submit` returns at once with a future of the `TargetOutcome`.
 
@@ -312,7 +320,7 @@ class TargetRunner:
     async def _call_async(self, call: _Call, started: float) -> TargetOutcome:
         try:
             async with asyncio.timeout(self.timeout):
-                value = await call.target.function(call.case)
+                value = await call.target.function(call.target.argument(call.case))
         except TimeoutError:
             return self._timed_out(call)
         except Exception as exc:
@@ -325,7 +333,7 @@ class TargetRunner:
 
         def work() -> None:
             try:
-                value = call.target.function(call.case)
+                value = call.target.function(call.target.argument(call.case))
                 outcome = self._finish(call, value, started)
             except BaseException as exc:
                 outcome = self._raised(call, exc, started)
@@ -360,6 +368,9 @@ class TargetRunner:
 
     def _raised(self, call: _Call, exc: BaseException, started: float) -> TargetOutcome:
         error = f"target {call.target.spec} raised {_describe(exc)}"
+        if not call.target.takes_text and "TargetCase" in str(exc):
+            # A function written for a prompt, given the case object (docs/targets.md).
+            error += f" ({_CASE_HINT})"
         return self._error(call, error, "exception", time.perf_counter() - started)
 
     def _timed_out(self, call: _Call) -> TargetOutcome:

@@ -1,4 +1,6 @@
-"""A loaded target: the callable, the name it was loaded by, and whether it is `async def`."""
+"""A loaded target: the callable, the name it was loaded by, whether it is `async def`, and
+what it is called with: the `TargetCase`, or, for a plain function whose one parameter is
+annotated `str`, the case's text (docs/targets.md, "A plain function")."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from verdryx_core.targets.case import TargetCase
 from verdryx_core.targets.loader import load_target
 
 __all__ = ["Target"]
@@ -22,14 +25,41 @@ def _is_async(function: Callable[..., Any]) -> bool:
     return inspect.iscoroutinefunction(type(function).__call__)
 
 
+def _takes_text(function: Callable[..., Any]) -> bool:
+    """Whether `function` has one required positional parameter, annotated `str` (the
+    annotation read as written when it names something not importable here)."""
+    try:
+        signature = inspect.signature(function, eval_str=True)
+    except (NameError, SyntaxError, TypeError):
+        try:
+            signature = inspect.signature(function)
+        except (TypeError, ValueError):
+            return False
+    except ValueError:
+        return False
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    required = [
+        parameter
+        for parameter in signature.parameters.values()
+        if parameter.kind in positional and parameter.default is inspect.Parameter.empty
+    ]
+    return len(required) == 1 and required[0].annotation in (str, "str")
+
+
 @dataclass(frozen=True, slots=True)
 class Target:
     """`spec` names the target in every message (`module:callable`, or the repr of a
-    callable handed over directly)."""
+    callable handed over directly). `takes_text`: it is called with the case's text, not
+    the `TargetCase`."""
 
     spec: str
     function: Callable[..., Any]
     is_async: bool
+    takes_text: bool = False
+
+    def argument(self, case: TargetCase) -> Any:
+        """What one call passes: the case, or its text for a `str` target."""
+        return case.user_text() if self.takes_text else case
 
     @classmethod
     def load(cls, spec: str, *, rootdir: str | Path | None = None) -> Target:
@@ -43,4 +73,4 @@ class Target:
             module = getattr(function, "__module__", None)
             name = getattr(function, "__qualname__", None)
             spec = f"{module}:{name}" if module and name else repr(function)
-        return cls(spec, function, _is_async(function))
+        return cls(spec, function, _is_async(function), _takes_text(function))
