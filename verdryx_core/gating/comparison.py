@@ -145,9 +145,11 @@ def compare_to_baseline(
     seed: int = 0,
     detect: float | None = None,
     metric: str = "score",
+    two_sample_interval: bool = False,
 ) -> GateResult:
     """Judge `window` (newest first; `window[0]` is the current run) against `baseline`, on
-    mean scores (`metric="score"`) or pass rates per case (`"pass"`)."""
+    mean scores (`metric="score"`) or pass rates per case (`"pass"`); `two_sample_interval`:
+    bootstrap the two-sample interval too when cases pair (see `compute_drift`)."""
     if metric not in METRICS:
         raise UsageError(f"unknown gate metric {metric!r}; expected one of {', '.join(METRICS)}")
     if not window:
@@ -233,6 +235,7 @@ def compare_to_baseline(
         iterations=iterations,
         seed=seed,
         detect=detect,
+        two_sample_interval=two_sample_interval,
     )
     deltas = sorted(
         (
