@@ -172,27 +172,27 @@ def compare_to_baseline(
     changed: set[str] = set()
     unmeasured: set[str] = set()
     per_case: dict[str, list[float]] = defaultdict(list)
-    for run in window:
-        for score in run.scores:
-            base = base_cases.get(score.key)
+    # Each score's key once (a run can hold 50,000 scores; the key is built, not stored).
+    keyed = [[(score.key, score) for score in run.scores] for run in window]
+    for run, scores in zip(window, keyed, strict=True):
+        for key, score in scores:
+            base = base_cases.get(key)
             if base is None:
                 continue
             if score.value is None:
                 if run is current:
-                    unmeasured.add(score.key)
+                    unmeasured.add(key)
                 continue
             if base.fingerprint and score.fingerprint and base.fingerprint != score.fingerprint:
                 if run is current:
-                    changed.add(score.key)
+                    changed.add(key)
                 continue
-            per_case[score.key].append(score.value if metric == "score" else pass_rate(score))
+            per_case[key].append(score.value if metric == "score" else pass_rate(score))
 
-    current_keys = {score.key for score in current.scores}
+    current_keys = {key for key, _ in keyed[0]}
     # An unmeasured case is in neither side's numbers: it is not news that it has no baseline.
     added = sorted(
-        score.key
-        for score in current.scores
-        if score.value is not None and score.key not in base_cases
+        key for key, score in keyed[0] if score.value is not None and key not in base_cases
     )
     present = set(known_keys) if known_keys is not None else current_keys
     removed = sorted(
