@@ -237,13 +237,13 @@ def compare_to_baseline(
         detect=detect,
         two_sample_interval=two_sample_interval,
     )
-    deltas = sorted(
-        (
-            CaseDelta(key=key, baseline=base_cases[key].value, current=mean)
-            for key, mean in zip(matched, case_means, strict=True)
-        ),
-        key=lambda item: (item.delta, item.key),
+    # Worst change first, then by key (keys are unique: a total order). Sorted as plain
+    # tuples, the same order `CaseDelta.delta` gives, at a fraction of the cost at 50,000.
+    ordered = sorted(
+        (mean - base_cases[key].value, key, base_cases[key].value, mean)
+        for key, mean in zip(matched, case_means, strict=True)
     )
+    deltas = [CaseDelta(key=key, baseline=value, current=mean) for _, key, value, mean in ordered]
     return GateResult(
         baseline=baseline,
         report=report,
