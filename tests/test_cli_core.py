@@ -192,7 +192,20 @@ def test_drift_exits_1_after_scores_drop(
     assert document["verdict"] == "regressed"
     assert document["delta"] == pytest.approx(worse["mean_score"] - first["mean_score"])
     assert document["paired"] is not None and document["paired"]["n"] == 14
-    assert document["ci_high"] < 0
+    assert document["paired"]["ci_high"] < 0
+    # The cases pair, so the two-sample interval is drawn only when asked for
+    # (docs/statistics.md, "What is computed"); asking changes no other number.
+    assert document["ci_low"] is None and document["ci_high"] is None
+    assert document["t_statistic"] < 0
+    code, out, err = run_cli(
+        capsys, "drift", "--baseline", "v1", "--db", str(db), "--json", "--two-sample-interval"
+    )
+    assert code == 1, err
+    asked = json.loads(out)
+    assert asked["ci_low"] <= asked["ci_high"] < 0
+    assert {k: v for k, v in asked.items() if k not in ("ci_low", "ci_high")} == {
+        k: v for k, v in document.items() if k not in ("ci_low", "ci_high")
+    }
 
 
 def test_baseline_of_an_unknown_run_is_a_usage_error(

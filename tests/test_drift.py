@@ -134,6 +134,7 @@ def test_report_is_consistent_json_safe_and_follows_its_gate(
         gate=gate,
         iterations=100,
         seed=seed,
+        two_sample_interval=True,
     )
     # Every resample difference is bounded by the extremes of the two samples.
     low_bound = min(current) - max(baseline) - 1e-12
@@ -251,7 +252,13 @@ def test_threads_change_the_speed_not_the_numbers(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(drift, "_PARALLEL_DRAWS", 1)  # cut even this small check into parts
 
     def check() -> DriftReport:
-        return compute_drift(current, baseline, paired_current=current, paired_baseline=baseline)
+        return compute_drift(
+            current,
+            baseline,
+            paired_current=current,
+            paired_baseline=baseline,
+            two_sample_interval=True,
+        )
 
     monkeypatch.setattr(drift, "_cpu_count", lambda: 1)
     serial = check()
@@ -333,8 +340,16 @@ def test_significant_gate_uses_the_paired_interval_when_cases_match() -> None:
     assert pooled.verdict == "on-track"
     assert matched.paired is not None and matched.paired.ci_high < 0
     assert matched.verdict == "regressed"
-    # The two-sample numbers are still reported next to the paired ones.
-    assert (matched.t_statistic, matched.ci_low) == (pooled.t_statistic, pooled.ci_low)
+    # Welch's t is still reported next to the paired numbers; the two-sample interval, which
+    # the verdict does not read, is drawn only when asked for, and asking changes nothing else.
+    assert matched.t_statistic == pooled.t_statistic
+    assert (matched.ci_low, matched.ci_high) == (None, None)
+    asked = compute_drift(
+        current, baseline, paired_current=current, paired_baseline=baseline,
+        two_sample_interval=True,
+    )  # fmt: skip
+    assert (asked.ci_low, asked.ci_high) == (pooled.ci_low, pooled.ci_high)
+    assert dataclasses.replace(asked, ci_low=None, ci_high=None) == matched
     se = float(np.std(current - baseline, ddof=1)) / math.sqrt(30)
     assert matched.mde == pytest.approx(Z_MDE * se, rel=1e-12)
     assert matched.chance == pytest.approx(NormalDist().cdf(matched.paired.t_statistic))
@@ -364,7 +379,10 @@ def test_deterministic_drop_on_matched_cases_is_a_regression() -> None:
 def test_identical_runs_are_on_track_with_no_t_statistic() -> None:
     same = [1.0, 1.0, 0.5, 1.0]
     for gate in GATES:
-        report = compute_drift(same, same, paired_current=same, paired_baseline=same, gate=gate)
+        report = compute_drift(
+            same, same, paired_current=same, paired_baseline=same, gate=gate,
+            two_sample_interval=True,
+        )  # fmt: skip
         assert report.verdict == "on-track"
         assert report.paired is not None and report.paired.t_statistic is None
         assert report.paired.ci_low == report.paired.ci_high == 0.0
@@ -477,3 +495,22 @@ def test_index_draws_are_uniform_and_chunk_free(bound: int) -> None:
     # Equal-width cells of [0, bound) hold equal shares of the indices when bound % cells == 0.
     shares = np.diff(np.ceil(np.arange(cells + 1) * bound / cells)) / bound
     assert stats.chisquare(observed, shares * picks.size).pvalue > 1e-4
+
+
+def test_skipping_the_two_sample_draws_changes_no_paired_number(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Between the paired draws alone (600,000) and all three samples' (1.8M): the cut into
+    # parts must count the draws skipped, or the paired interval would come from other streams.
+    monkeypatch.setattr(drift, "_PARALLEL_DRAWS", 1_000_000)
+    rng = np.random.default_rng(12)
+    current, baseline = rng.random(300), rng.random(300)
+    kwargs = {"paired_current": current, "paired_baseline": baseline}
+
+    default = compute_drift(current, baseline, **kwargs)
+    asked = compute_drift(current, baseline, two_sample_interval=True, **kwargs)
+
+    assert (default.ci_low, default.ci_high) == (None, None)
+    assert asked.ci_low is not None and asked.ci_high is not None
+    assert asked.paired == default.paired
+    assert dataclasses.replace(asked, ci_low=None, ci_high=None) == default

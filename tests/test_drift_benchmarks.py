@@ -29,8 +29,21 @@ def test_gate_error_rates_prints_both_rules_for_every_size() -> None:
     assert "default rule, worst false-alarm rate:" in out
 
 
-def test_drift_benchmark_times_numpy_against_the_python_loop() -> None:
+def test_drift_benchmark_times_the_command_against_numpy_and_scipy() -> None:
     out = _run("drift.py")
-    assert "1,000  distinct" in out and "2,000  pass/fail" in out
-    for label in ("speedup", "time", "peak"):
-        assert any(line.strip().startswith(label) for line in out.splitlines()), label
+    for size in ("1,000", "2,000"):
+        assert f"{size} cases a side" in out
+    rows = [line.split() for line in out.splitlines() if " s  " in line and "x   mean" in line]
+    names = [" ".join(row[:2]) for row in rows]
+    assert names == ["verdryx drift", "numpy script", "scipy bootstrap"] * 2, out
+    # The three answer the same question: the same mean difference, and intervals that
+    # agree within the Monte Carlo error of 2,000 resamples.
+    for first in range(0, 6, 3):
+        answers = [row[row.index("verdict:") + 1 :] for row in rows[first : first + 3]]
+        assert len({answer[0] for answer in answers}) == 1, answers
+        lows = [float(answer[1].strip("[,")) for answer in answers]
+        highs = [float(answer[2].strip("]")) for answer in answers]
+        spread = max(highs) - min(lows)
+        assert max(lows) - min(lows) < spread / 4 and max(highs) - min(highs) < spread / 4
+    assert "load average" in out
+    assert any(line.startswith(("PASS: ", "MISSED: ")) for line in out.splitlines()), out

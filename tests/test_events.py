@@ -470,6 +470,10 @@ def test_drift_event_data_and_only_regressed_is_emitted() -> None:
     assert odd["t_statistic"] is None and odd["ci_low"] is None
     assert drift_events({**DRIFT, "verdict": "on-track"}, "run-1") == []
     assert drift_events(DRIFT, "run-1") == [("quality_drift", drift_event_data(DRIFT), "run-1")]
+    # Cases paired: the interval is the one the verdict used (docs/events-and-otlp.md).
+    paired = {"n": 12, "mean_diff": -0.4, "t_statistic": -4.0, "ci_low": -0.6, "ci_high": -0.2}
+    data = drift_event_data({**DRIFT, "ci_low": None, "ci_high": None, "paired": paired})
+    assert (data["ci_low"], data["ci_high"], data["t_statistic"]) == (-0.6, -0.2, -3.5)
 
 
 # -- verify ------------------------------------------------------------------------------------

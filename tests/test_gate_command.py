@@ -313,6 +313,13 @@ def test_junit_carries_the_gate_testcase_and_properties(
         document["mean_score"], rel=1e-5
     )
     assert properties["verdryx.complete"] == "true"
+    # The interval the verdict used (docs/ci.md): the paired one, as the pytest face writes.
+    assert document["paired"] is not None
+    for end in ("ci_low", "ci_high"):
+        assert properties[f"verdryx.{end}"] == properties[f"verdryx.paired_{end}"] != ""
+        assert float(properties[f"verdryx.{end}"]) == pytest.approx(
+            document["paired"][end], rel=1e-5
+        )
     if outcome == "passed":
         assert code == 0 and case.is_passed  # type: ignore[attr-defined]
     else:

@@ -49,12 +49,19 @@ _PATH_ARGUMENTS = frozenset(
 )
 
 
-def _command_modules() -> list[ModuleType]:
+def _command_modules(only: str | None = None) -> list[ModuleType]:
+    """Every command's module, or only the one named `only` (`cost-per-correct` lives in
+    `cost_per_correct.py`) when there is one: a command run pays for its own imports, not
+    for every other command's (`verdryx drift` needs no HTTP server or trace reader)."""
     names = sorted(
         info.name
         for info in pkgutil.iter_modules(commands.__path__)
         if not info.name.startswith("_")
     )
+    if only is not None and only.replace("-", "_") in names:
+        module = importlib.import_module(f"{commands.__name__}.{only.replace('-', '_')}")
+        if only == module.NAME:
+            return [module]
     return [importlib.import_module(f"{commands.__name__}.{name}") for name in names]
 
 
@@ -68,14 +75,16 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, line + "\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line; with `command` (the first argument), only that command's
+    subparser when it names one (its help, its errors and its run are the same)."""
     parser = _Parser(
         prog="verdryx",
         description="Grade an agent's outputs, store every run, and gate on quality drift.",
     )
     parser.add_argument("--version", action="version", version=f"verdryx {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in _command_modules():
+    for module in _command_modules(command):
         sub = subparsers.add_parser(module.NAME, help=module.HELP, description=module.HELP)
         module.add_arguments(sub)
         # A command whose exit codes carry meaning (verify: 2 is FLAG) names its own.
@@ -84,7 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    first = arguments[0] if arguments and not arguments[0].startswith("-") else None
+    parser = build_parser(first)
     args, unknown = parser.parse_known_args(argv)
     if unknown:
         code = getattr(args, "_usage_exit", EXIT_USAGE)

@@ -49,6 +49,9 @@ class GatePolicy:
     require_power: bool = False
     #: `score` (mean scores) or `pass` (pass rates per case).
     metric: str = "score"
+    #: Also bootstrap the two-sample interval when cases pair (the verdict uses the paired
+    #: one; docs/statistics.md, "What is computed").
+    two_sample_interval: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -138,6 +141,7 @@ def compare(
             seed=gate.seed,
             detect=gate.detect,
             metric=gate.metric,
+            two_sample_interval=gate.two_sample_interval,
         )
     except VerdryxError as exc:
         return refused(name, exc.worded(flags))

@@ -145,9 +145,11 @@ def compare_to_baseline(
     seed: int = 0,
     detect: float | None = None,
     metric: str = "score",
+    two_sample_interval: bool = False,
 ) -> GateResult:
     """Judge `window` (newest first; `window[0]` is the current run) against `baseline`, on
-    mean scores (`metric="score"`) or pass rates per case (`"pass"`)."""
+    mean scores (`metric="score"`) or pass rates per case (`"pass"`); `two_sample_interval`:
+    bootstrap the two-sample interval too when cases pair (see `compute_drift`)."""
     if metric not in METRICS:
         raise UsageError(f"unknown gate metric {metric!r}; expected one of {', '.join(METRICS)}")
     if not window:
@@ -170,27 +172,27 @@ def compare_to_baseline(
     changed: set[str] = set()
     unmeasured: set[str] = set()
     per_case: dict[str, list[float]] = defaultdict(list)
-    for run in window:
-        for score in run.scores:
-            base = base_cases.get(score.key)
+    # Each score's key once (a run can hold 50,000 scores; the key is built, not stored).
+    keyed = [[(score.key, score) for score in run.scores] for run in window]
+    for run, scores in zip(window, keyed, strict=True):
+        for key, score in scores:
+            base = base_cases.get(key)
             if base is None:
                 continue
             if score.value is None:
                 if run is current:
-                    unmeasured.add(score.key)
+                    unmeasured.add(key)
                 continue
             if base.fingerprint and score.fingerprint and base.fingerprint != score.fingerprint:
                 if run is current:
-                    changed.add(score.key)
+                    changed.add(key)
                 continue
-            per_case[score.key].append(score.value if metric == "score" else pass_rate(score))
+            per_case[key].append(score.value if metric == "score" else pass_rate(score))
 
-    current_keys = {score.key for score in current.scores}
+    current_keys = {key for key, _ in keyed[0]}
     # An unmeasured case is in neither side's numbers: it is not news that it has no baseline.
     added = sorted(
-        score.key
-        for score in current.scores
-        if score.value is not None and score.key not in base_cases
+        key for key, score in keyed[0] if score.value is not None and key not in base_cases
     )
     present = set(known_keys) if known_keys is not None else current_keys
     removed = sorted(
@@ -233,14 +235,15 @@ def compare_to_baseline(
         iterations=iterations,
         seed=seed,
         detect=detect,
+        two_sample_interval=two_sample_interval,
     )
-    deltas = sorted(
-        (
-            CaseDelta(key=key, baseline=base_cases[key].value, current=mean)
-            for key, mean in zip(matched, case_means, strict=True)
-        ),
-        key=lambda item: (item.delta, item.key),
+    # Worst change first, then by key (keys are unique: a total order). Sorted as plain
+    # tuples, the same order `CaseDelta.delta` gives, at a fraction of the cost at 50,000.
+    ordered = sorted(
+        (mean - base_cases[key].value, key, base_cases[key].value, mean)
+        for key, mean in zip(matched, case_means, strict=True)
     )
+    deltas = [CaseDelta(key=key, baseline=value, current=mean) for _, key, value, mean in ordered]
     return GateResult(
         baseline=baseline,
         report=report,

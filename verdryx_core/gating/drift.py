@@ -84,8 +84,9 @@ class PairedStats:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DriftReport:
-    """One drift check. `t_statistic`/`ci_*` are two-sample (Welch, bootstrap); `paired` is
-    the matched-case comparison. `chance` is the one-sided probability, under no change and
+    """One drift check. `t_statistic`/`ci_*` are two-sample (Welch, bootstrap; `ci_*` None
+    when cases pair and the interval was not asked for); `paired` is the matched-case
+    comparison. `chance` is the one-sided probability, under no change and
     the normal approximation of the test the verdict used, of a delta at most this low."""
 
     verdict: str
@@ -204,6 +205,7 @@ def compute_drift(
     confidence: float = DEFAULT_CONFIDENCE,
     seed: int = 0,
     detect: float | None = None,
+    two_sample_interval: bool = False,
 ) -> DriftReport:
     """Compare the pooled `current` scores with `baseline` and decide a verdict by `gate`.
 
@@ -211,6 +213,11 @@ def compute_drift(
     eval set id and case id). `baseline_mean` defaults to the mean of `baseline`; pass the
     mean frozen with the baseline to measure the delta against that. The same `seed` gives
     the same intervals.
+
+    When at least two cases pair, the verdict rests on the paired interval, and the two
+    bootstraps of the two-sample interval (two thirds of the work) are skipped: `ci_low` and
+    `ci_high` are then None unless `two_sample_interval` asks for them. Welch's t is always
+    computed (docs/statistics.md, "What is computed").
     """
     cur = _scores("current", current)
     base = _scores("baseline", baseline)
@@ -228,19 +235,29 @@ def compute_drift(
     delta = mean_score - base_mean
     two_sided = cur.size >= 2 and base.size >= 2
     with_pairs = diffs is not None and diffs.size >= 2
-    # One independent stream per sample, so running them on threads changes nothing.
+    # The two-sample interval decides only when cases do not pair; otherwise it is drawn
+    # only when asked for, since no verdict, summary or report line reads it.
+    two_sample_drawn = two_sided and (two_sample_interval or not with_pairs)
+    # One independent stream per sample, so running them on threads changes nothing, and
+    # skipping the two-sample draws leaves the paired interval as it was.
     streams = np.random.SeedSequence(seed).spawn(3)
-    jobs = [(cur, streams[0]), (base, streams[1])] if two_sided else []
+    jobs = [(cur, streams[0]), (base, streams[1])] if two_sample_drawn else []
     if with_pairs and diffs is not None:
         jobs.append((diffs, streams[2]))
-    resampled = _bootstrap_all(jobs, iterations)
+    # The cut into parts counts the two-sample draws whether or not they are made, so asking
+    # for that interval changes no paired number.
+    sizes = [cur.size, base.size] if two_sided else []
+    if with_pairs and diffs is not None:
+        sizes.append(diffs.size)
+    resampled = _bootstrap_all(jobs, iterations, cut_by=iterations * sum(sizes))
 
     two_sample = _Test(estimate=mean_score - float(np.mean(base)), se=None, ci_high=None)
     t_statistic = ci_low = ci_high = None
     if two_sided:
         se = math.sqrt(_variance(cur) / cur.size + _variance(base) / base.size)
         t_statistic = _t(two_sample.estimate, se)
-        ci_low, ci_high = _percentile_interval(resampled[0] - resampled[1], confidence)
+        if two_sample_drawn:
+            ci_low, ci_high = _percentile_interval(resampled[0] - resampled[1], confidence)
         two_sample = _Test(estimate=two_sample.estimate, se=se, ci_high=ci_high)
 
     paired = None
@@ -304,15 +321,19 @@ def _paired(
 
 
 def _bootstrap_all(
-    jobs: list[tuple[np.ndarray, np.random.SeedSequence]], iterations: int
+    jobs: list[tuple[np.ndarray, np.random.SeedSequence]],
+    iterations: int,
+    *,
+    cut_by: int | None = None,
 ) -> list[np.ndarray]:
     """Resample means for each (values, stream); large jobs run side by side on threads.
 
     numpy releases the GIL while it draws, gathers and sums. A large job is cut into
     `_SEGMENTS` parts, each with its own child stream, so three jobs still share two cores
-    evenly; the cut depends only on the sizes, so the worker count never changes a number.
+    evenly; the cut depends only on the sizes (`cut_by` draws, by default those of `jobs`),
+    so the worker count never changes a number.
     """
-    draws = iterations * sum(values.size for values, _ in jobs)
+    draws = iterations * sum(values.size for values, _ in jobs) if cut_by is None else cut_by
     segments = _SEGMENTS if draws >= _PARALLEL_DRAWS else 1
     bounds = np.linspace(0, iterations, segments + 1).astype(int)
     tasks = [

@@ -119,19 +119,18 @@ def parse_json(
 
 
 def nesting_depth(value: Any) -> int:
-    """How many arrays and objects deep `value` goes (a scalar is 0); iterative."""
-    deepest = 0
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            depth += 1
-            stack.extend((child, depth) for child in item.values())
-        elif isinstance(item, list):
-            depth += 1
-            stack.extend((child, depth) for child in item)
-        deepest = max(deepest, depth)
-    return deepest
+    """How many arrays and objects deep `value` goes (a scalar is 0); iterative, one level
+    at a time, so a file of many flat records costs a list comprehension per record."""
+    depth = 0
+    level = [value] if isinstance(value, dict | list) else []
+    while level:
+        depth += 1
+        below: list[Any] = []
+        for item in level:
+            children = item.values() if isinstance(item, dict) else item
+            below.extend([child for child in children if isinstance(child, dict | list)])
+        level = below
+    return depth
 
 
 def _depth_error(text: str, max_depth: int) -> JSONDepthError:

@@ -446,8 +446,15 @@ _DRIFT_FIELDS: Final = (
 
 
 def drift_event_data(drift: Mapping[str, Any]) -> dict[str, Any]:
-    """The `quality_drift` payload from `DriftReport.to_dict()`; missing or non-finite -> null."""
-    return {name: _finite(drift.get(name)) for name in _DRIFT_FIELDS}
+    """The `quality_drift` payload from `DriftReport.to_dict()`; missing or non-finite -> null.
+    `ci_low`, `ci_high`: the interval the verdict used, paired when cases paired
+    (docs/events-and-otlp.md)."""
+    data = {name: _finite(drift.get(name)) for name in _DRIFT_FIELDS}
+    paired = drift.get("paired")
+    if isinstance(paired, Mapping) and paired.get("ci_low") is not None:
+        data["ci_low"] = _finite(paired.get("ci_low"))
+        data["ci_high"] = _finite(paired.get("ci_high"))
+    return data
 
 
 def drift_events(drift: Mapping[str, Any], run_id: str) -> list[tuple[str, dict[str, Any], str]]:

@@ -64,6 +64,12 @@ def add_gate_arguments(parser: argparse.ArgumentParser, *, window: bool = False)
         help="compare mean scores (default) or pass rates per case",
     )
     parser.add_argument(
+        "--two-sample-interval",
+        action="store_true",
+        help="also bootstrap the two-sample interval (ci_low, ci_high) when cases pair; the "
+        "verdict uses the paired one (default: off, it is two thirds of the work)",
+    )
+    parser.add_argument(
         "--root", default=".", help="where .verdryx/baselines/ lives (default: current dir)"
     )
 
@@ -79,6 +85,7 @@ def policy_from(args: argparse.Namespace) -> GatePolicy:
         detect=args.detect,
         require_power=args.require_power,
         metric=args.gate_metric,
+        two_sample_interval=args.two_sample_interval,
     )
 
 

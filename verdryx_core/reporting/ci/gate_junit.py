@@ -15,7 +15,7 @@ from pathlib import Path
 
 from verdryx_core.atomic import write_text_atomic
 from verdryx_core.gating.compare import GateOutcome
-from verdryx_core.reporting.ci.verdict import verdict_line
+from verdryx_core.reporting.ci.verdict import verdict_interval, verdict_line
 from verdryx_core.runs import EvalRun
 from verdryx_core.untrusted.text import printable
 
@@ -30,14 +30,17 @@ def suite_properties(run: EvalRun | None, gate: GateOutcome) -> dict[str, str]:
     """The suite's `verdryx.*` properties; empty values where nothing applies."""
     result = gate.result
     report = result.report if result is not None else None
+    # The interval the verdict used: paired when cases paired (docs/ci.md), as the pytest
+    # face writes it.
+    interval = verdict_interval(report) if report is not None else None
     properties = {
         "verdryx.run_id": run.id if run else "",
         "verdryx.model": run.model if run else "",
         "verdryx.mean_score": _num(run.mean_score if run else None),
         "verdryx.baseline": gate.baseline,
         "verdryx.delta": _num(report.delta if report else None),
-        "verdryx.ci_low": _num(report.ci_low if report else None),
-        "verdryx.ci_high": _num(report.ci_high if report else None),
+        "verdryx.ci_low": _num(interval.low if interval else None),
+        "verdryx.ci_high": _num(interval.high if interval else None),
         "verdryx.verdict": gate.verdict if gate.verdict != "not-compared" else "",
         "verdryx.unmeasured": str(len(run.unmeasured)) if run else "",
         "verdryx.cost_usd": f"{run.total_cost_usd:.6g}" if run else "",
