@@ -2,7 +2,7 @@
 does, under each exit policy (docs/outcomes.md, "Who decides the exit status").
 
     .venv/bin/python benchmarks/gate_false_red.py              # 20, 50, 200 cases, 40 trials
-    .venv/bin/python benchmarks/gate_false_red.py --quick      # a smoke run: 3 trials, small
+    .venv/bin/python benchmarks/gate_false_red.py --quick      # a smoke run: 1 trial, small
     .venv/bin/python benchmarks/gate_false_red.py --trials 100
 
 The agent is a seeded stochastic target (`--verdryx-target`): case i passes with its own
@@ -200,23 +200,23 @@ def _machine() -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a smoke run: 3 trials, 20 cases")
-    parser.add_argument("--trials", type=int, help="trials per cell (default 40; quick 3)")
+    parser.add_argument("--quick", action="store_true", help="a smoke run: 1 trial, 20 cases")
+    parser.add_argument("--trials", type=int, help="trials per cell (default 40; quick 1)")
     parser.add_argument("--sizes", help="comma-separated case counts (default 20,50,200; quick 20)")
     parser.add_argument(
         "--baselines",
         type=int,
-        help="saved baselines in the one-baseline table (default 10; quick 2; 0 skips it)",
+        help="saved baselines in the one-baseline table (default 10; quick 1; 0 skips it)",
     )
     parser.add_argument(
-        "--sessions", type=int, help="sessions gated on each of them (default 20; quick 3)"
+        "--sessions", type=int, help="sessions gated on each of them (default 20; quick 2)"
     )
     parser.add_argument("--seed", type=int, default=2026)
     args = parser.parse_args()
-    trials = args.trials or (3 if args.quick else 40)
+    trials = args.trials or (1 if args.quick else 40)
     sizes = [int(n) for n in (args.sizes or ("20" if args.quick else "20,50,200")).split(",")]
-    baselines = args.baselines if args.baselines is not None else (2 if args.quick else 10)
-    sessions = args.sessions or (3 if args.quick else 20)
+    baselines = args.baselines if args.baselines is not None else (1 if args.quick else 10)
+    sessions = args.sessions or (2 if args.quick else 20)
     one_size = 20 if args.quick else 50
 
     start = time.perf_counter()

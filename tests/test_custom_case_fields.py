@@ -179,6 +179,13 @@ def test_text_options_json_fields_and_custom_options(pytester: pytest.Pytester) 
                 return Grade(value=sum(w in output for w in words) / len(words))
 
         register_grader("keywords", Keywords(), replace=True)
+
+
+        def pytest_unconfigure(config):
+            # pytester runs this session in the test process: leave no grader behind.
+            from verdryx_core.graders import unregister_grader
+
+            unregister_grader("keywords")
         """
     )
     result, run = _run(

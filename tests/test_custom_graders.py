@@ -88,7 +88,9 @@ def test_an_unregistered_name_is_a_load_error_listing_the_graders(
         load_evalset(path)
     message = str(info.value)
     assert info.value.field == "grader" and "'lenght' is not a grader" in message
-    assert "registered: length" in message
+    # Other tests of this process may have registered graders of their own beside it.
+    registered = message.partition("registered: ")[2].split(", ")
+    assert "length" in registered
 
 
 @pytest.mark.parametrize(
