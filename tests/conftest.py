@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -13,15 +14,22 @@ from fakes.anthropic_server import FakeAnthropic
 _UNUSED_BY_INNER_SESSIONS = "-p no:schemathesis -p no:hypothesispytest -p no:anyio"
 
 
-@pytest.fixture(autouse=True)
-def _inner_sessions_skip_unused_plugins(
-    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    if "pytester" in request.fixturenames:
-        request.getfixturevalue("pytester")  # it clears PYTEST_ADDOPTS: set it after
-    elif "benchmark" not in request.node.path.name:
-        return
-    monkeypatch.setenv("PYTEST_ADDOPTS", _UNUSED_BY_INNER_SESSIONS)
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    # Set while the test body runs, after every fixture (pytester clears PYTEST_ADDOPTS when
+    # it is made; asking for it earlier from a fixture would change the fixtures' order).
+    fixtures = getattr(item, "fixturenames", ())
+    if "pytester" not in fixtures and "benchmark" not in item.path.name:
+        return (yield)
+    before = os.environ.get("PYTEST_ADDOPTS")
+    os.environ["PYTEST_ADDOPTS"] = _UNUSED_BY_INNER_SESSIONS
+    try:
+        return (yield)
+    finally:
+        if before is None:
+            os.environ.pop("PYTEST_ADDOPTS", None)
+        else:
+            os.environ["PYTEST_ADDOPTS"] = before
 
 
 @pytest.fixture
