@@ -45,6 +45,9 @@ class GradeContext:
     repeat: int = 0
     #: Seconds one call may take (`--verdryx-timeout`): custom graders are held to it.
     timeout_s: float | None = None
+    #: The case's workspace as the agent left it (a per-case, per-repeat temporary folder),
+    #: or None when the case has none: the execution and contract graders read it.
+    workspace: Path | None = None
 
 
 @runtime_checkable

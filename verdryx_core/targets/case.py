@@ -32,6 +32,9 @@ class TargetCase:
     tools: tuple[Mapping[str, Any], ...] | None = None
     metadata: Mapping[str, Any] | None = None
     repeat: int = 0
+    #: The path of the case's fresh workspace folder, which the target may change; None when
+    #: the case has no workspace.
+    workspace: str | None = None
 
     @classmethod
     def from_eval_case(cls, case: Any, *, eval_set_id: str, repeat: int = 0) -> TargetCase:
