@@ -22,6 +22,7 @@ from verdryx_core.store import Store, StoreTarget, resolve_store_path
 
 if TYPE_CHECKING:
     from verdryx_core.addons.events.otlp import SpanExporter
+    from verdryx_core.gating.allocation import Allocation
 
 __all__ = ["CONTEXT_KEY", "SessionContext", "StoreHandle", "context_of", "session_store_path"]
 
@@ -87,6 +88,8 @@ class SessionContext:
     #: OTLP spans go here at the end, when $VERDRYX_OTLP_ENDPOINT is set (read at configure).
     otlp_endpoint: str | None = None
     exporter: SpanExporter | None = None
+    #: Samples per case under `--verdryx-repeat=auto` (None: uniform repeats).
+    allocation: Allocation | None = None
     _baseline_cases: dict[str, BaselineCase] = field(default_factory=dict)
 
     @property

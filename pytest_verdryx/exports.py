@@ -4,6 +4,8 @@ can fail the eval: a problem at the end becomes a line in the summary."""
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +92,43 @@ def add_junit_properties(
         properties["verdryx.paired_ci_high"] = _num(drift.paired.ci_high)
     for name, value in properties.items():
         xml.add_global_property(name, value)
+
+
+def add_case_regressed(
+    config: pytest.Config, nodeids: Mapping[str, str], result: GateResult | None
+) -> None:
+    """Each compared case's testcase gets `verdryx.case_regressed`: `true` when its drop is
+    significant after the false discovery correction (docs/statistics.md, "Which cases
+    regressed"), else `false`. `nodeids`: case key -> node id. The testcases were written
+    when each item ended, before the gate: the property is added to what junitxml holds."""
+    xml = _junit_xml(config)
+    if xml is None or result is None or result.report is None:
+        return
+    try:  # guarded private import, as `_junit_xml`
+        from _pytest.junitxml import mangle_test_address
+    except ImportError:  # pragma: no cover
+        return
+    compared = {item.key for item in result.deltas}
+    wanted: dict[tuple[str, str], str] = {}
+    for key, nodeid in nodeids.items():
+        if key not in compared:
+            continue
+        names = mangle_test_address(nodeid)
+        classnames = names[:-1]
+        if xml.prefix:
+            classnames.insert(0, xml.prefix)
+        wanted_flag = "true" if result.significant(key) else "false"
+        wanted[(".".join(classnames), names[-1])] = wanted_flag
+    for reporter in getattr(xml, "node_reporters_ordered", ()):
+        element = reporter.to_xml()
+        found = wanted.get((element.get("classname") or "", element.get("name") or ""))
+        if found is None:
+            continue
+        properties = element.find("properties")
+        if properties is None:
+            properties = ET.Element("properties")
+            element.insert(0, properties)
+        properties.append(ET.Element("property", name="verdryx.case_regressed", value=found))
 
 
 def emit_events(path: str, run: EvalRun, drift: DriftReport | None) -> list[str]:

@@ -119,6 +119,11 @@ def finish_session(
         _save_baseline(end)
     result = end.gate.result if end.gate is not None else None
     exports.add_junit_properties(context.config, run, result, context.baseline_name)
+    exports.add_case_regressed(
+        context.config,
+        {score.key: nodeid for nodeid, (_, score) in context.state.scores.items()},
+        result,
+    )
     _ci_outputs(end)
     _send_exports(end)
     return end
@@ -185,6 +190,7 @@ def _gate(end: SessionEnd) -> GateOutcome | None:
                 detect=settings.detect,
                 require_power=settings.require_power,
                 metric=settings.gate_metric,
+                fdr=settings.fdr,
             ),
             history=history,
             known_keys=context.state.known_keys,

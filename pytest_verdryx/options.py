@@ -46,7 +46,7 @@ class _Option:
     name: str  # dest, also the ini key
     help: str
     default: Any = None
-    kind: str = "string"  # string | bool (flag) | int | float | choice
+    kind: str = "string"  # string | bool (flag) | int | float | choice | repeat (int or auto)
     choices: tuple[str, ...] = ()
     minimum: float | None = None
     maximum: float | None = None
@@ -188,12 +188,31 @@ OPTIONS: Final = (
     ),
     _Option(
         "verdryx_repeat",
-        "sample every model case N times; its score is the mean (default 1)",
+        "sample every model case N times; its score is the mean (default 1); 'auto': "
+        "spend --verdryx-max-samples where the baseline's cases varied",
         1,
-        "int",
+        "repeat",
         minimum=1,
         maximum=100,
+        metavar="N|auto",
+    ),
+    _Option(
+        "verdryx_max_samples",
+        "with --verdryx-repeat=auto, the samples of one run in all (default 3 per case)",
+        None,
+        "int",
+        minimum=1,
         metavar="N",
+    ),
+    _Option(
+        "verdryx_fdr",
+        "the false discovery rate of the per-case drop tests: a case is a significant drop "
+        "at this rate, Benjamini-Hochberg corrected (default 0.1)",
+        0.1,
+        "float",
+        minimum=0.0001,
+        maximum=1.0,
+        metavar="Q",
     ),
     _Option(
         "verdryx_events",
@@ -313,6 +332,10 @@ class Settings:
     concurrency: int
     cache: str
     repeat: int
+    #: `--verdryx-repeat=auto`: samples per case from the baseline's per-case variance.
+    repeat_auto: bool = False
+    max_samples: int | None = None
+    fdr: float = 0.1
     events: str | None
     agent_id: str | None
     typed_url: str | None
@@ -408,15 +431,19 @@ def _convert(option: _Option, raw: object, source: str) -> Any:
     if option.kind == "bool":
         return bool(raw)
     text = str(raw).strip()
+    if option.kind == "repeat" and text == "auto":
+        return "auto"
     try:
-        if option.kind == "int":
+        if option.kind in ("int", "repeat"):
             value: Any = int(text)
         elif option.kind == "float":
             value = float(text)
         else:
             value = text
     except ValueError:
-        expected = "a whole number" if option.kind == "int" else "a number"
+        expected = {"int": "a whole number", "repeat": "a whole number or auto"}.get(
+            option.kind, "a number"
+        )
         raise pytest.UsageError(f"{source}: {text!r} is not {expected}") from None
     if option.kind == "choice" and value not in option.choices:
         raise pytest.UsageError(f"{source}: {text!r} is not one of {', '.join(option.choices)}")
@@ -457,7 +484,10 @@ def read_settings(config: pytest.Config, env: Mapping[str, str] | None = None) -
         min_score=get("verdryx_min_score"),
         concurrency=get("verdryx_concurrency"),
         cache=get("verdryx_cache"),
-        repeat=get("verdryx_repeat"),
+        repeat=1 if get("verdryx_repeat") == "auto" else get("verdryx_repeat"),
+        repeat_auto=get("verdryx_repeat") == "auto",
+        max_samples=get("verdryx_max_samples"),
+        fdr=get("verdryx_fdr"),
         events=get("verdryx_events") or env.get("VERDRYX_EVENTS_PATH") or None,
         agent_id=get("verdryx_agent_id"),
         typed_url=get("verdryx_typed_url"),

@@ -297,6 +297,31 @@ class VerdryxSession:
         state.targets = self.context.evaluation.targets_of(
             item.case for item in session.items if isinstance(item, EvalCaseItem)
         )
+        if self.settings.repeat_auto:
+            self._allocate(session)
+
+    def _allocate(self, session: pytest.Session) -> None:
+        """`--verdryx-repeat=auto`: each case's samples from the baseline's per-case variance
+        (docs/statistics.md). Every process computes it from the same items and baseline."""
+        from verdryx_core.gating.allocation import allocate
+
+        keys = [
+            f"{item.evalset.id}::{item.case.id}"
+            for item in session.items
+            if isinstance(item, EvalCaseItem)
+        ]
+        context = self.context
+        budget = self.settings.max_samples or 3 * len(keys)
+        baseline = context.baseline.case_map() if context.baseline is not None else {}
+        allocation = allocate(keys, baseline, budget)
+        if context.baseline is None:
+            allocation = dataclasses.replace(
+                allocation,
+                fallback=allocation.fallback
+                and "no baseline to allocate by: " + allocation.fallback.split(": ", 1)[-1],
+            )
+        context.allocation = allocation
+        context.evaluation.repeats_for = allocation
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         # Under xdist the controller sees the workers' failed reports too (deduplicated by

@@ -81,6 +81,7 @@ def write_summary(tr: Any, end: SessionEnd) -> None:
             f"NOTE: no price for {model!r}: priced at the fallback rate; add it to the "
             "price file named by ini verdryx_prices"
         )
+    allocation = end.context.allocation
     stability = end.state.stability()
     if stability:
         labels = list(stability.values())
@@ -89,10 +90,15 @@ def write_summary(tr: Any, end: SessionEnd) -> None:
             for label in ("stable-pass", "stable-fail", "flaky")
             if label in labels
         )
-        tr.write_line(f"across {settings.repeat} samples per case: {counts}")
+        across = "their" if allocation is not None else str(settings.repeat)
+        tr.write_line(f"across {across} samples per case: {counts}")
         flaky = sorted(key for key, label in stability.items() if label == "flaky")
         if flaky:
-            tr.write_line(f"flaky across {settings.repeat} samples: {', '.join(flaky)}")
+            tr.write_line(f"flaky across {across} samples: {', '.join(flaky)}")
+    if allocation is not None:
+        tr.write_line(allocation.words())
+        if allocation.fallback:
+            tr.write_line(f"--verdryx-repeat=auto: {allocation.fallback}", yellow=True)
     note = repeat_note(settings.repeat, end.state.live_cases, FLAGS)
     if note:
         tr.write_line(note)

@@ -222,6 +222,9 @@ class EvalCase:
     #: Below its bar it fails the session whatever the verdict (docs/outcomes.md); not part
     #: of what the case measures, so not of its fingerprint.
     required: bool = False
+    #: Cases sharing a source name one cluster; the gate resamples whole clusters
+    #: (docs/statistics.md). A grouping, not what the case measures: not in its fingerprint.
+    cluster: str | None = None
     tags: tuple[str, ...] = ()
     contract: Mapping[str, Any] | None = None
     #: Grader options (`OPTION_FIELDS`), as written on the case or inherited from the set.
@@ -293,6 +296,8 @@ class EvalCase:
                 data[name] = value
         if self.required:
             data["required"] = True
+        if self.cluster is not None:
+            data["cluster"] = self.cluster
         if self.output is not None:
             data["output"] = (
                 [_output_item(item) for item in self.output]
@@ -351,6 +356,7 @@ class EvalCase:
             output=_output_in(output, grader),
             min_score=data.get("min_score"),
             required=bool(data.get("required", False)),
+            cluster=data.get("cluster"),
             tags=tuple(data.get("tags") or ()),
             contract=data.get("contract"),
             options={name: data[name] for name in OPTION_FIELDS if name in data},

@@ -155,6 +155,9 @@ class Score:
     notes: Mapping[str, str] | None = field(default=None, compare=False)
     #: The case is required (`EvalCase.required`): below its bar it fails the session.
     required: bool = field(default=False, compare=False)
+    #: The case's `cluster` (cases that share a source): the gate resamples whole clusters
+    #: (docs/statistics.md, "Clustered cases"); None: a cluster of its own.
+    cluster: str | None = None
 
     def __post_init__(self) -> None:
         # The text rule (untrusted/text.py): an agent's or a provider's answer may hold a lone
@@ -222,6 +225,7 @@ class Score:
             }
             | ({"notes": dict(self.notes)} if self.notes else {})
             | ({"required": True} if self.required else {})
+            | ({"cluster": self.cluster} if self.cluster is not None else {})
         )
 
     @classmethod
@@ -244,6 +248,7 @@ class Score:
             checks=tuple(CheckResult.from_dict(item) for item in data.get("checks") or ()),
             notes=data.get("notes") or None,
             required=bool(data.get("required", False)),
+            cluster=data.get("cluster"),
         )
 
 
@@ -412,19 +417,29 @@ class BaselineCase:
     value: float
     fingerprint: str = ""
     passed: bool | None = None
+    #: Its samples' scores when the run sampled it more than once: the per-case variance
+    #: `--verdryx-repeat=auto` allocates by, and the per-case drop test's baseline side.
+    #: Empty in baselines saved before they were kept (docs/statistics.md).
+    samples: tuple[float, ...] = ()
+    #: The case's `cluster`, as measured (None: a cluster of its own).
+    cluster: str | None = None
 
     @property
     def key(self) -> str:
         return case_key(self.eval_set_id, self.case_id)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "eval_set_id": self.eval_set_id,
-            "case_id": self.case_id,
-            "value": self.value,
-            "fingerprint": self.fingerprint,
-            "passed": self.passed,
-        }
+        return (
+            {
+                "eval_set_id": self.eval_set_id,
+                "case_id": self.case_id,
+                "value": self.value,
+                "fingerprint": self.fingerprint,
+                "passed": self.passed,
+            }
+            | ({"samples": list(self.samples)} if self.samples else {})
+            | ({"cluster": self.cluster} if self.cluster is not None else {})
+        )
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> BaselineCase:
@@ -434,6 +449,8 @@ class BaselineCase:
             value=float(data["value"]),
             fingerprint=data.get("fingerprint") or "",
             passed=data.get("passed"),
+            samples=tuple(float(item) for item in data.get("samples") or ()),
+            cluster=data.get("cluster"),
         )
 
 
@@ -492,6 +509,8 @@ class Baseline:
                     value=score.value,
                     fingerprint=score.fingerprint,
                     passed=score.passed,
+                    samples=score.samples,
+                    cluster=score.cluster,
                 )
                 for score in run.scores
                 if score.value is not None

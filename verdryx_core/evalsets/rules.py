@@ -59,6 +59,7 @@ _CORE_FIELDS: Final = frozenset(
         "output",
         "min_score",
         "required",
+        "cluster",
         "tags",
         "checks",
         "system",
@@ -116,7 +117,7 @@ def effective_case(
     if "grader" not in merged and "checks" not in merged and "grader" in defaults:
         merged["grader"] = defaults["grader"]
     grader = merged.get("grader", "exact")
-    for name in ("min_score", "system", "required"):
+    for name in ("min_score", "system", "required", "cluster"):
         if name in defaults:
             merged.setdefault(name, defaults[name])
     checks = merged.get("checks")

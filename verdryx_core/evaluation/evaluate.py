@@ -77,6 +77,9 @@ class Evaluation:
         #: Plugged-in graders built for this run (or why they cannot be), by name.
         self._plugged: dict[str, Grader | GraderUnavailable] = {}
         self._plug_lock = threading.Lock()
+        #: Samples per case by key (`set::case`), when they differ (`--verdryx-repeat=auto`,
+        #: verdryx_core/gating/allocation.py); None: `settings.repeat` for every case.
+        self.repeats_for: Callable[[str], int] | None = None
 
     # -- the store -------------------------------------------------------------------------
 
@@ -143,7 +146,14 @@ class Evaluation:
             repeat=settings.repeat,
             min_score=settings.min_score,
             flags=settings.flags,
+            repeats_for=self._repeats_for(),
         )
+
+    def _repeats_for(self) -> Callable[[EvalCase, GradeContext], int] | None:
+        allocated = self.repeats_for
+        if allocated is None:
+            return None
+        return lambda case, context: allocated(f"{context.eval_set_id}::{case.id}")
 
     def plug_in(self, name: str) -> Grader:
         """The plugged-in grader `name` for this run, built once from the run's settings

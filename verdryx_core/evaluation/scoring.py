@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
@@ -57,10 +57,13 @@ class CaseScorer:
         repeat: int = 1,
         min_score: float | None,
         flags: Mapping[str, str],
+        repeats_for: Callable[[EvalCase, GradeContext], int] | None = None,
     ) -> None:
         self.graders = graders
         self.live = live
         self.repeat = max(1, repeat)
+        #: Samples of one case when they differ by case (`--verdryx-repeat=auto`).
+        self.repeats_for = repeats_for
         self.min_score = min_score
         self.flags = flags
 
@@ -81,7 +84,8 @@ class CaseScorer:
             return self._score(case, context, value=None, unmeasured=reason)
         source = source_for(case, self.live)
         # Repeats sample a live source; a recorded output is one fixed measurement.
-        rounds = self.repeat if source.samples else 1
+        repeat = self.repeat if self.repeats_for is None else self.repeats_for(case, context)
+        rounds = max(1, repeat) if source.samples else 1
         samples = [self._sample(case, grader, source, context, index) for index in range(rounds)]
         measured = [s.grade.value for s in samples if s.grade.value is not None]
         tokens = sum(s.tokens for s in samples)
@@ -244,6 +248,7 @@ def decided(
         reason=reason,
         checks=checks,
         required=case.required,
+        cluster=case.cluster,
     )
 
 

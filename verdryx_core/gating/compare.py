@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from verdryx_core.errors import CLI_FLAGS, ModelChangeError, VerdryxError, word_hint
+from verdryx_core.gating.case_drops import DEFAULT_FDR
 from verdryx_core.gating.comparison import GateResult, compare_to_baseline, select_window
 from verdryx_core.gating.drift import DEFAULT_ITERATIONS, DEFAULT_THRESHOLD, DriftReport
 from verdryx_core.runs import Baseline, EvalRun
@@ -52,6 +53,8 @@ class GatePolicy:
     #: Also bootstrap the two-sample interval when cases pair (the verdict uses the paired
     #: one; docs/statistics.md, "What is computed").
     two_sample_interval: bool = False
+    #: The false discovery rate of the per-case drop tests (`--verdryx-fdr`).
+    fdr: float = DEFAULT_FDR
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -142,6 +145,7 @@ def compare(
             detect=gate.detect,
             metric=gate.metric,
             two_sample_interval=gate.two_sample_interval,
+            fdr=gate.fdr,
         )
     except VerdryxError as exc:
         return refused(name, exc.worded(flags))

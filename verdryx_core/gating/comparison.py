@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Final
 
 from verdryx_core.errors import ModelChangeError, UsageError
+from verdryx_core.gating.case_drops import DEFAULT_FDR, CaseDrop, case_drop_tests
 from verdryx_core.gating.drift import (
     DEFAULT_ITERATIONS,
     DEFAULT_THRESHOLD,
@@ -69,6 +70,31 @@ class GateResult:
     metric: str = "score"
     #: The same target at another declared version: the comparison the gate is for.
     target_change: str | None = None
+    #: The drop test of each matched case sampled at least twice on both sides, by key
+    #: (docs/statistics.md, "Which cases regressed").
+    case_drops: Mapping[str, CaseDrop] = field(default_factory=dict)
+    #: The false discovery rate they were corrected at.
+    fdr: float = DEFAULT_FDR
+
+    def significant(self, key: str) -> bool:
+        """Whether this case's drop is significant after the false discovery correction."""
+        drop = self.case_drops.get(key)
+        return drop is not None and drop.significant
+
+    def dropped_cases(self) -> list[CaseDelta]:
+        """The matched cases that dropped: significant drops first, then the rest, each
+        group worst first."""
+        drops = [item for item in self.deltas if item.delta < 0]
+        return sorted(drops, key=lambda item: not self.significant(item.key))
+
+    def drop_words(self, key: str) -> str:
+        """`significant drop (q 0.012)`, `within noise (p 0.31)`, or `1 sample: not tested`."""
+        drop = self.case_drops.get(key)
+        if drop is None:
+            return "not tested (fewer than 2 samples a side)"
+        if drop.significant:
+            return f"significant drop (q {drop.q_value:.3g})"
+        return f"within noise (q {drop.q_value:.3g})"
 
     @property
     def expected(self) -> int:
@@ -146,6 +172,7 @@ def compare_to_baseline(
     detect: float | None = None,
     metric: str = "score",
     two_sample_interval: bool = False,
+    fdr: float = DEFAULT_FDR,
 ) -> GateResult:
     """Judge `window` (newest first; `window[0]` is the current run) against `baseline`, on
     mean scores (`metric="score"`) or pass rates per case (`"pass"`); `two_sample_interval`:
@@ -172,6 +199,9 @@ def compare_to_baseline(
     changed: set[str] = set()
     unmeasured: set[str] = set()
     per_case: dict[str, list[float]] = defaultdict(list)
+    # Each sample's score, for the per-case drop test, and the case's cluster now.
+    per_sample: dict[str, list[float]] = defaultdict(list)
+    cluster_of: dict[str, str | None] = {}
     # Each score's key once (a run can hold 50,000 scores; the key is built, not stored).
     keyed = [[(score.key, score) for score in run.scores] for run in window]
     for run, scores in zip(window, keyed, strict=True):
@@ -188,6 +218,8 @@ def compare_to_baseline(
                     changed.add(key)
                 continue
             per_case[key].append(score.value if metric == "score" else pass_rate(score))
+            per_sample[key].extend(score.samples or (score.value,))
+            cluster_of.setdefault(key, score.cluster)
 
     current_keys = {key for key, _ in keyed[0]}
     # An unmeasured case is in neither side's numbers: it is not news that it has no baseline.
@@ -222,6 +254,8 @@ def compare_to_baseline(
     pooled = [value for key in matched for value in per_case[key]]
     base_values = [_base_value(base_cases[key], metric) for key in matched]
     case_means = [math.fsum(per_case[key]) / len(per_case[key]) for key in matched]
+    # The cluster the case has now; the baseline's when this run names none.
+    labels = [cluster_of.get(key) or base_cases[key].cluster for key in matched]
     report = compute_drift(
         pooled,
         base_values,
@@ -236,6 +270,16 @@ def compare_to_baseline(
         seed=seed,
         detect=detect,
         two_sample_interval=two_sample_interval,
+        paired_clusters=labels if any(label is not None for label in labels) else None,
+    )
+    drops = case_drop_tests(
+        {
+            key: (base_cases[key].samples, per_sample[key])
+            for key in matched
+            if len(base_cases[key].samples) >= 2 and len(per_sample[key]) >= 2
+        },
+        fdr=fdr,
+        seed=seed,
     )
     # Worst change first, then by key (keys are unique: a total order). Sorted as plain
     # tuples, the same order `CaseDelta.delta` gives, at a fraction of the cost at 50,000.
@@ -256,6 +300,8 @@ def compare_to_baseline(
         unmeasured=tuple(sorted(unmeasured)),
         metric=metric,
         target_change=target_change,
+        case_drops=drops,
+        fdr=fdr,
     )
 
 

@@ -25,6 +25,13 @@ import numpy as np
 
 from verdryx_core.defaults import DEFAULT_THRESHOLD, GATES
 from verdryx_core.errors import CLI_FLAGS, UsageError, word_hint
+from verdryx_core.gating.clusters import (
+    Clusters,
+    ClusterStats,
+    cluster_bootstrap_means,
+    cluster_se,
+    cluster_stats,
+)
 
 __all__ = [
     "DEFAULT_CONFIDENCE",
@@ -109,6 +116,9 @@ class DriftReport:
     paired: PairedStats | None
     #: The smallest drop the user needs to see (`--verdryx-detect`); None: not asked.
     detect: float | None = None
+    #: How the matched cases cluster, when some case names a cluster shared with another
+    #: (the paired numbers are then the cluster-robust ones); None: independent cases.
+    clusters: ClusterStats | None = None
 
     @property
     def underpowered(self) -> bool:
@@ -156,6 +166,7 @@ class DriftReport:
             "paired": None if self.paired is None else self.paired.to_dict(),
             "detect": _json_float(self.detect),
             "underpowered": self.underpowered,
+            "clusters": None if self.clusters is None else self.clusters.to_dict(),
         }
 
     def inconclusive_sentence(
@@ -206,6 +217,7 @@ def compute_drift(
     seed: int = 0,
     detect: float | None = None,
     two_sample_interval: bool = False,
+    paired_clusters: Sequence[str | None] | None = None,
 ) -> DriftReport:
     """Compare the pooled `current` scores with `baseline` and decide a verdict by `gate`.
 
@@ -218,6 +230,10 @@ def compute_drift(
     bootstraps of the two-sample interval (two thirds of the work) are skipped: `ci_low` and
     `ci_high` are then None unless `two_sample_interval` asks for them. Welch's t is always
     computed (docs/statistics.md, "What is computed").
+
+    `paired_clusters[i]` is the cluster of matched case i (None: a cluster of its own). When
+    some cluster holds two cases, the paired interval resamples whole clusters and its t and
+    MDE use the cluster-robust standard error (docs/statistics.md, "Clustered cases").
     """
     cur = _scores("current", current)
     base = _scores("baseline", baseline)
@@ -230,6 +246,7 @@ def compute_drift(
     if not math.isfinite(base_mean):
         raise UsageError(f"baseline_mean is {baseline_mean!r}; expected a finite number")
     diffs = _paired_diffs(paired_current, paired_baseline)
+    clusters = _clusters(paired_clusters, diffs)
 
     mean_score = float(np.mean(cur))
     delta = mean_score - base_mean
@@ -242,7 +259,7 @@ def compute_drift(
     # skipping the two-sample draws leaves the paired interval as it was.
     streams = np.random.SeedSequence(seed).spawn(3)
     jobs = [(cur, streams[0]), (base, streams[1])] if two_sample_drawn else []
-    if with_pairs and diffs is not None:
+    if with_pairs and diffs is not None and clusters is None:
         jobs.append((diffs, streams[2]))
     # The cut into parts counts the two-sample draws whether or not they are made, so asking
     # for that interval changes no paired number.
@@ -250,6 +267,9 @@ def compute_drift(
     if with_pairs and diffs is not None:
         sizes.append(diffs.size)
     resampled = _bootstrap_all(jobs, iterations, cut_by=iterations * sum(sizes))
+    if with_pairs and diffs is not None and clusters is not None:
+        rng = np.random.Generator(np.random.SFC64(streams[2]))
+        resampled.append(cluster_bootstrap_means(diffs, clusters, iterations, rng))
 
     two_sample = _Test(estimate=mean_score - float(np.mean(base)), se=None, ci_high=None)
     t_statistic = ci_low = ci_high = None
@@ -263,7 +283,9 @@ def compute_drift(
     paired = None
     test = two_sample
     if diffs is not None:
-        paired, paired_test = _paired(diffs, resampled[-1] if with_pairs else None, confidence)
+        paired, paired_test = _paired(
+            diffs, resampled[-1] if with_pairs else None, confidence, clusters
+        )
         # Matched cases cancel case difficulty, the largest source of noise between runs.
         if with_pairs:
             test = paired_test
@@ -296,19 +318,41 @@ def compute_drift(
         ci_high=ci_high,
         paired=paired,
         detect=None if detect is None else float(detect),
+        clusters=None if clusters is None or diffs is None else cluster_stats(diffs, clusters),
     )
 
 
+def _clusters(labels: Sequence[str | None] | None, diffs: np.ndarray | None) -> Clusters | None:
+    """The matched cases' clusters, when some cluster holds two of them; else None."""
+    if labels is None or diffs is None:
+        return None
+    if len(labels) != diffs.size:
+        raise UsageError(
+            f"paired_clusters has {len(labels)} labels for {diffs.size} matched cases; "
+            "expected one per matched case, in the same order"
+        )
+    clusters = Clusters.of(list(labels))
+    return clusters if clusters.shared else None
+
+
 def _paired(
-    diffs: np.ndarray, resampled: np.ndarray | None, confidence: float
+    diffs: np.ndarray,
+    resampled: np.ndarray | None,
+    confidence: float,
+    clusters: Clusters | None = None,
 ) -> tuple[PairedStats, _Test]:
     mean_diff = float(np.mean(diffs))
+    if clusters is not None and clusters.count < 2:
+        resampled = None  # one cluster: one independent unit, no spread to judge it by
     if resampled is None:  # a single matched case: a difference, but no spread to judge it by
         stats = PairedStats(
             n=int(diffs.size), mean_diff=mean_diff, t_statistic=None, ci_low=None, ci_high=None
         )
         return stats, _Test(estimate=mean_diff, se=None, ci_high=None)
-    se = math.sqrt(_variance(diffs) / diffs.size)
+    if clusters is None:
+        se = math.sqrt(_variance(diffs) / diffs.size)
+    else:  # cases of one cluster move together: their information is the cluster's
+        se = cluster_se(diffs, clusters)
     low, high = _percentile_interval(resampled, confidence)
     stats = PairedStats(
         n=int(diffs.size),

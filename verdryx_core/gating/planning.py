@@ -20,13 +20,15 @@ plugin's `plan:` line.
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any, Final, Literal
 
 from verdryx_core.errors import UsageError
+from verdryx_core.gating.clusters import Clusters, ClusterStats, icc
 from verdryx_core.gating.drift import DEFAULT_CONFIDENCE, DriftReport
 from verdryx_core.runs import Baseline, EvalRun, Score
 
@@ -71,6 +73,11 @@ class Noise:
     mean: float
     #: What the planner had to assume, in words (None: nothing).
     note: str | None = None
+    #: What clustered cases multiply the variance of the mean by, 1 + (m - 1) ICC at mean
+    #: cluster size m (docs/statistics.md, "Clustered cases"); 1: independent cases.
+    design_effect: float = 1.0
+    #: The clusters it was measured on (None: no case named a shared cluster).
+    clusters: ClusterStats | None = None
 
     @property
     def bound(self) -> bool:
@@ -94,7 +101,7 @@ class Noise:
 
     def se(self, cases: float, samples: float, drop: float) -> float:
         """The standard error of the mean paired difference at this size and drop."""
-        return math.sqrt(self.pair_variance(drop) / (cases * samples))
+        return math.sqrt(self.design_effect * self.pair_variance(drop) / (cases * samples))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -142,6 +149,7 @@ class Plan:
             "samples": self.noise.samples,
             "variance": self.noise.variance,
             "variance_source": self.noise.source,
+            "design_effect": self.noise.design_effect,
             "mde": self.mde,
             "power_now": self.power_now,
             "cases_needed": self.cases_needed,
@@ -183,7 +191,7 @@ def plan(
     z = NormalDist().inv_cdf
     z_sum = z(1 - (1 - confidence) / 2) + z(power)
     # Samples per run (n r) the drop needs: n r >= z_sum^2 W(D) / D^2, W the pair variance.
-    samples_needed = z_sum**2 * noise.pair_variance(detect) / detect**2
+    samples_needed = z_sum**2 * noise.design_effect * noise.pair_variance(detect) / detect**2
     return Plan(
         detect=float(detect),
         power=float(power),
@@ -197,9 +205,9 @@ def plan(
 
 
 def _mde(noise: Noise, z_sum: float) -> float:
-    """The drop D that solves D = z_sum sqrt(W(D) / (n r)), W(D) = 2v + k (D (2m - 1) - D^2):
-    the root of (1 + c k) D^2 - c k (2m - 1) D - 2 v c = 0, c = z_sum^2 / (n r)."""
-    c = z_sum**2 / (noise.cases * noise.samples)
+    """The drop D that solves D = z_sum sqrt(deff W(D) / (n r)), W(D) = 2v + k (D (2m - 1) -
+    D^2): the root of (1 + c k) D^2 - c k (2m - 1) D - 2 v c = 0, c = z_sum^2 deff / (n r)."""
+    c = z_sum**2 * noise.design_effect / (noise.cases * noise.samples)
     k, slope = noise.growth, 2 * noise.mean - 1
     a, b = 1 + c * k, c * k * slope
     return (b + math.sqrt(b * b + 8 * noise.variance * c * a)) / (2 * a)
@@ -237,20 +245,21 @@ def noise_of_scores(scores: Sequence[Score], *, keys: Collection[str] | None = N
     ]
     if not measured:
         raise UsageError("nothing measured: no case has a score to plan from")
+    values = [score.value for score in measured if score.value is not None]
+    clustered = with_clusters(values, [score.cluster for score in measured])
     repeated = [score.samples for score in measured if len(score.samples) >= 2]
     if repeated:
         variance = math.fsum(_variance(samples) for samples in repeated) / len(repeated)
-        return Noise(
+        noise = Noise(
             variance=variance,
             cases=len(measured),
             samples=samples_per_case(measured),
             source="repeats",
-            mean=math.fsum(score.value for score in measured if score.value is not None)
-            / len(measured),
+            mean=math.fsum(values) / len(measured),
         )
-    return noise_of_values(
-        [score.value for score in measured if score.value is not None], one_sample=True
-    )
+    else:
+        noise = noise_of_values(values, one_sample=True)
+    return clustered(noise)
 
 
 def noise_of_baseline(baseline: Baseline, run: EvalRun | None) -> Noise:
@@ -258,12 +267,50 @@ def noise_of_baseline(baseline: Baseline, run: EvalRun | None) -> Noise:
     run, else from the frozen case scores alone (a bound)."""
     if run is not None:
         return noise_of_scores(run.scores, keys={case.key for case in baseline.cases})
-    return noise_of_values(
-        [case.value for case in baseline.cases],
-        one_sample=False,
-        note="the baseline's run is not in this store: its samples per case are unknown, "
-        "planned as 1",
+    values = [case.value for case in baseline.cases]
+    clustered = with_clusters(values, [case.cluster for case in baseline.cases])
+    repeated = [case.samples for case in baseline.cases if len(case.samples) >= 2]
+    if repeated:  # the baseline file keeps its samples (docs/statistics.md)
+        counts = [max(1, len(case.samples)) for case in baseline.cases]
+        return clustered(
+            Noise(
+                variance=math.fsum(_variance(samples) for samples in repeated) / len(repeated),
+                cases=len(values),
+                samples=math.fsum(counts) / len(counts),
+                source="repeats",
+                mean=math.fsum(values) / len(values),
+            )
+        )
+    return clustered(
+        noise_of_values(
+            values,
+            one_sample=False,
+            note="the baseline's run is not in this store: its samples per case are unknown, "
+            "planned as 1",
+        )
     )
+
+
+def with_clusters(
+    values: Sequence[float], labels: Sequence[str | None]
+) -> Callable[[Noise], Noise]:
+    """What sets a noise's design effect from clustered cases: 1 + (m - 1) ICC, the ICC of
+    the case scores within clusters and m the mean cluster size. Shared difficulty counts in
+    that ICC, which the paired test cancels: an upper bound, as the noise from one sample is
+    (the gate's own figure, `noise_of_gate`, measures the paired differences)."""
+    if not any(label is not None for label in labels):
+        return lambda noise: noise
+    import numpy as np
+
+    clusters = Clusters.of(list(labels))
+    if not clusters.shared:
+        return lambda noise: noise
+    array = np.asarray(values, dtype=np.float64)
+    found = icc(array, clusters)
+    size = array.size / clusters.count
+    deff = 1 + (size - 1) * (found or 0.0)
+    stats = ClusterStats(count=clusters.count, mean_size=size, icc=found, design_effect=deff)
+    return lambda noise: dataclasses.replace(noise, design_effect=deff, clusters=stats)
 
 
 def noise_of_values(values: Sequence[float], *, one_sample: bool, note: str | None = None) -> Noise:
@@ -291,14 +338,19 @@ def noise_of_gate(
         return None
     z = NormalDist().inv_cdf
     se = report.mde / (z(1 - (1 - DEFAULT_CONFIDENCE) / 2) + z(_MDE_POWER))
+    # The SE is the cluster-robust one when cases cluster: its design effect is set apart.
+    deff = report.clusters.design_effect if report.clusters is not None else 1.0
+    deff = deff if deff > 0 else 1.0
     # Var(one case's difference) = v / r_current + v / r_baseline.
-    variance = paired.n * se**2 / (1 / current_samples + 1 / baseline_samples)
+    variance = paired.n * se**2 / deff / (1 / current_samples + 1 / baseline_samples)
     return Noise(
         variance=variance,
         cases=paired.n,
         samples=current_samples,
         source="paired",
         mean=min(1.0, max(0.0, report.baseline_mean)),
+        design_effect=deff,
+        clusters=report.clusters,
     )
 
 

@@ -138,6 +138,8 @@ def gate_lines(
         sentence = report.inconclusive_sentence(flags, repeats_help=repeats_help)
         if sentence:
             lines.append(sentence)
+        if report.clusters is not None:
+            lines.append(report.clusters.words())
         metric = "" if result.metric == "score" else f", metric: {result.metric}"
         lines.append(f"verdict: {report.verdict_label()}  (gate: {report.gate}{metric})")
     for title, keys in (
@@ -149,11 +151,26 @@ def gate_lines(
             shown = ", ".join(keys[:list_limit])
             more = f" and {len(keys) - list_limit} more" if len(keys) > list_limit else ""
             lines.append(f"{title}: {len(keys)}: {shown}{more}")
-    drops = [item for item in result.deltas if item.delta < 0][:worst]
-    if drops and report is not None and report.verdict == "regressed":
-        lines.append("worst regressed cases:")
+    dropped = result.dropped_cases()
+    significant = [item for item in dropped if result.significant(item.key)]
+    # Significant drops are listed whatever the verdict (they are news on their own), all
+    # of them; then, on a regressed verdict, the worst of the rest.
+    drops = significant + (
+        [item for item in dropped if not result.significant(item.key)][:worst]
+        if report is not None and report.verdict == "regressed"
+        else []
+    )
+    if drops:
+        tested = len(result.case_drops)
+        lines.append(
+            "worst regressed cases:"
+            if not tested
+            else f"regressed cases ({len(significant)} of {tested} tested significant at "
+            f"FDR {result.fdr:g}):"
+        )
         lines.extend(
             f"  {item.key}: {item.baseline:.3f} -> {item.current:.3f} ({item.delta:+.3f})"
+            + (f"  {result.drop_words(item.key)}" if tested else "")
             for item in drops
         )
     return _printable(lines)
@@ -184,6 +201,14 @@ def plan_lines(plan: Plan) -> list[str]:
     }[noise.source]
     lines = [
         f"noise: within-case variance {plan.noise.variance:.4f} per sample ({source})",
+        *(
+            [
+                f"{noise.clusters.words()}: design effect {noise.design_effect:.2f} (the "
+                "variance of the mean is that many times an independent set's)"
+            ]
+            if noise.clusters is not None
+            else []
+        ),
         f"to see a drop of {plan.detect:.3f} at {plan.power:.0%} power (the gate's "
         f"{1 - plan.alpha:.0%} interval below zero):",
         f"  now:          {_size(noise.cases, noise.samples)}: MDE {plan.mde:.3f}, power "

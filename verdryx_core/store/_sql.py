@@ -30,6 +30,7 @@ from verdryx_core.store.rows import (
     repaired_run,
     repaired_score,
     run_problem,
+    samples_problem,
     score_problem,
     unit_problem,
 )
@@ -45,7 +46,7 @@ RUN_COLUMNS: Final = (
 )
 SCORE_COLUMNS: Final = (
     "run_id, seq, eval_set_id, case_id, value, unmeasured, grader, tokens, cost_usd, "
-    "judge_cost_usd, fingerprint, passed, samples, output, expected, reason"
+    "judge_cost_usd, fingerprint, passed, samples, output, expected, reason, cluster"
 )
 #: Keys per IN (...) query: under SQLite's bound-parameter limit.
 _CHUNK: Final = 500
@@ -331,12 +332,14 @@ class SqlStore(Store):
                 case.value,
                 case.fingerprint,
                 None if case.passed is None else int(case.passed),
+                json.dumps(list(case.samples)) if case.samples else None,
+                case.cluster,
             )
             for case in baseline.cases
         ]
         self.db.insert_rows(
             "baseline_cases",
-            "baseline_id, eval_set_id, case_id, value, fingerprint, passed",
+            "baseline_id, eval_set_id, case_id, value, fingerprint, passed, samples, cluster",
             rows,
         )
         return True
@@ -353,7 +356,8 @@ class SqlStore(Store):
                 return None
             row = rows[0]
             cases = self.db.rows(
-                "SELECT eval_set_id, case_id, value, fingerprint, passed FROM baseline_cases "
+                "SELECT eval_set_id, case_id, value, fingerprint, passed, samples, cluster "
+                "FROM baseline_cases "
                 "WHERE baseline_id = ? ORDER BY rowid",
                 (row[0],),
             )
@@ -376,8 +380,10 @@ class SqlStore(Store):
                     value=value,
                     fingerprint=fingerprint,
                     passed=None if passed is None else bool(passed),
+                    samples=tuple(float(item) for item in json.loads(samples)) if samples else (),
+                    cluster=cluster,
                 )
-                for eval_set_id, case_id, value, fingerprint, passed in cases
+                for eval_set_id, case_id, value, fingerprint, passed, samples, cluster in cases
             ),
         )
 
@@ -403,13 +409,15 @@ class SqlStore(Store):
         elif not isinstance(row[4], str) or _time(row[4]) is None:
             found = (None, "baselines.created_at", f"holds {row[4]!r}, expected an ISO time")
         else:
-            for eval_set_id, case_id, value, _fingerprint, _passed in cases:
-                if unit_problem(value) is not None:
-                    found = (
-                        f"{eval_set_id}::{case_id}",
-                        "baseline_cases.value",
-                        str(unit_problem(value)),
-                    )
+            for eval_set_id, case_id, value, _fingerprint, _passed, samples, cluster in cases:
+                problem = unit_problem(value)
+                column = "baseline_cases.value"
+                if problem is None:
+                    problem, column = samples_problem(samples), "baseline_cases.samples"
+                if problem is None and cluster is not None and not isinstance(cluster, str):
+                    problem, column = f"holds {cluster!r}, expected text", "baseline_cases.cluster"
+                if problem is not None:
+                    found = (f"{eval_set_id}::{case_id}", column, str(problem))
                     break
         if found is not None:
             case, column, problem = found
@@ -581,6 +589,7 @@ class SqlStore(Store):
             self.db.text_in(score.output),
             self.db.text_in(score.expected),
             self.db.text_in(score.reason),
+            score.cluster,
         )
 
     def _score_from_row(self, row: Sequence[Any]) -> Score:
@@ -613,6 +622,7 @@ class SqlStore(Store):
             output=self.db.text_out(row[13]),
             expected=self.db.text_out(row[14]),
             reason=self.db.text_out(row[15]),
+            cluster=row[16],
         )
 
 

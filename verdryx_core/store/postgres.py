@@ -128,6 +128,14 @@ ALTER TABLE runs ADD COLUMN shard_share INTEGER;
 ALTER TABLE baselines ADD COLUMN target TEXT;
 ALTER TABLE baselines ADD COLUMN target_version TEXT;
 """,
+    4: """
+-- Clustered cases and per-case samples (docs/statistics.md): a score's cluster, and a
+-- baseline case's samples and cluster, so a later gate resamples whole clusters, allocates
+-- repeats by the baseline's per-case variance, and tests each case's drop.
+ALTER TABLE scores ADD COLUMN cluster TEXT;
+ALTER TABLE baseline_cases ADD COLUMN samples TEXT;
+ALTER TABLE baseline_cases ADD COLUMN cluster TEXT;
+""",
 }
 assert max(_MIGRATIONS) == SCHEMA_VERSION
 

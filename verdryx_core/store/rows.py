@@ -29,6 +29,7 @@ __all__ = [
     "repaired_run",
     "repaired_score",
     "run_problem",
+    "samples_problem",
     "score_problem",
     "unit_problem",
 ]
@@ -78,6 +79,7 @@ SCORE_FIELDS: Final = (
     "output",
     "expected",
     "reason",
+    "cluster",
 )
 
 _RUN_TEXT: Final = ("judge_model", "agent_id", "label", "vcs_commit", "vcs_branch", "ci_url")
@@ -211,6 +213,11 @@ def _time_problem(value: object, *, nullable: bool) -> str | None:
     return _holds(value, "an ISO-8601 time")
 
 
+def samples_problem(value: object) -> str | None:
+    """Why a stored `samples` column cannot be read back (None: it can)."""
+    return _samples_problem(value)
+
+
 def _samples_problem(value: object) -> str | None:
     if value is None:
         return None
@@ -232,7 +239,7 @@ def _plain_score_row(row: Sequence[Any]) -> bool:
     if len(row) != len(SCORE_FIELDS):
         return False
     (_, _, set_id, case_id, value, unmeasured, grader, tokens, cost, judge_cost) = row[:10]
-    (fingerprint, passed, samples, output, expected, reason) = row[10:]
+    (fingerprint, passed, samples, output, expected, reason, cluster) = row[10:]
     return (
         type(set_id) is str
         and type(case_id) is str
@@ -253,6 +260,7 @@ def _plain_score_row(row: Sequence[Any]) -> bool:
         and (output is None or type(output) is str)
         and (expected is None or type(expected) is str)
         and (reason is None or type(reason) is str)
+        and (cluster is None or type(cluster) is str)
     )
 
 
@@ -281,6 +289,7 @@ def _score_columns_problem(row: Sequence[Any]) -> tuple[str, str] | None:
         ("output", _free_text_problem(fields["output"])),
         ("expected", _free_text_problem(fields["expected"])),
         ("reason", _free_text_problem(fields["reason"])),
+        ("cluster", _text_problem(fields["cluster"], nullable=True)),
     ]
     for column, problem in checks:
         if problem is not None:
@@ -404,6 +413,9 @@ def repaired_score(row: Sequence[Any]) -> tuple[dict[str, Any], list[str]]:
     if _samples_problem(fields["samples"]) is not None:
         fields["samples"] = None
         changed.append("scores.samples -> NULL")
+    if _text_problem(fields["cluster"], nullable=True) is not None:
+        fields["cluster"] = None
+        changed.append("scores.cluster -> NULL")
     if _count_problem(fields["tokens"], limit=MAX_TOTAL_TOKENS) is not None:
         changed.append(f"scores.tokens {_shown(fields['tokens'])} -> 0")
         fields["tokens"] = 0

@@ -7,6 +7,7 @@ import re
 from collections.abc import Sequence
 
 from verdryx_core.gating.compare import GateOutcome
+from verdryx_core.gating.comparison import GateResult
 from verdryx_core.reporting.ci.failures import CaseFailure
 from verdryx_core.reporting.ci.verdict import verdict_interval, verdict_line
 from verdryx_core.reporting.summary import fmt_score, fmt_usd
@@ -92,18 +93,33 @@ def _gate_rows(gate: GateOutcome | None) -> list[str]:
 def _drops(gate: GateOutcome | None, rows: int) -> list[str]:
     if gate is None or gate.result is None:
         return []
-    drops = [item for item in gate.result.deltas if item.delta < 0]
+    result = gate.result
+    # Significant drops first (docs/statistics.md, "Which cases regressed").
+    drops = result.dropped_cases()
     if not drops:
         return []
+    tested = bool(result.case_drops)
     lines = ["", f"### Cases that dropped most ({len(drops)} dropped)", ""]
-    lines += ["| case | baseline | current | change |", "|---|---:|---:|---:|"]
+    if tested:
+        lines += [
+            "| case | baseline | current | change | drop test |",
+            "|---|---:|---:|---:|---|",
+        ]
+    else:
+        lines += ["| case | baseline | current | change |", "|---|---:|---:|---:|"]
     lines += [
         f"| {_code(item.key)} | {item.baseline:.3f} | {item.current:.3f} | {item.delta:+.3f} |"
+        + (f" {_drop_cell(result, item.key)} |" if tested else "")
         for item in drops[:rows]
     ]
     if len(drops) > rows:
-        lines.append(f"| ... and {len(drops) - rows} more | | | |")
+        lines.append(f"| ... and {len(drops) - rows} more | | | |" + (" |" if tested else ""))
     return lines
+
+
+def _drop_cell(result: GateResult, key: str) -> str:
+    words = result.drop_words(key)
+    return f"**{words}**" if result.significant(key) else words
 
 
 def _failures(failures: Sequence[CaseFailure], rows: int) -> list[str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -487,10 +487,22 @@ def _cases_section(data: ReportData) -> str:
             "<p class=note>No baseline, so no change to sort by.</p>" + _table(ordered)
         )
     group = {"drop": 0, "unmeasured": 1, "edited": 2, "gain": 3}
+    result = data.result
+    # Significant drops first (docs/statistics.md, "Which cases regressed").
+    marks = (
+        {
+            row.score.key: result.drop_words(row.score.key)
+            for row in rows
+            if row.status == "drop" and row.score.key in result.case_drops
+        }
+        if result is not None
+        else {}
+    )
     moved = sorted(
         (row for row in rows if row.status in group),
         key=lambda row: (
             group[row.status],
+            not marks.get(row.score.key, "").startswith("significant"),
             row.delta if row.status == "drop" else -(row.delta or 0.0),
             _order(row),
         ),
@@ -516,8 +528,9 @@ def _cases_section(data: ReportData) -> str:
         parts.append(f"<p class=note>In the baseline but not in this run: {esc(shown)}.</p>")
     if moved:
         parts.append(
-            "<p class=note>Biggest drops first, then cases no longer measured, cases edited "
-            "since the baseline, and gains, biggest first.</p>" + _table(moved)
+            "<p class=note>Significant drops first, then the other drops, biggest first, "
+            "then cases no longer measured, cases edited since the baseline, and gains, "
+            "biggest first.</p>" + _table(moved, marks)
         )
     else:
         parts.append("<p class=note>No case moved.</p>")
@@ -534,8 +547,10 @@ def _cases_section(data: ReportData) -> str:
     return "".join(parts)
 
 
-def _table(rows: Iterable[_Row]) -> str:
+def _table(rows: Iterable[_Row], marks: Mapping[str, str] | None = None) -> str:
+    """`marks`: a drop test's words by case key (`significant drop`, `within noise`)."""
     body = []
+    marks = marks or {}
     for row in rows:
         score = row.score
         if row.delta is None:
@@ -546,6 +561,9 @@ def _table(rows: Iterable[_Row]) -> str:
             }.get(row.status, "")
         else:
             delta = f'<span class="{_trend(row.delta)}">{_signed(row.delta)}</span>'
+            mark = marks.get(score.key)
+            if mark is not None:
+                delta += f'<div class="tag">{esc(mark)}</div>'
         body.append(
             f"<tr><td>{esc(score.case_id)}<div class=set>{esc(score.eval_set_id)}</div></td>"
             f'<td class="num">{_cell(row.baseline)}</td>'
