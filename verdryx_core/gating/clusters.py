@@ -28,8 +28,8 @@ __all__ = [
     "icc",
 ]
 
-#: Multinomial counts held at once (iterations x clusters): ~8 MB of int64.
-_CHUNK_ELEMENTS: Final = 1 << 20
+#: Cluster draws held at once (iterations x clusters): ~2 MB of int64.
+_CHUNK_ELEMENTS: Final = 1 << 18
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,17 +107,16 @@ def cluster_bootstrap_means(
     values: np.ndarray, clusters: Clusters, iterations: int, rng: np.random.Generator
 ) -> np.ndarray:
     """Means of `iterations` resamples that draw G whole clusters with replacement: each
-    resample's mean is its clusters' summed values over their summed sizes. Drawn as
-    multinomial counts of each cluster, so the cost is iterations x G, not x N."""
+    resample's mean is its clusters' summed values over their summed sizes. The clusters'
+    sums are taken once, so the cost is iterations x G draws, not x N."""
     count = clusters.count
     sums, sizes = clusters.sums(values), clusters.sizes.astype(np.float64)
-    share = np.full(count, 1.0 / count)
     rows = max(1, _CHUNK_ELEMENTS // max(1, count))
     means = np.empty(iterations)
     for start in range(0, iterations, rows):
         stop = min(iterations, start + rows)
-        drawn = rng.multinomial(count, share, size=stop - start).astype(np.float64)
-        means[start:stop] = (drawn @ sums) / (drawn @ sizes)
+        picks = rng.integers(0, count, size=(stop - start, count))
+        means[start:stop] = sums[picks].sum(axis=1) / sizes[picks].sum(axis=1)
     return means
 
 
