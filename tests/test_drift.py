@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 Z_MDE = NormalDist().inv_cdf(0.975) + NormalDist().inv_cdf(0.8)
 
 #: docs/cli.md, the stable `drift` keys, plus two extras.
-DRIFT_KEYS = DOCUMENTED_DRIFT_KEYS | {"chance", "min_effect", "detect", "underpowered"}
+DRIFT_KEYS = DOCUMENTED_DRIFT_KEYS | {"chance", "min_effect", "detect", "underpowered", "clusters"}
 
 scores = st.floats(0, 1, allow_nan=False, allow_subnormal=False)
 discrete = st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0])
