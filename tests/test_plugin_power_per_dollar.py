@@ -159,3 +159,12 @@ def test_auto_repeats_clusters_and_significant_drops_reach_every_output(
     assert "samples: 3 x 12 cases" in old_out
     assert "--verdryx-repeat=auto: the baseline keeps no per-case variance" in old_out
     assert "regressed cases (" not in old_out  # nothing to test a case's drop against
+
+
+def test_a_repeat_that_is_neither_a_number_nor_auto_is_one_line(
+    pytester: pytest.Pytester,
+) -> None:
+    (pytester.path / "agent.evalset.json").write_text(json.dumps({"id": "a", "cases": _cases()}))
+    result = pytester.runpytest("--verdryx-repeat=often")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--verdryx-repeat: 'often' is not a whole number or auto*"])
