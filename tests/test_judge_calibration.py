@@ -212,11 +212,16 @@ def test_the_corrected_gate_sees_a_drop_in_judged_pass_rate() -> None:
 def test_figures_are_stored_per_fingerprint_and_a_drop_is_judge_drift(tmp_path: Path) -> None:
     outputs = [f"answer {i}" for i in range(40)]
     truth = [i % 2 == 0 for i in range(40)]
-    good = judged_run([(0.9 if t else 0.1, o) for t, o in zip(truth, outputs)], run_id="good")
+    good = judged_run(
+        [(0.9 if t else 0.1, o) for t, o in zip(truth, outputs, strict=True)], run_id="good"
+    )
     labels = [label_of(good, i, "pass" if t else "fail") for i, t in enumerate(truth)]
     # Re-judged: the same outputs, now the judge passes almost everything.
     worse = judged_run(
-        [(0.9 if t or i % 5 else 0.1, o) for i, (t, o) in enumerate(zip(truth, outputs))],
+        [
+            (0.9 if t or i % 5 else 0.1, o)
+            for i, (t, o) in enumerate(zip(truth, outputs, strict=True))
+        ],
         run_id="worse",
     )
     other = judged_run([(0.9, o) for o in outputs], run_id="other", judge="another-judge")
