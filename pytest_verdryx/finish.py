@@ -27,6 +27,7 @@ from verdryx_core.store import StoreTarget
 
 if TYPE_CHECKING:
     from verdryx_core.gating.calibration.judge_check import JudgeCheck
+    from verdryx_core.gating.calibration.labels import Label
 
 __all__ = ["SessionEnd", "finish_session", "incomplete_reason"]
 
@@ -114,8 +115,14 @@ def finish_session(
     )
     if settings.store:
         _store(end)
-    if settings.labels or settings.judge_correction or settings.require_calibrated_judge:
-        _check_judge(end)
+    case_labels = _case_labels(session)
+    if (
+        settings.labels
+        or case_labels
+        or settings.judge_correction
+        or settings.require_calibrated_judge
+    ):
+        _check_judge(end, case_labels)
     if settings.shard is None:  # a shard is gated with its group (`verdryx gate`)
         end.gate = _gate(end)
         if end.gate is None and end.exit_status != pytest.ExitCode.USAGE_ERROR:
@@ -230,16 +237,38 @@ def _labels_paths(end: SessionEnd) -> list[Path]:
     return sorted(path.rglob("*.labels.jsonl")) if path.is_dir() else [path]
 
 
-def _check_judge(end: SessionEnd) -> None:
-    """The run's judge against the human labels: the summary's judge block, each judge's
-    figure kept in the store, and the calibration the gate's correction rests on."""
+def _case_labels(session: pytest.Session) -> list[Label]:
+    """The `human_label` of the selected cases (docs/evalset-reference.md)."""
+    from verdryx_core.gating.calibration.labels import Label, output_sha256
+
+    labels = []
+    for item in session.items:
+        case, evalset = getattr(item, "case", None), getattr(item, "evalset", None)
+        human = getattr(case, "human_label", None)
+        output = getattr(case, "output", None)
+        if human is not None and isinstance(output, str) and evalset is not None:
+            labels.append(
+                Label(
+                    eval_set_id=evalset.id,
+                    case_id=case.id,  # type: ignore[union-attr]
+                    output_sha256=output_sha256(output),
+                    label=human,
+                )
+            )
+    return labels
+
+
+def _check_judge(end: SessionEnd, case_labels: list[Label]) -> None:
+    """The run's judge against the human labels (the labels files', then the cases'
+    `human_label`): the summary's judge block, each judge's figure kept in the store, and
+    the calibration the gate's correction rests on."""
     from verdryx_core.gating.calibration.figures import save_figures
     from verdryx_core.gating.calibration.judge_check import check_judge
     from verdryx_core.gating.calibration.labels import read_labels
 
     context = end.context
     try:
-        labels = read_labels(_labels_paths(end))
+        labels = case_labels + read_labels(_labels_paths(end))
         store = context.store.open() if end.settings.store or context.store.exists() else None
         end.judge = check_judge(end.run, labels, store)
         if store is not None and end.stored and end.run.complete:

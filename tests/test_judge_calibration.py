@@ -5,6 +5,7 @@ figures and the gate's refusals."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import warnings
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from verdryx_core.gating.calibration import (
     append_label,
     judged_samples,
     match_labels,
+    output_sha256,
     read_labels,
     rogan_gladen,
     save_figures,
@@ -241,3 +243,20 @@ def test_figures_are_stored_per_fingerprint_and_a_drop_is_judge_drift(tmp_path: 
     assert refused.exit == "refused" and "agrees less" in (refused.refused or "")
     warned = compare(worse, base, calibration=again.calibration)
     assert warned.exit != "refused"
+
+
+def test_a_human_label_on_a_case_needs_its_recorded_output(tmp_path: Path) -> None:
+    from verdryx_core.errors import EvalSetError
+    from verdryx_core.evalsets.load import load_evalset
+    from verdryx_core.gating.calibration import case_labels
+
+    case = {"id": "c0", "prompt": "p", "grader": "llm_judge", "rubric": "r", "human_label": 0.8}
+    path = tmp_path / "s.evalset.json"
+    path.write_text(json.dumps({"id": "s", "cases": [case | {"output": "an answer"}]}))
+    [label] = case_labels([load_evalset(path)])
+    assert (label.case_id, label.label) == ("c0", 0.8)
+    assert label.output_sha256 == output_sha256("an answer")
+    path.write_text(json.dumps({"id": "s", "cases": [case]}))
+    with pytest.raises(EvalSetError) as caught:
+        load_evalset(path)
+    assert "human_label" in str(caught.value) and "c0" in str(caught.value)

@@ -21,7 +21,7 @@ def _labels(pytester: pytest.Pytester, verdicts: list[str]) -> None:
             "label": verdict,
             "labeler": "ann",
         }
-        for index, (output, verdict) in enumerate(zip(OUTPUTS, verdicts, strict=True))
+        for index, (output, verdict) in enumerate(zip(OUTPUTS, verdicts, strict=False))
     ]
     (pytester.path / "team.labels.jsonl").write_text(
         "".join(json.dumps(line) + "\n" for line in lines)

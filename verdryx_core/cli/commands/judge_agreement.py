@@ -1,7 +1,7 @@
-"""`verdryx judge-agreement (--run ID | --db PATH) --labels PATH...`: how well a run's judge
-agrees with the human labels: n, agreement, kappa with its interval, TPR, TNR, the confusion
-matrix and the disagreements, overall and per judge fingerprint (docs/cli.md,
-docs/calibrating-the-judge.md)."""
+"""`verdryx judge-agreement (--run ID | --db PATH) --labels PATH... [--evalset FILE...]`: how
+well a run's judge agrees with the human labels (the files', and the cases' `human_label`):
+n, agreement, kappa with its interval, TPR, TNR, the confusion matrix and the disagreements,
+overall and per judge fingerprint (docs/cli.md, docs/calibrating-the-judge.md)."""
 
 from __future__ import annotations
 
@@ -15,9 +15,10 @@ from verdryx_core.cli.commands._common import (
     print_json,
 )
 from verdryx_core.errors import UsageError
+from verdryx_core.evalsets.load import load_evalsets
 from verdryx_core.gating.calibration.figures import save_figures
 from verdryx_core.gating.calibration.judge_check import check_judge, summary_lines
-from verdryx_core.gating.calibration.labels import read_labels
+from verdryx_core.gating.calibration.labels import case_labels, read_labels
 from verdryx_core.runs import EvalRun
 from verdryx_core.store import Store
 from verdryx_core.untrusted.text import printable
@@ -34,9 +35,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--labels",
         metavar="PATH",
         nargs="+",
-        required=True,
+        default=[],
         type=Path,
         help="labels files (*.labels.jsonl)",
+    )
+    parser.add_argument(
+        "--evalset",
+        metavar="FILE",
+        nargs="+",
+        default=[],
+        type=Path,
+        dest="evalsets",
+        help="eval set files whose cases carry a human_label of their recorded output",
     )
     parser.add_argument(
         "--save",
@@ -60,7 +70,9 @@ def _run(store: Store, prefix: str | None) -> EvalRun:
 
 
 def run(args: argparse.Namespace) -> int:
-    labels = read_labels(args.labels)
+    if not args.labels and not args.evalsets:
+        raise UsageError("no labels: pass --labels PATH... (or --evalset FILE... with human_label)")
+    labels = case_labels(load_evalsets(args.evalsets)) + read_labels(args.labels)
     with open_store(args, read_only=not args.save) as store:
         found = _run(store, args.run)
         check = check_judge(found, labels, store)

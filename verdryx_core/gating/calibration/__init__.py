@@ -21,6 +21,7 @@ from verdryx_core.gating.calibration.labels import (
     Label,
     LabelError,
     append_label,
+    case_labels,
     output_sha256,
     read_labels,
 )
@@ -46,6 +47,7 @@ __all__ = [
     "Matched",
     "agreement",
     "append_label",
+    "case_labels",
     "corrected_delta",
     "corrected_rate",
     "judge_drift",

@@ -17,13 +17,16 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from verdryx_core.errors import UsageError
 from verdryx_core.untrusted.json_input import json_kind, parse_json
 from verdryx_core.untrusted.text import printable
 
-__all__ = ["LABEL_WORDS", "Label", "LabelError", "append_label", "read_labels"]
+if TYPE_CHECKING:
+    from verdryx_core.evalsets.load import EvalSet
+
+__all__ = ["LABEL_WORDS", "Label", "LabelError", "append_label", "case_labels", "read_labels"]
 
 #: The words a label may be, besides a number.
 LABEL_WORDS: Final = ("pass", "fail", "skip")
@@ -178,3 +181,23 @@ def append_label(path: Path, label: Label) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def case_labels(sets: Iterable[EvalSet]) -> list[Label]:
+    """The `human_label` of every case that has one, as labels of its recorded output (the
+    load rules require a text output beside it)."""
+    labels = []
+    for evalset in sets:
+        for case in evalset.cases:
+            if case.human_label is None or not isinstance(case.output, str):
+                continue
+            labels.append(
+                Label(
+                    eval_set_id=evalset.id,
+                    case_id=case.id,
+                    output_sha256=output_sha256(case.output),
+                    label=case.human_label,
+                    origin=f"{evalset.path}::{case.id}" if evalset.path else "",
+                )
+            )
+    return labels
