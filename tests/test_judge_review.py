@@ -77,6 +77,21 @@ def test_judge_agreement_prints_the_documented_keys_and_saves_figures(
     )
     assert code == 0 and "judge vs labels: n 3" in out
     assert "\x1b" not in out  # the hostile reason and ids reach the terminal escaped
+    code, _, err = _cli(capsys, "review", "--run", "nope", "--db", str(db), "--labels", str(labels))
+    assert code == 2 and "no such eval run: 'nope'" in err
+    code, _, err = _cli(
+        capsys,
+        "review",
+        "--run",
+        "0123",
+        "--db",
+        str(db),
+        "--labels",
+        str(labels),
+        "--port",
+        "70000",
+    )
+    assert code == 2 and "--port 70000" in err
     broken = tmp_path / "broken.labels.jsonl"
     broken.write_text('{"eval_set_id": "support"}\n')
     code, _, err = _cli(capsys, "judge-agreement", "--db", str(db), "--labels", str(broken))
