@@ -16,11 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from verdryx_core import EvalSettings, evaluate
 from verdryx_core.addons.contracts import contract_from_data, load_bundle, verify_bundle
 from verdryx_core.errors import EvalSetError
 from verdryx_core.evalsets.load import load_evalset
+from verdryx_core.evalsets.workspace import file_path_problem
 from verdryx_core.evaluation import EvaluationInterrupted
 from verdryx_core.targets import TargetCase
 
@@ -311,3 +314,18 @@ def test_the_example_through_the_cli(
     assert [score["value"] for score in scores] == [0.0, 0.0]
     assert list(temp_root.iterdir()) == []
     assert os.environ["VERDRYX_EXAMPLE_EDIT"] == "wrong"
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    parts=st.lists(
+        st.sampled_from(["a", "b.txt", ".", "..", "", "/", "\\", "C:", "~"]), min_size=1, max_size=5
+    )
+)
+def test_an_accepted_file_path_never_leads_out_of_the_workspace(parts: list[str]) -> None:
+    path = "/".join(parts)
+    if file_path_problem(path) is not None:
+        return
+    root = Path("/workspace-root")
+    resolved = Path(os.path.normpath(root / path))
+    assert resolved != root and root in resolved.parents

@@ -26,8 +26,8 @@ Fail = Callable[[str, str], Exception]
 
 def file_path_problem(path: str) -> str | None:
     """Why `path` cannot name a file inside a workspace, or None."""
-    if not path or path in (".", "./"):
-        return "is empty; give a path relative to the workspace"
+    if not path or str(PurePosixPath(path)) == ".":
+        return f"{path!r} names the workspace itself; give a file's path relative to it"
     if "\x00" in path:
         return "contains a NUL character"
     if "\\" in path:
