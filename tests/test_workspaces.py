@@ -329,3 +329,14 @@ def test_an_accepted_file_path_never_leads_out_of_the_workspace(parts: list[str]
     root = Path("/workspace-root")
     resolved = Path(os.path.normpath(root / path))
     assert resolved != root and root in resolved.parents
+
+
+def test_a_csv_cell_names_a_folder_or_holds_the_files(tmp_path: Path) -> None:
+    _repo(tmp_path)
+    files = json.dumps({"files": {"app.py": "x = 1\n"}}).replace('"', '""')
+    (tmp_path / "w.evalset.csv").write_text(
+        f'id,prompt,grader,expected,workspace\nc1,p,exact,e,repo\nc2,p,exact,e,"{files}"\n'
+    )
+    first, second = load_evalset(tmp_path / "w.evalset.csv").cases
+    assert first.workspace is not None and first.workspace["folder"].endswith("repo")
+    assert second.workspace is not None and second.workspace["files"] == {"app.py": "x = 1\n"}
