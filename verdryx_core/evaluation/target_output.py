@@ -57,7 +57,7 @@ class TargetOutput:
         root: Path | None,
         cache_mode: str,
         version: str | None,
-        open_store: Callable[[], Store] | None,
+        open_store: Callable[[], Store | None] | None,
     ) -> None:
         self.default = default
         self.fallback = fallback
