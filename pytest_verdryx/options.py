@@ -153,6 +153,26 @@ OPTIONS: Final = (
         "bool",
     ),
     _Option(
+        "verdryx_labels",
+        "human labels of judged outputs: a *.labels.jsonl file, or a folder of them; the "
+        "summary then shows how well the judge agrees with them",
+        metavar="PATH",
+    ),
+    _Option(
+        "verdryx_judge_correction",
+        "gate the judged cases' pass rate corrected for the judge's TPR / TNR on the labels "
+        "(refused with too few labels)",
+        False,
+        "bool",
+    ),
+    _Option(
+        "verdryx_require_calibrated_judge",
+        "refuse the gate when the judge's kappa on the labels fell significantly below its "
+        "stored figure (else a warning)",
+        False,
+        "bool",
+    ),
+    _Option(
         "verdryx_gate_metric",
         "what the gate compares per case: 'score' (default: mean scores) or 'pass' (pass "
         "rates, in points)",
@@ -288,6 +308,13 @@ OPTIONS: Final = (
         metavar="TEXT",
     ),
     _Option(
+        "verdryx_keep_workspaces",
+        "leave each case's workspace folder in place after grading and print the folders "
+        "of failed cases (default: removed once graded)",
+        False,
+        "bool",
+    ),
+    _Option(
         "verdryx_allow_partial_baseline",
         "let --verdryx-save-baseline save a subset run (-k, -m, --lf, --deselect, node ids)",
         False,
@@ -329,6 +356,9 @@ class Settings:
     detect: float = 0.05
     require_power: bool = False
     gate_metric: str = "score"
+    labels: str | None = None
+    judge_correction: bool = False
+    require_calibrated_judge: bool = False
     concurrency: int
     cache: str
     repeat: int
@@ -354,6 +384,7 @@ class Settings:
     target: str | None = None
     target_version: str | None = None
     timeout: float = 120.0
+    keep_workspaces: bool = False
 
     @property
     def judge_model(self) -> str | None:
@@ -391,6 +422,7 @@ def eval_settings(
         target=settings.target,
         target_version=settings.target_version,
         target_root=target_root,
+        keep_workspaces=settings.keep_workspaces,
         flags=FLAGS,
     )
 
@@ -481,6 +513,9 @@ def read_settings(config: pytest.Config, env: Mapping[str, str] | None = None) -
         detect=get("verdryx_detect"),
         require_power=get("verdryx_require_power"),
         gate_metric=get("verdryx_gate_metric"),
+        labels=get("verdryx_labels"),
+        judge_correction=get("verdryx_judge_correction"),
+        require_calibrated_judge=get("verdryx_require_calibrated_judge"),
         min_score=get("verdryx_min_score"),
         concurrency=get("verdryx_concurrency"),
         cache=get("verdryx_cache"),
@@ -506,6 +541,7 @@ def read_settings(config: pytest.Config, env: Mapping[str, str] | None = None) -
         target=get("verdryx_target"),
         target_version=get("verdryx_target_version"),
         timeout=get("verdryx_timeout"),
+        keep_workspaces=get("verdryx_keep_workspaces"),
     )
 
 

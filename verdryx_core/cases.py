@@ -142,6 +142,8 @@ class Check:
     expected_tools: tuple[str, ...] | None = None
     expected_tool_calls: tuple[Mapping[str, Any], ...] | None = None
     expected_tool_calls_any: tuple[tuple[Mapping[str, Any], ...], ...] | None = None
+    #: A contract check's criteria (a case with a workspace checks them against it).
+    contract: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"grader": self.grader}
@@ -159,6 +161,8 @@ class Check:
             data["expected_tool_calls_any"] = [
                 _tool_calls_out(calls) for calls in self.expected_tool_calls_any
             ]
+        if self.contract is not None:
+            data["contract"] = dict(self.contract)
         data.update(self.options)
         return data
 
@@ -178,6 +182,7 @@ class Check:
             expected_tool_calls_any=(
                 tuple(tuple(seq) for seq in calls_any) if calls_any is not None else None
             ),
+            contract=data.get("contract"),
         )
 
 
@@ -225,6 +230,9 @@ class EvalCase:
     #: Cases sharing a source name one cluster; the gate resamples whole clusters
     #: (docs/statistics.md). A grouping, not what the case measures: not in its fingerprint.
     cluster: str | None = None
+    #: A person's verdict on the recorded `output` (docs/calibrating-the-judge.md): "pass",
+    #: "fail", "skip" or a number; not part of what the case measures.
+    human_label: str | float | None = None
     tags: tuple[str, ...] = ()
     contract: Mapping[str, Any] | None = None
     #: Grader options (`OPTION_FIELDS`), as written on the case or inherited from the set.
@@ -236,6 +244,9 @@ class EvalCase:
     metadata: Mapping[str, Any] | None = None
     #: `module:callable` of the agent under test (the set's value when the case has none).
     target: str | None = None
+    #: The folder the agent starts from, as loaded (`verdryx_core.evalsets.workspace`):
+    #: `{"folder": absolute path, "sha256"}` or `{"files": {path: text}, "sha256"}`.
+    workspace: Mapping[str, Any] | None = None
 
     @property
     def calls_tools(self) -> bool:
@@ -248,7 +259,10 @@ class EvalCase:
     @property
     def needs_model(self) -> bool:
         """Whether grading this case asks the model under evaluation for an output."""
-        return self.output is None and self.grader not in MODEL_FREE_GRADERS
+        # A workspace case's agent acts in the workspace, so it is called whatever grades it.
+        return self.output is None and (
+            self.grader not in MODEL_FREE_GRADERS or self.workspace is not None
+        )
 
     def fingerprint(self) -> str:
         """A content hash of what this case measures; the recorded output is what is measured,
@@ -284,6 +298,8 @@ class EvalCase:
             "messages": [dict(m) for m in self.messages] if self.messages is not None else None,
             "metadata": self.metadata,
             "target": self.target,
+            # The content the agent starts from, never where it lies on this machine.
+            "workspace": self.workspace["sha256"] if self.workspace is not None else None,
         }
         payload.update({name: value for name, value in extra.items() if value is not None})
         return _canonical_hash(payload)
@@ -298,6 +314,8 @@ class EvalCase:
             data["required"] = True
         if self.cluster is not None:
             data["cluster"] = self.cluster
+        if self.human_label is not None:
+            data["human_label"] = self.human_label
         if self.output is not None:
             data["output"] = (
                 [_output_item(item) for item in self.output]
@@ -323,6 +341,8 @@ class EvalCase:
             value = getattr(self, name)
             if value is not None:
                 data[name] = value
+        if self.workspace is not None:
+            data["workspace"] = dict(self.workspace)
         if self.messages is not None:
             data["messages"] = [dict(message) for message in self.messages]
         return data
@@ -357,6 +377,7 @@ class EvalCase:
             min_score=data.get("min_score"),
             required=bool(data.get("required", False)),
             cluster=data.get("cluster"),
+            human_label=data.get("human_label"),
             tags=tuple(data.get("tags") or ()),
             contract=data.get("contract"),
             options={name: data[name] for name in OPTION_FIELDS if name in data},
@@ -365,6 +386,7 @@ class EvalCase:
             messages=tuple(messages) if messages is not None else None,
             metadata=data.get("metadata"),
             target=data.get("target"),
+            workspace=data.get("workspace"),
         )
 
 
@@ -431,6 +453,8 @@ def expected_text(case: EvalCase) -> str | None:
                 wanted: str | None = _expected_calls_text(check)
             else:
                 wanted = check.expected if check.expected is not None else check.rubric
+                if wanted is None and check.contract is not None:
+                    wanted = _criteria_text(check.contract)
             parts.append(f"{check.grader}: {wanted}")
         return "; ".join(parts)
     return case.expected
@@ -442,3 +466,11 @@ def _expected_calls_text(spec: EvalCase | Check) -> str:
     if spec.expected_tool_calls is not None:
         return _calls_text(spec.expected_tool_calls)
     return ", ".join(spec.expected_tools or ())
+
+
+def _criteria_text(contract: Mapping[str, Any]) -> str:
+    """A contract check's expectation: the ids of its success criteria."""
+    criteria = contract.get("success_criteria")
+    if not isinstance(criteria, list):
+        return "its contract"
+    return ", ".join(str(c.get("id")) for c in criteria if isinstance(c, Mapping))

@@ -158,6 +158,9 @@ class Score:
     #: The case's `cluster` (cases that share a source): the gate resamples whole clusters
     #: (docs/statistics.md, "Clustered cases"); None: a cluster of its own.
     cluster: str | None = None
+    #: The folders its samples were graded in, when kept (`--verdryx-keep-workspaces`); it
+    #: travels with the score (xdist), never into the store.
+    workspaces: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         # The text rule (untrusted/text.py): an agent's or a provider's answer may hold a lone
@@ -226,6 +229,7 @@ class Score:
             | ({"notes": dict(self.notes)} if self.notes else {})
             | ({"required": True} if self.required else {})
             | ({"cluster": self.cluster} if self.cluster is not None else {})
+            | ({"workspaces": list(self.workspaces)} if self.workspaces else {})
         )
 
     @classmethod
@@ -249,6 +253,7 @@ class Score:
             notes=data.get("notes") or None,
             required=bool(data.get("required", False)),
             cluster=data.get("cluster"),
+            workspaces=tuple(data.get("workspaces") or ()),
         )
 
 

@@ -32,6 +32,7 @@ from verdryx_core.evaluation.scoring import CaseScorer
 from verdryx_core.evaluation.settings import EvalSettings
 from verdryx_core.evaluation.sources import ModelOutput, OutputSource
 from verdryx_core.evaluation.target_output import TargetOutput, target_of
+from verdryx_core.evaluation.workspaces import Workspaces
 from verdryx_core.graders import GradeContext, Grader, build_graders
 from verdryx_core.graders.plugins import GraderUnavailable, plugin
 from verdryx_core.graders.registry import checked_grader, load_custom_grader
@@ -80,14 +81,19 @@ class Evaluation:
         #: Samples per case by key (`set::case`), when they differ (`--verdryx-repeat=auto`,
         #: verdryx_core/gating/allocation.py); None: `settings.repeat` for every case.
         self.repeats_for: Callable[[str], int] | None = None
+        #: The run's workspace folders (docs/workspaces-and-execution.md).
+        self.workspaces = Workspaces(keep=self.settings.keep_workspaces)
 
     # -- the store -------------------------------------------------------------------------
 
-    def open_store(self) -> Store:
-        """The store the response cache (and the run) go to."""
+    def open_store(self) -> Store | None:
+        """The store the response cache goes to; None when caching is off and no store was
+        given (nothing is read from it or written to it then)."""
         if isinstance(self._store, Store):
             return self._store
         if self._store is None:
+            if self.settings.cache == "off":
+                return None
             raise UsageError(
                 f"cache mode {self.settings.cache!r} needs a store",
                 hint="pass a store, or {cache} off",
@@ -147,6 +153,7 @@ class Evaluation:
             min_score=settings.min_score,
             flags=settings.flags,
             repeats_for=self._repeats_for(),
+            workspaces=self.workspaces,
         )
 
     def _repeats_for(self) -> Callable[[EvalCase, GradeContext], int] | None:
@@ -224,6 +231,8 @@ class Evaluation:
             self.tally.saved_usd += cache.saved_usd
             self.tally.entries.extend(cache.take_pending())
         self._targets.clear()
+        # Whatever a sample could not remove itself (a call given up on a Ctrl-C) goes now.
+        self.workspaces.close()
         return self.tally
 
     def _target_output(
