@@ -104,6 +104,8 @@ def finish_session(
         state.ordered_scores(), complete=incomplete is None, targets=state.targets
     )
     run = _with_provenance(run, context, stopped=stopped)
+    if settings.repeat_auto and context.allocation is None:
+        _allocation_of_workers(context, run)
     end = SessionEnd(
         context=context,
         run=run,
@@ -145,6 +147,17 @@ def finish_session(
     _ci_outputs(end)
     _send_exports(end)
     return end
+
+
+def _allocation_of_workers(context: SessionContext, run: EvalRun) -> None:
+    """Under xdist the workers allocated `--verdryx-repeat=auto` (the controller collects no
+    items): the summary's allocation is recomputed here from the same cases and baseline."""
+    from verdryx_core.gating.allocation import allocate
+
+    keys = [score.key for score in run.scores]
+    budget = context.settings.max_samples or 3 * len(keys)
+    baseline = context.baseline.case_map() if context.baseline is not None else {}
+    context.allocation = allocate(keys, baseline, budget)
 
 
 def _store(end: SessionEnd) -> None:
