@@ -120,7 +120,9 @@ class TargetOutput:
             output: Any = list(result.tool_calls)
         elif case.checks is not None:
             # One call, graded every way: each check reads its part (docs/graders.md).
-            output = CaseOutput(text=result.output, tool_calls=result.tool_calls)
+            output = CaseOutput(
+                text=result.output, tool_calls=result.tool_calls, metadata=result.metadata
+            )
         else:
             output = result.output
         return Produced(
