@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import fnmatch
 import json
-import re
 import sys
 import textwrap
 from collections.abc import Iterator

@@ -104,13 +104,13 @@ class ChecksGrader:
             )
             try:
                 part = read_part(output, check)
-            except MissingPart as missing:
+            except MissingPart as absent:
                 results.append(
                     CheckResult(
                         grader=check.grader,
                         weight=check.weight,
                         value=0.0,
-                        reason=str(missing),
+                        reason=str(absent),
                         on=check.reads,
                     )
                 )
