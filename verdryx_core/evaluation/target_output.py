@@ -19,6 +19,7 @@ from verdryx_core.cases import CaseOutput, EvalCase
 from verdryx_core.errors import TargetCallError, VerdryxError
 from verdryx_core.evaluation.sources import OutputSource, Produced
 from verdryx_core.graders.base import GradeContext
+from verdryx_core.llm.prices import PriceBook
 from verdryx_core.store import Store
 from verdryx_core.targets import Target, TargetCache, TargetCase, TargetRunner
 
@@ -57,9 +58,12 @@ class TargetOutput:
         cache_mode: str,
         version: str | None,
         open_store: Callable[[], Store] | None,
+        prices: PriceBook | None = None,
     ) -> None:
         self.default = default
         self.fallback = fallback
+        #: Prices a call whose usage names its model and no cost of its own.
+        self.prices = prices or PriceBook.default()
         self.root = root
         store = open_store() if open_store is not None and version is not None else None
         #: Why no target call can be made (replay without a version): each target case's error.
@@ -125,10 +129,13 @@ class TargetOutput:
             )
         else:
             output = result.output
+        cost = usage.cost_usd
+        if not cost and usage.model is not None:
+            cost = self.prices.cost(usage.model, usage.input_tokens, usage.output_tokens)
         return Produced(
             output=output,
             tokens=usage.input_tokens + usage.output_tokens,
-            cost_usd=usage.cost_usd,
+            cost_usd=cost,
             latency_s=outcome.latency_s,
         )
 

@@ -9,6 +9,7 @@ arguments must be there is the expectation's business (`argument_match`, `option
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -34,7 +35,7 @@ def _fits(value: Any, kind: str) -> bool:
 
 
 def _shown(value: Any) -> str:
-    text = repr(value)
+    text = json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= 40 else text[:37] + "..."
 
 
