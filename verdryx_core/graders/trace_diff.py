@@ -1,4 +1,6 @@
-"""A tool trace against its expectation, one line per call (docs/graders.md, "Tool traces"):
+"""A tool trace against its expectation, one line per call (docs/graders.md, "Tool traces").
+
+For example:
 
     ok          lookup_order {"order_id": "A-1001"}  (call 1)
     wrong args  refund_order (call 2, expected 2): amount: expected 25, got 30
