@@ -269,6 +269,13 @@ OPTIONS: Final = (
         metavar="TEXT",
     ),
     _Option(
+        "verdryx_keep_workspaces",
+        "leave each case's workspace folder in place after grading and print the folders "
+        "of failed cases (default: removed once graded)",
+        False,
+        "bool",
+    ),
+    _Option(
         "verdryx_allow_partial_baseline",
         "let --verdryx-save-baseline save a subset run (-k, -m, --lf, --deselect, node ids)",
         False,
@@ -331,6 +338,7 @@ class Settings:
     target: str | None = None
     target_version: str | None = None
     timeout: float = 120.0
+    keep_workspaces: bool = False
 
     @property
     def judge_model(self) -> str | None:
@@ -368,6 +376,7 @@ def eval_settings(
         target=settings.target,
         target_version=settings.target_version,
         target_root=target_root,
+        keep_workspaces=settings.keep_workspaces,
         flags=FLAGS,
     )
 
@@ -476,6 +485,7 @@ def read_settings(config: pytest.Config, env: Mapping[str, str] | None = None) -
         target=get("verdryx_target"),
         target_version=get("verdryx_target_version"),
         timeout=get("verdryx_timeout"),
+        keep_workspaces=get("verdryx_keep_workspaces"),
     )
 
 

@@ -158,6 +158,9 @@ class Check:
             return self.on
         return "tool_calls" if self.grader == "tool_trace" else "output"
 
+    #: A contract check's criteria (a case with a workspace checks them against it).
+    contract: Mapping[str, Any] | None = None
+
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"grader": self.grader}
         if self.on is not None:
@@ -176,6 +179,8 @@ class Check:
             data["expected_tool_calls_any"] = [
                 _tool_calls_out(calls) for calls in self.expected_tool_calls_any
             ]
+        if self.contract is not None:
+            data["contract"] = dict(self.contract)
         data.update(self.options)
         return data
 
@@ -196,6 +201,7 @@ class Check:
                 tuple(tuple(seq) for seq in calls_any) if calls_any is not None else None
             ),
             on=data.get("on"),
+            contract=data.get("contract"),
         )
 
 
@@ -255,6 +261,9 @@ class EvalCase:
     target: str | None = None
     #: How a multi-check case's check scores make its score (`COMBINES`).
     combine: str = "mean"
+    #: The folder the agent starts from, as loaded (`verdryx_core.evalsets.workspace`):
+    #: `{"folder": absolute path, "sha256"}` or `{"files": {path: text}, "sha256"}`.
+    workspace: Mapping[str, Any] | None = None
 
     @property
     def calls_tools(self) -> bool:
@@ -267,7 +276,10 @@ class EvalCase:
     @property
     def needs_model(self) -> bool:
         """Whether grading this case asks the model under evaluation for an output."""
-        return self.output is None and self.grader not in MODEL_FREE_GRADERS
+        # A workspace case's agent acts in the workspace, so it is called whatever grades it.
+        return self.output is None and (
+            self.grader not in MODEL_FREE_GRADERS or self.workspace is not None
+        )
 
     def fingerprint(self) -> str:
         """A content hash of what this case measures; the recorded output is what is measured,
@@ -304,6 +316,8 @@ class EvalCase:
             "metadata": self.metadata,
             "target": self.target,
             "combine": None if self.combine == "mean" else self.combine,
+            # The content the agent starts from, never where it lies on this machine.
+            "workspace": self.workspace["sha256"] if self.workspace is not None else None,
         }
         payload.update({name: value for name, value in extra.items() if value is not None})
         return _canonical_hash(payload)
@@ -341,6 +355,8 @@ class EvalCase:
             value = getattr(self, name)
             if value is not None:
                 data[name] = value
+        if self.workspace is not None:
+            data["workspace"] = dict(self.workspace)
         if self.messages is not None:
             data["messages"] = [dict(message) for message in self.messages]
         if self.combine != "mean":
@@ -385,6 +401,7 @@ class EvalCase:
             metadata=data.get("metadata"),
             target=data.get("target"),
             combine=data.get("combine") or "mean",
+            workspace=data.get("workspace"),
         )
 
 
@@ -451,6 +468,8 @@ def expected_text(case: EvalCase) -> str | None:
                 wanted: str | None = _expected_calls_text(check)
             else:
                 wanted = check.expected if check.expected is not None else check.rubric
+                if wanted is None and check.contract is not None:
+                    wanted = _criteria_text(check.contract)
             parts.append(f"{check.grader}: {wanted}")
         return "; ".join(parts)
     return case.expected
@@ -462,3 +481,11 @@ def _expected_calls_text(spec: EvalCase | Check) -> str:
     if spec.expected_tool_calls is not None:
         return _calls_text(spec.expected_tool_calls)
     return ", ".join(spec.expected_tools or ())
+
+
+def _criteria_text(contract: Mapping[str, Any]) -> str:
+    """A contract check's expectation: the ids of its success criteria."""
+    criteria = contract.get("success_criteria")
+    if not isinstance(criteria, list):
+        return "its contract"
+    return ", ".join(str(c.get("id")) for c in criteria if isinstance(c, Mapping))

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, ClassVar, Protocol, final
 
-from verdryx_core.cases import EvalCase
+from verdryx_core.cases import MODEL_FREE_GRADERS, Check, EvalCase
 from verdryx_core.graders.base import Grade, GradeContext, Grader
 from verdryx_core.graders.check_parts import MissingPart, read_part
 from verdryx_core.runs import CheckResult
@@ -64,6 +64,14 @@ class _Graders(Protocol):
     def missing_reason(self, name: str) -> str: ...
 
 
+def _shown_part(check: Check) -> str | None:
+    """The part a check read, as its result names it; None for a grader that reads the world
+    (a workspace), not the output, unless the check says otherwise."""
+    if check.on is None and check.grader in MODEL_FREE_GRADERS:
+        return None
+    return check.reads
+
+
 @final
 class ChecksGrader:
     kind: ClassVar[str] = "checks"
@@ -87,7 +95,7 @@ class ChecksGrader:
                         weight=check.weight,
                         value=None,
                         unmeasured=why,
-                        on=check.reads,
+                        on=_shown_part(check),
                     )
                 )
                 continue
@@ -101,6 +109,7 @@ class ChecksGrader:
                 expected_tools=check.expected_tools,
                 expected_tool_calls=check.expected_tool_calls,
                 expected_tool_calls_any=check.expected_tool_calls_any,
+                contract=check.contract,
             )
             try:
                 part = read_part(output, check)
@@ -111,7 +120,7 @@ class ChecksGrader:
                         weight=check.weight,
                         value=0.0,
                         reason=str(absent),
-                        on=check.reads,
+                        on=_shown_part(check),
                     )
                 )
                 continue
@@ -125,7 +134,7 @@ class ChecksGrader:
                     value=grade.value,
                     unmeasured=grade.unmeasured,
                     reason=grade.reason,
-                    on=check.reads,
+                    on=_shown_part(check),
                 )
             )
         reason = checks_reason(results)
