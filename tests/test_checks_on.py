@@ -231,3 +231,22 @@ def test_a_broken_checks_column_names_itself_and_repair_clears_it(tmp_path: Path
         repaired = store.load_run("r")
     assert repaired is not None and repaired.scores[0].checks == ()
     assert repaired.scores[0].value == 0.5
+
+
+def test_the_html_report_lists_each_check_escaped(tmp_path: Path) -> None:
+    from verdryx_core.reporting.html import write_report
+
+    hostile = '<script>x</script>\x1b[2J \u202eevil'
+    checks = (
+        CheckResult(grader="tool_trace", weight=2.0, value=0.5, reason=hostile, on="tool_calls"),
+        CheckResult(grader="numeric", weight=1.0, value=0.0, on="metadata.refund.amount"),
+    )
+    with Store.open(tmp_path / "v.db") as store:
+        store.save_run(_run(checks))
+        page = write_report(store, tmp_path / "report.html").read_text(encoding="utf-8")
+    table = page[page.index('<table class="checks">') :]
+    table = table[: table.index("</table>")]
+    assert table.count("<tr>") == 3  # the head and one row per check
+    assert "metadata.refund.amount" in table and "0.500" in table and "tool_calls" in table
+    assert "<script" not in table and "&lt;script&gt;" in table
+    assert "\x1b" not in page and "\u202e" not in page
