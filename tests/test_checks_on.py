@@ -236,7 +236,7 @@ def test_a_broken_checks_column_names_itself_and_repair_clears_it(tmp_path: Path
 def test_the_html_report_lists_each_check_escaped(tmp_path: Path) -> None:
     from verdryx_core.reporting.html import write_report
 
-    hostile = '<script>x</script>\x1b[2J \u202eevil'
+    hostile = "<script>x</script>\x1b[2J \u202eevil"
     checks = (
         CheckResult(grader="tool_trace", weight=2.0, value=0.5, reason=hostile, on="tool_calls"),
         CheckResult(grader="numeric", weight=1.0, value=0.0, on="metadata.refund.amount"),
