@@ -15,6 +15,7 @@ from typing import Any, Final
 
 __all__ = [
     "CHECKS_GRADER",
+    "COMBINES",
     "DEFAULT_OUTCOME_SCORES",
     "GRADER_KINDS",
     "MODEL_FREE_GRADERS",
@@ -46,6 +47,9 @@ GRADER_KINDS: Final = (
 #: The grader kind of a case graded by several `checks` (never written in a file).
 CHECKS_GRADER: Final = "checks"
 
+#: How a multi-check case's check scores make its score (docs/scenarios.md).
+COMBINES: Final = ("mean", "all")
+
 #: Grader options a case (or a check, or a set's `defaults`) may carry as fields of its own;
 #: they travel on `EvalCase.options`. `options` itself is the free-form object of a custom
 #: grader.
@@ -60,6 +64,7 @@ OPTION_FIELDS: Final = (
     "relative",
     "argument_match",
     "tool_match",
+    "check_types",
     "options",
 )
 
@@ -142,11 +147,24 @@ class Check:
     expected_tools: tuple[str, ...] | None = None
     expected_tool_calls: tuple[Mapping[str, Any], ...] | None = None
     expected_tool_calls_any: tuple[tuple[Mapping[str, Any], ...], ...] | None = None
+    #: What part of the result it reads (`output`, `tool_calls`, `metadata.<path>`,
+    #: `output.<path>`); None: its grader's own part (`CaseOutput.part`).
+    on: str | None = None
+
+    @property
+    def reads(self) -> str:
+        """The part it reads, its default filled in."""
+        if self.on is not None:
+            return self.on
+        return "tool_calls" if self.grader == "tool_trace" else "output"
+
     #: A contract check's criteria (a case with a workspace checks them against it).
     contract: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"grader": self.grader}
+        if self.on is not None:
+            data["on"] = self.on
         if self.expected is not None:
             data["expected"] = self.expected
         if self.rubric is not None:
@@ -182,24 +200,27 @@ class Check:
             expected_tool_calls_any=(
                 tuple(tuple(seq) for seq in calls_any) if calls_any is not None else None
             ),
+            on=data.get("on"),
             contract=data.get("contract"),
         )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CaseOutput:
-    """One run of the agent, whole: its reply text and the tool calls it made. A multi-check
-    case's checks each read their part of it (docs/graders.md, "Multi-check cases"):
-    tool_trace the calls, every other grader the text."""
+    """One run of the agent, whole: its reply text, the tool calls it made and the metadata
+    it reported. A multi-check case's checks each read their part of it (docs/scenarios.md,
+    "Checks over the whole result"): by default tool_trace the calls, every other grader the
+    text."""
 
     text: str
     tool_calls: tuple[ToolCall, ...] = ()
+    metadata: Mapping[str, Any] | None = None
 
     def __str__(self) -> str:
         return self.text
 
     def part_for(self, grader: str) -> Any:
-        """What a check of `grader` grades."""
+        """What a check of `grader` grades by default."""
         return list(self.tool_calls) if grader == "tool_trace" else self.text
 
 
@@ -244,6 +265,8 @@ class EvalCase:
     metadata: Mapping[str, Any] | None = None
     #: `module:callable` of the agent under test (the set's value when the case has none).
     target: str | None = None
+    #: How a multi-check case's check scores make its score (`COMBINES`).
+    combine: str = "mean"
     #: The folder the agent starts from, as loaded (`verdryx_core.evalsets.workspace`):
     #: `{"folder": absolute path, "sha256"}` or `{"files": {path: text}, "sha256"}`.
     workspace: Mapping[str, Any] | None = None
@@ -298,6 +321,7 @@ class EvalCase:
             "messages": [dict(m) for m in self.messages] if self.messages is not None else None,
             "metadata": self.metadata,
             "target": self.target,
+            "combine": None if self.combine == "mean" else self.combine,
             # The content the agent starts from, never where it lies on this machine.
             "workspace": self.workspace["sha256"] if self.workspace is not None else None,
         }
@@ -345,6 +369,8 @@ class EvalCase:
             data["workspace"] = dict(self.workspace)
         if self.messages is not None:
             data["messages"] = [dict(message) for message in self.messages]
+        if self.combine != "mean":
+            data["combine"] = self.combine
         return data
 
     @classmethod
@@ -386,6 +412,7 @@ class EvalCase:
             messages=tuple(messages) if messages is not None else None,
             metadata=data.get("metadata"),
             target=data.get("target"),
+            combine=data.get("combine") or "mean",
             workspace=data.get("workspace"),
         )
 

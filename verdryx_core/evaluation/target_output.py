@@ -19,6 +19,7 @@ from verdryx_core.cases import CaseOutput, EvalCase
 from verdryx_core.errors import TargetCallError, VerdryxError
 from verdryx_core.evaluation.sources import OutputSource, Produced
 from verdryx_core.graders.base import GradeContext
+from verdryx_core.llm.prices import PriceBook
 from verdryx_core.store import Store
 from verdryx_core.targets import Target, TargetCache, TargetCase, TargetRunner
 
@@ -58,9 +59,12 @@ class TargetOutput:
         cache_mode: str,
         version: str | None,
         open_store: Callable[[], Store | None] | None,
+        prices: PriceBook | None = None,
     ) -> None:
         self.default = default
         self.fallback = fallback
+        #: Prices a call whose usage names its model and no cost of its own.
+        self.prices = prices or PriceBook.default()
         self.root = root
         store = open_store() if open_store is not None and version is not None else None
         #: Why no target call can be made (replay without a version): each target case's error.
@@ -127,13 +131,18 @@ class TargetOutput:
             output: Any = list(result.tool_calls)
         elif case.checks is not None:
             # One call, graded every way: each check reads its part (docs/graders.md).
-            output = CaseOutput(text=result.output, tool_calls=result.tool_calls)
+            output = CaseOutput(
+                text=result.output, tool_calls=result.tool_calls, metadata=result.metadata
+            )
         else:
             output = result.output
+        cost = usage.cost_usd
+        if not cost and usage.model is not None:
+            cost = self.prices.cost(usage.model, usage.input_tokens, usage.output_tokens)
         return Produced(
             output=output,
             tokens=usage.input_tokens + usage.output_tokens,
-            cost_usd=usage.cost_usd,
+            cost_usd=cost,
             latency_s=outcome.latency_s,
         )
 

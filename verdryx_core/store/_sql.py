@@ -25,6 +25,8 @@ from verdryx_core.store.rows import (
     RUN_FIELDS,
     SCORE_FIELDS,
     StoreRowError,
+    checks_from_text,
+    checks_text,
     essential,
     repair_command,
     repaired_run,
@@ -46,7 +48,7 @@ RUN_COLUMNS: Final = (
 )
 SCORE_COLUMNS: Final = (
     "run_id, seq, eval_set_id, case_id, value, unmeasured, grader, tokens, cost_usd, "
-    "judge_cost_usd, fingerprint, passed, samples, output, expected, reason, cluster"
+    "judge_cost_usd, fingerprint, passed, samples, output, expected, reason, checks, cluster"
 )
 #: Keys per IN (...) query: under SQLite's bound-parameter limit.
 _CHUNK: Final = 500
@@ -589,6 +591,7 @@ class SqlStore(Store):
             self.db.text_in(score.output),
             self.db.text_in(score.expected),
             self.db.text_in(score.reason),
+            checks_text(score.checks),
             score.cluster,
         )
 
@@ -622,7 +625,8 @@ class SqlStore(Store):
             output=self.db.text_out(row[13]),
             expected=self.db.text_out(row[14]),
             reason=self.db.text_out(row[15]),
-            cluster=row[16],
+            checks=checks_from_text(row[16]),
+            cluster=row[17],
         )
 
 

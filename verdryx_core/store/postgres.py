@@ -129,6 +129,11 @@ ALTER TABLE baselines ADD COLUMN target TEXT;
 ALTER TABLE baselines ADD COLUMN target_version TEXT;
 """,
     4: """
+-- A multi-check case's checks, each with its grader, weight, what it read, score and reason
+-- (docs/store.md): a JSON array, NULL for a case of one grader and for every older row.
+ALTER TABLE scores ADD COLUMN checks TEXT;
+""",
+    5: """
 -- Clustered cases and per-case samples (docs/statistics.md): a score's cluster, and a
 -- baseline case's samples and cluster, so a later gate resamples whole clusters, allocates
 -- repeats by the baseline's per-case variance, and tests each case's drop.
