@@ -291,7 +291,7 @@ def _plain_score_row(row: Sequence[Any]) -> bool:
     if len(row) != len(SCORE_FIELDS):
         return False
     (_, _, set_id, case_id, value, unmeasured, grader, tokens, cost, judge_cost) = row[:10]
-    (fingerprint, passed, samples, output, expected, reason, checks) = row[10:]
+    (fingerprint, passed, samples, output, expected, reason, checks, cluster) = row[10:]
     return (
         type(set_id) is str
         and type(case_id) is str
