@@ -263,7 +263,9 @@ def failure_text(score: Score, bar: float, case: EvalCase | None) -> str:
         if score.grader == "outcome_tag" and case is not None:
             lines.append(f"recorded outcome: {case.prompt!r}")
         elif output is not None:
-            lines.append(labelled("output", output))
+            # A simulated dialogue's output is its transcript (docs/scenarios.md).
+            shown = "transcript" if output.startswith("[transcript]\n") else "output"
+            lines.append(labelled(shown, output))
     if score.reason:
         lines.append(labelled("reason", score.reason))
     # An agent's output, an expected value or a judge's reason may hold NUL, terminal escapes,

@@ -19,6 +19,7 @@ import jsonschema
 
 from verdryx_core.cases import GRADER_KINDS, OPTION_FIELDS
 from verdryx_core.errors import EvalSetError
+from verdryx_core.evalsets.conversation import check_messages, check_user
 from verdryx_core.graders.plugins import case_problem, field_owners, usable_in_checks
 from verdryx_core.graders.regex import compile_pattern
 from verdryx_core.graders.registry import (
@@ -65,11 +66,14 @@ _CORE_FIELDS: Final = frozenset(
         "messages",
         "metadata",
         "target",
+        "user",
         *_TOOL_FIELDS,
         *OPTION_FIELDS,
     }
 )
-_NEEDS_EXPECTED: Final = frozenset({"exact", "regex", "contains", "icontains", "numeric", "f1"})
+_NEEDS_EXPECTED: Final = frozenset(
+    {"exact", "regex", "contains", "icontains", "numeric", "f1", "final_state"}
+)
 #: Anthropic's rule for tool names.
 TOOL_NAME: Final = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
@@ -226,6 +230,8 @@ def _expected_text(grader: str, expected: Any, fail: Any, field: str) -> str | N
                 ) from None
             return expected
         return json.dumps(expected, ensure_ascii=False, sort_keys=True)
+    if grader == "final_state":  # any JSON value: the end state itself
+        return json.dumps(expected, ensure_ascii=False, sort_keys=True)
     if grader in GRADER_KINDS and not isinstance(expected, str):
         raise fail(field, f"expected string for grader {grader!r}, got {type(expected).__name__}")
     return expected if isinstance(expected, str) else json.dumps(expected, ensure_ascii=False)
@@ -332,16 +338,20 @@ def check_case(
     grader = case.get("grader", "exact") if checks is None else "checks"
     if checks is None and not is_grader(grader):
         raise fail("grader", f"{grader!r} is not a grader; expected one of {known_graders_text()}")
+    if "user" in case:
+        check_user(case, fail)
     if "prompt" not in case and (grader == "outcome_tag" or "messages" not in case):
         why = "" if grader == "outcome_tag" else " (or give 'messages')"
         raise fail("prompt", f"required but missing{why}; add it")
     output = case.get("output")
     messages = case.get("messages")
-    if messages and output is None and messages[-1]["role"] != "user":
+    if messages:
+        check_messages(messages, fail)
+    if messages and output is None and messages[-1]["role"] not in ("user", "tool"):
         raise fail(
             f"messages[{len(messages) - 1}].role",
-            "the last message must be from the user when no output is recorded (the model "
-            "answers it)",
+            "the last message must be from the user (or a tool's result) when no output is "
+            "recorded (the model answers it)",
         )
     traced = checks is not None and any(check.get("grader") == "tool_trace" for check in checks)
     offered: list[str] | None = None

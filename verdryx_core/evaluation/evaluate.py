@@ -39,6 +39,7 @@ from verdryx_core.llm.cache import REFRESH
 from verdryx_core.llm.progress import TextStream
 from verdryx_core.runs import EvalRun, Score
 from verdryx_core.store import CacheEntry, Store
+from verdryx_core.targets.users import STUB_USER_MODEL, UserModel
 from verdryx_core.untrusted.text import printable
 from verdryx_core.version import __version__
 
@@ -133,7 +134,10 @@ class Evaluation:
         if needs_model:
             live = ModelOutput(calls.adapter(settings.model))
         if targeted:
-            live = self._target_output(settings, fallback=live)
+            users = None
+            if settings.user_model != STUB_USER_MODEL and any(c.user for c in cases):
+                users = UserModel(settings.user_model, calls.adapter(settings.user_model))
+            live = self._target_output(settings, fallback=live, users=users)
         judge = calls.adapter(judge_name) if needs_judge and judge_name is not None else None
         graders = build_graders(judge=judge, flags=settings.flags, plug_in=self.plug_in)
         graders.prepare({case.grader for case in cases})
@@ -217,7 +221,11 @@ class Evaluation:
         return self.tally
 
     def _target_output(
-        self, settings: EvalSettings, *, fallback: OutputSource | None
+        self,
+        settings: EvalSettings,
+        *,
+        fallback: OutputSource | None,
+        users: UserModel | None = None,
     ) -> TargetOutput:
         source = TargetOutput(
             default=settings.target,
@@ -229,6 +237,7 @@ class Evaluation:
             cache_mode=settings.cache,
             version=settings.target_version,
             open_store=self.open_store if self.targets_cached else None,
+            users=users,
         )
         self._targets.append(source)
         return source

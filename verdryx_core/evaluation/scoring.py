@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
-from verdryx_core.cases import EvalCase, expected_text, output_text
+from verdryx_core.cases import CaseOutput, EvalCase, expected_text, output_text
 from verdryx_core.evaluation.settings import DEFAULT_MIN_SCORE
 from verdryx_core.evaluation.sources import OutputSource, source_for
 from verdryx_core.graders.base import Grade, GradeContext, Grader
@@ -141,7 +141,11 @@ class CaseScorer:
         started = time.perf_counter()
         produced = source.produce(case, repeat=index, context=context)
         graded = time.perf_counter()
-        grade = grader.grade(case, produced.output, replace(context, repeat=index))
+        output = produced.output
+        if isinstance(output, CaseOutput) and case.checks is None:
+            # A whole sample (a dialogue's) graded by one grader: the part that grader reads.
+            output = output.part_for(case.grader)
+        grade = grader.grade(case, output, replace(context, repeat=index))
         ended = time.perf_counter()
         # The sample's calls, timed: the item's duration (--durations, JUnit time) is its own
         # calls' latency. A target reports its own (from when it got its slot).

@@ -21,6 +21,8 @@ from verdryx_core.evaluation.sources import OutputSource, Produced
 from verdryx_core.graders.base import GradeContext
 from verdryx_core.store import Store
 from verdryx_core.targets import Target, TargetCache, TargetCase, TargetRunner
+from verdryx_core.targets.dialogue import dialogue_target
+from verdryx_core.targets.users import UserModel
 
 __all__ = ["TargetOutput", "target_of"]
 
@@ -57,8 +59,11 @@ class TargetOutput:
         cache_mode: str,
         version: str | None,
         open_store: Callable[[], Store] | None,
+        users: UserModel | None = None,
     ) -> None:
         self.default = default
+        #: Who answers the agent in a case with a simulated user (docs/scenarios.md).
+        self.users = users if users is not None else UserModel()
         self.fallback = fallback
         self.root = root
         store = open_store() if open_store is not None and version is not None else None
@@ -103,6 +108,8 @@ class TargetOutput:
         if self.refused is not None:
             raise TargetCallError(self.refused)
         target = self.load(spec)
+        if case.user is not None:
+            target = dialogue_target(target, case.user, self.users)
         eval_set_id = context.eval_set_id if context is not None else ""
         call = TargetCase.from_eval_case(case, eval_set_id=eval_set_id, repeat=repeat)
         try:
@@ -116,11 +123,20 @@ class TargetOutput:
             )
         result = outcome.result
         usage = result.usage
-        if case.grader == "tool_trace":
-            output: Any = list(result.tool_calls)
-        elif case.checks is not None:
-            # One call, graded every way: each check reads its part (docs/graders.md).
-            output = CaseOutput(text=result.output, tool_calls=result.tool_calls)
+        if case.checks is not None or result.transcript is not None:
+            # One call (one dialogue), graded every way: each check reads its part
+            # (docs/graders.md); a single grader its own (CaseOutput.part_for).
+            output: Any = CaseOutput(
+                text=result.output,
+                tool_calls=result.tool_calls,
+                state=result.state,
+                transcript=result.transcript,
+                ended=result.ended,
+            )
+        elif case.grader == "tool_trace":
+            output = list(result.tool_calls)
+        elif case.grader == "final_state":
+            output = result.state
         else:
             output = result.output
         return Produced(
