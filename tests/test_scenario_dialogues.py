@@ -291,40 +291,53 @@ def test_a_dialogue_is_stored_reported_and_cached_under_the_target_version(
     assert len(agent.calls) == 4
 
 
-def test_a_model_plays_the_persona_and_says_when_it_is_done(
+def test_a_model_plays_the_persona_and_a_judge_reads_the_whole_transcript(
     anthropic_env: FakeAnthropic, tmp_path: Path
 ) -> None:
     anthropic_env.script(
-        message_reply(text="It is A-1, refund it."), message_reply(text="###DONE###")
+        message_reply(text="It is A-1, refund it.", usage=(100, 10)),
+        message_reply(text="###DONE###", usage=(200, 20)),
+        message_reply(tool_uses=[("record_verdict", {"score": 0.8, "reason": "polite"})]),
     )
     agent = agent_that()
-    path = write_evalset(
-        tmp_path,
-        "m",
-        "m",
-        [
-            {
-                "id": "m",
-                "user": {"persona": "Ann, in a hurry", "goal": "a refund of A-1"},
-                "grader": "final_state",
-                "expected": WANTED,
-            }
+    case = {
+        "id": "m",
+        "user": {"persona": "Ann, in a hurry", "goal": "a refund of A-1"},
+        "checks": [
+            {"grader": "final_state", "expected": WANTED},
+            {"grader": "llm_judge", "rubric": "The agent refunds A-1."},
         ],
-    )
+    }
+    path = write_evalset(tmp_path, "m", "m", [case])
+    model = "claude-haiku-4-5"
     run = evaluate(
         [path],
-        EvalSettings(user_model="claude-haiku-4-5"),
+        EvalSettings(user_model=model, judge=model),
         target=agent,
         store=tmp_path / "m.db",
     )
     (score,) = run.scores
-    assert score.value == 1.0
-    assert (score.output or "").endswith("[ended: the user is done]")
-    assert "user: It is A-1, refund it." in (score.output or "")
-    first, _ = (r.body for r in anthropic_env.requests)
+    assert score.value == pytest.approx(0.9)
+    transcript = score.output or ""
+    assert transcript.endswith("[ended: the user is done]")
+    assert "user: It is A-1, refund it." in transcript
+    # The user model's tokens count in the case's, beside the agent's two turns.
+    assert score.tokens == 3 * 2 + 330 + 10 + 5
+    first, second, judged = (r.body for r in anthropic_env.requests)
     assert "Ann, in a hurry" in first["system"] and "###DONE###" in first["system"]
     # The roles swapped: the agent's reply is the user model's user turn.
-    assert first["messages"][-1] == {"role": "user", "content": "reply 1"}
+    # (its own opening, the goal, is in its system prompt: a chat opens with a user turn).
+    assert first["messages"] == [{"role": "user", "content": "reply 1"}]
+    assert second["messages"][-1] == {"role": "user", "content": "Refund issued for A-1."}
+    # The judge is shown every turn and every call, not only the final reply.
+    prompt = judged["messages"][0]["content"]
+    for line in (
+        "user: a refund of A-1",
+        "assistant: reply 1",
+        "user: It is A-1, refund it.",
+        '  -> {"name":"lookup","arguments":{"id":"A-1"}}',
+    ):
+        assert line in prompt
 
 
 def test_a_bad_turn_is_the_case_error_and_a_user_without_a_target_is_refused(

@@ -6,8 +6,8 @@ user's target in a driver that calls it once per turn with the transcript so far
 `TargetCase.messages`, appends its reply (and the tool calls it reports), then asks the
 case's user for its next turn. It ends when the agent says it is done (a result's
 `done`), when the user does, or after `max_turns` replies. The result is the whole sample:
-the last reply, the calls of every turn in order, the summed usage, the last `state`
-reported, and the transcript.
+the last reply, the calls of every turn in order, the summed usage (a model user's
+included), the last `state` reported, and the transcript.
 """
 
 from __future__ import annotations
@@ -63,10 +63,11 @@ class _Dialogue:
     def result(self) -> TargetResult:
         results = self.results
         states = [r.state for r in results if r.state is not None]
+        user = self.user  # a model playing the user is paid for as the agent's turns are
         usage = TargetUsage(
-            input_tokens=sum(r.usage.input_tokens for r in results),
-            output_tokens=sum(r.usage.output_tokens for r in results),
-            cost_usd=math.fsum(r.usage.cost_usd for r in results),
+            input_tokens=sum(r.usage.input_tokens for r in results) + user.input_tokens,
+            output_tokens=sum(r.usage.output_tokens for r in results) + user.output_tokens,
+            cost_usd=math.fsum([*(r.usage.cost_usd for r in results), user.cost_usd]),
         )
         return TargetResult(
             output=results[-1].output,

@@ -41,6 +41,10 @@ DONE_MARK: Final = "###DONE###"
 class SimulatedUser(Protocol):
     #: True when a turn calls a service (a model): then it runs off an event loop.
     remote: bool
+    #: What its turns consumed so far (a model's): counted in the dialogue's usage.
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float
 
     def reply(self, transcript: Sequence[Mapping[str, Any]]) -> str | None:
         """The user's next message after the agent's last reply, or None: it is done."""
@@ -58,6 +62,8 @@ class ScriptedUser:
     """Says its turns in order, one after each reply; done when none is left."""
 
     remote = False
+    input_tokens = output_tokens = 0
+    cost_usd = 0.0
 
     def __init__(self, turns: Sequence[str]) -> None:
         self._turns = list(turns)
@@ -76,6 +82,8 @@ class StubUser:
     dialogue ends by the agent or `max_turns`)."""
 
     remote = False
+    input_tokens = output_tokens = 0
+    cost_usd = 0.0
 
     def __init__(self, goal: str, done_when: str | None) -> None:
         self.goal = goal
@@ -103,6 +111,8 @@ class ModelUser:
     def __init__(self, adapter: ModelAdapter, persona: str, goal: str) -> None:
         self.adapter = adapter
         self.system = _USER_SYSTEM.format(persona=persona, goal=goal)
+        self.input_tokens = self.output_tokens = 0
+        self.cost_usd = 0.0
 
     def reply(self, transcript: Sequence[Mapping[str, Any]]) -> str | None:
         swapped = [
@@ -117,6 +127,9 @@ class ModelUser:
         completion = self.adapter.complete(
             swapped[-1]["content"], system=self.system, messages=swapped
         )
+        self.input_tokens += completion.input_tokens
+        self.output_tokens += completion.output_tokens
+        self.cost_usd += completion.cost_usd
         text = completion.text.strip()
         return None if not text or DONE_MARK in text else text
 
