@@ -276,6 +276,13 @@ OPTIONS: Final = (
         metavar="TEXT",
     ),
     _Option(
+        "verdryx_keep_workspaces",
+        "leave each case's workspace folder in place after grading and print the folders "
+        "of failed cases (default: removed once graded)",
+        False,
+        "bool",
+    ),
+    _Option(
         "verdryx_allow_partial_baseline",
         "let --verdryx-save-baseline save a subset run (-k, -m, --lf, --deselect, node ids)",
         False,
@@ -339,6 +346,7 @@ class Settings:
     target_version: str | None = None
     user_model: str = "stub"
     timeout: float = 120.0
+    keep_workspaces: bool = False
 
     @property
     def judge_model(self) -> str | None:
@@ -377,6 +385,7 @@ def eval_settings(
         target_version=settings.target_version,
         user_model=settings.user_model,
         target_root=target_root,
+        keep_workspaces=settings.keep_workspaces,
         flags=FLAGS,
     )
 
@@ -486,6 +495,7 @@ def read_settings(config: pytest.Config, env: Mapping[str, str] | None = None) -
         target_version=get("verdryx_target_version"),
         user_model=get("verdryx_user_model") or "stub",
         timeout=get("verdryx_timeout"),
+        keep_workspaces=get("verdryx_keep_workspaces"),
     )
 
 
