@@ -18,6 +18,8 @@ from plugin_support import write_evalset
 
 from verdryx_core import evaluate
 from verdryx_core.cases import EvalCase
+from verdryx_core.errors import EvalSetError
+from verdryx_core.evalsets.load import load_evalset
 from verdryx_core.evaluation import EvalSettings
 from verdryx_core.graders.base import GradeContext
 from verdryx_core.graders.final_state import FinalStateGrader
@@ -368,3 +370,43 @@ def test_a_bad_turn_is_the_case_error_and_a_user_without_a_target_is_refused(
     assert not run.complete
     (error,) = run.errors
     assert "field 'user': a simulated user talks to an agent" in error and "--target" in error
+
+
+@pytest.mark.parametrize(
+    ("extra", "field", "words"),
+    [
+        ({"user": {"turns": ["a"], "persona": "p", "goal": "g"}}, "user", "not both"),
+        ({"user": {"persona": "p"}}, "user.goal", "both 'persona' and 'goal'"),
+        ({"user": {"turns": ["a"], "done_when": "x"}}, "user.done_when", "turns run out"),
+        ({"user": {"turns": ["a"]}, "output": "x"}, "user", "a recorded output has no dialogue"),
+        ({"user": {"max_turns": 3}}, "user", "give 'turns'"),
+        ({"grader": "final_state"}, "expected", "requires the field 'expected'"),
+        ({"grader": "final_state", "expected": "{not json"}, "expected", "is JSON text"),
+    ],
+)
+def test_a_bad_user_block_or_state_expectation_is_one_line(
+    tmp_path: Path, extra: dict[str, Any], field: str, words: str
+) -> None:
+    case = {"id": "c1", "prompt": "hi", "grader": "contains", "expected": "x", **extra}
+    if extra.get("grader") == "final_state" and "expected" not in extra:
+        del case["expected"]
+    path = write_evalset(tmp_path, "bad", "bad", [case])
+    with pytest.raises(EvalSetError) as caught:
+        load_evalset(path)
+    text = str(caught.value)
+    assert "\n" not in text and "case 'c1'" in text and f"field '{field}'" in text
+    assert words in text
+
+
+def test_a_state_expectation_written_as_json_text_reads_as_its_value(tmp_path: Path) -> None:
+    path = write_evalset(
+        tmp_path,
+        "t",
+        "t",
+        [
+            {"id": "a", "prompt": "p", "grader": "final_state", "expected": '{"b": 1, "a": [2]}'},
+            {"id": "b", "prompt": "p", "grader": "final_state", "expected": {"a": [2], "b": 1}},
+        ],
+    )
+    first, second = load_evalset(path).cases
+    assert first.expected == second.expected == '{"a": [2], "b": 1}'

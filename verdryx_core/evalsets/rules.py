@@ -232,7 +232,16 @@ def _expected_text(grader: str, expected: Any, fail: Any, field: str) -> str | N
                 ) from None
             return expected
         return json.dumps(expected, ensure_ascii=False, sort_keys=True)
-    if grader == "final_state":  # any JSON value: the end state itself
+    if grader == "final_state":  # any JSON value: the end state (a string: its JSON text)
+        if isinstance(expected, str):
+            try:
+                expected = parse_json(expected, unique_keys=True)
+            except ValueError as exc:
+                raise fail(
+                    field,
+                    "a string expectation of grader 'final_state' is JSON text (a CSV cell "
+                    f"is text), and this is not ({exc})",
+                ) from None
         return json.dumps(expected, ensure_ascii=False, sort_keys=True)
     if grader in GRADER_KINDS and not isinstance(expected, str):
         raise fail(field, f"expected string for grader {grader!r}, got {type(expected).__name__}")
