@@ -18,6 +18,7 @@ from plugin_support import write_evalset
 
 from verdryx_core import evaluate
 from verdryx_core.cases import EvalCase
+from verdryx_core.cli.commands.show import structured_output
 from verdryx_core.errors import EvalSetError
 from verdryx_core.evalsets.load import load_evalset
 from verdryx_core.evaluation import EvalSettings
@@ -410,3 +411,24 @@ def test_a_state_expectation_written_as_json_text_reads_as_its_value(tmp_path: P
     )
     first, second = load_evalset(path).cases
     assert first.expected == second.expected == '{"a": [2], "b": 1}'
+
+
+def test_verdryx_show_keeps_a_traced_dialogue_as_its_transcript(tmp_path: Path) -> None:
+    path = write_evalset(
+        tmp_path,
+        "t",
+        "t",
+        [
+            {
+                "id": "t",
+                "prompt": "Refund A-1 please",
+                "user": {"turns": ["ok"]},
+                "grader": "tool_trace",
+                "expected_tools": ["lookup", "refund"],
+            }
+        ],
+    )
+    (score,) = evaluate([path], target=agent_that()).scores
+    assert score.value == 1.0
+    assert structured_output(score) == score.output
+    assert (score.output or "").startswith("[transcript]\nuser: Refund A-1 please\n")
