@@ -153,6 +153,26 @@ OPTIONS: Final = (
         "bool",
     ),
     _Option(
+        "verdryx_labels",
+        "human labels of judged outputs: a *.labels.jsonl file, or a folder of them; the "
+        "summary then shows how well the judge agrees with them",
+        metavar="PATH",
+    ),
+    _Option(
+        "verdryx_judge_correction",
+        "gate the judged cases' pass rate corrected for the judge's TPR / TNR on the labels "
+        "(refused with too few labels)",
+        False,
+        "bool",
+    ),
+    _Option(
+        "verdryx_require_calibrated_judge",
+        "refuse the gate when the judge's kappa on the labels fell significantly below its "
+        "stored figure (else a warning)",
+        False,
+        "bool",
+    ),
+    _Option(
         "verdryx_gate_metric",
         "what the gate compares per case: 'score' (default: mean scores) or 'pass' (pass "
         "rates, in points)",
@@ -324,6 +344,9 @@ class Settings:
     detect: float = 0.05
     require_power: bool = False
     gate_metric: str = "score"
+    labels: str | None = None
+    judge_correction: bool = False
+    require_calibrated_judge: bool = False
     concurrency: int
     cache: str
     repeat: int
@@ -472,6 +495,9 @@ def read_settings(config: pytest.Config, env: Mapping[str, str] | None = None) -
         detect=get("verdryx_detect"),
         require_power=get("verdryx_require_power"),
         gate_metric=get("verdryx_gate_metric"),
+        labels=get("verdryx_labels"),
+        judge_correction=get("verdryx_judge_correction"),
+        require_calibrated_judge=get("verdryx_require_calibrated_judge"),
         min_score=get("verdryx_min_score"),
         concurrency=get("verdryx_concurrency"),
         cache=get("verdryx_cache"),

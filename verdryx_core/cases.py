@@ -274,6 +274,9 @@ class EvalCase:
     #: Below its bar it fails the session whatever the verdict (docs/outcomes.md); not part
     #: of what the case measures, so not of its fingerprint.
     required: bool = False
+    #: A person's verdict on the recorded `output` (docs/calibrating-the-judge.md): "pass",
+    #: "fail", "skip" or a number; not part of what the case measures.
+    human_label: str | float | None = None
     tags: tuple[str, ...] = ()
     contract: Mapping[str, Any] | None = None
     #: Grader options (`OPTION_FIELDS`), as written on the case or inherited from the set.
@@ -357,6 +360,8 @@ class EvalCase:
                 data[name] = value
         if self.required:
             data["required"] = True
+        if self.human_label is not None:
+            data["human_label"] = self.human_label
         if self.output is not None:
             data["output"] = (
                 [_output_item(item) for item in self.output]
@@ -417,6 +422,7 @@ class EvalCase:
             output=_output_in(output, grader),
             min_score=data.get("min_score"),
             required=bool(data.get("required", False)),
+            human_label=data.get("human_label"),
             tags=tuple(data.get("tags") or ()),
             contract=data.get("contract"),
             options={name: data[name] for name in OPTION_FIELDS if name in data},

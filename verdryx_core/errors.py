@@ -68,6 +68,7 @@ CLI_FLAGS: Final[Mapping[str, str]] = {
     "detect": "--detect",
     "gate_metric": "--gate-metric",
     "judge": "--judge",
+    "labels": "--labels",
     "min_coverage": "--min-coverage",
     "model": "--model",
     "repeat": "--repeat",

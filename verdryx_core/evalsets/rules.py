@@ -355,6 +355,12 @@ def check_case(
         why = "" if grader == "outcome_tag" else " (or give 'messages')"
         raise fail("prompt", f"required but missing{why}; add it")
     output = case.get("output")
+    if "human_label" in case and not isinstance(output, str):
+        raise fail(
+            "human_label",
+            "a human label judges the recorded output: give the case a text 'output', or "
+            "keep the label in a labels file",
+        )
     messages = case.get("messages")
     if messages:
         check_messages(messages, fail)
