@@ -432,3 +432,27 @@ def test_verdryx_show_keeps_a_traced_dialogue_as_its_transcript(tmp_path: Path) 
     assert score.value == 1.0
     assert structured_output(score) == score.output
     assert (score.output or "").startswith("[transcript]\nuser: Refund A-1 please\n")
+
+
+def test_a_long_transcript_is_cut_in_the_store_but_keeps_how_it_ended(tmp_path: Path) -> None:
+    def chatty(case: TargetCase) -> str:
+        return "word " * 1500
+
+    path = write_evalset(
+        tmp_path,
+        "l",
+        "l",
+        [
+            {
+                "id": "l",
+                "prompt": "hi",
+                "user": {"turns": ["go on"] * 5},
+                "grader": "contains",
+                "expected": "word",
+            }
+        ],
+    )
+    (score,) = evaluate([path], target=chatty).scores
+    text = score.output or ""
+    assert text.endswith("chars cut]\n[ended: the user is done]")
+    assert len(text) <= 8_000 + 60

@@ -287,7 +287,13 @@ def stored_output(output: Any) -> str | None:
     if text is None:
         return None
     if len(text) > _MAX_STORED_OUTPUT:
-        return text[:_MAX_STORED_OUTPUT] + f"... [{len(text) - _MAX_STORED_OUTPUT} chars cut]"
+        # A dialogue's last line says how it ended: kept after the cut (docs/scenarios.md).
+        head, _, ending = text.rpartition("\n")
+        if not (isinstance(output, CaseOutput) and output.ended and len(ending) < 200):
+            head, ending = text, ""
+        kept = _MAX_STORED_OUTPUT - len(ending)
+        cut = f"... [{len(head) - kept} chars cut]"
+        return head[:kept] + cut + (f"\n{ending}" if ending else "")
     return text
 
 
