@@ -18,7 +18,9 @@ from plugin_support import write_evalset
 
 from verdryx_core import evaluate
 from verdryx_core.cases import EvalCase
+from verdryx_core.cli.commands.eval import settings_from
 from verdryx_core.cli.commands.show import structured_output
+from verdryx_core.cli.main import build_parser
 from verdryx_core.errors import EvalSetError
 from verdryx_core.evalsets.load import load_evalset
 from verdryx_core.evaluation import EvalSettings
@@ -456,3 +458,11 @@ def test_a_long_transcript_is_cut_in_the_store_but_keeps_how_it_ended(tmp_path: 
     text = score.output or ""
     assert text.endswith("chars cut]\n[ended: the user is done]")
     assert len(text) <= 8_000 + 60
+
+
+def test_both_faces_name_the_user_model(pytestconfig: pytest.Config) -> None:
+    parser = build_parser("eval")
+    args = parser.parse_args(["eval", "x.evalset.json", "--user-model", "claude-haiku-4-5"])
+    assert settings_from(args).user_model == "claude-haiku-4-5"
+    assert settings_from(parser.parse_args(["eval", "x.evalset.json"])).user_model == "stub"
+    assert pytestconfig.getoption("verdryx_user_model") in (None, "stub")
