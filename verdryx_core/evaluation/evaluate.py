@@ -84,11 +84,14 @@ class Evaluation:
 
     # -- the store -------------------------------------------------------------------------
 
-    def open_store(self) -> Store:
-        """The store the response cache (and the run) go to."""
+    def open_store(self) -> Store | None:
+        """The store the response cache goes to; None when caching is off and no store was
+        given (nothing is read from it or written to it then)."""
         if isinstance(self._store, Store):
             return self._store
         if self._store is None:
+            if self.settings.cache == "off":
+                return None
             raise UsageError(
                 f"cache mode {self.settings.cache!r} needs a store",
                 hint="pass a store, or {cache} off",

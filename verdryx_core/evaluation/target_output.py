@@ -59,7 +59,7 @@ class TargetOutput:
         root: Path | None,
         cache_mode: str,
         version: str | None,
-        open_store: Callable[[], Store] | None,
+        open_store: Callable[[], Store | None] | None,
         users: UserModel | None = None,
     ) -> None:
         self.default = default
