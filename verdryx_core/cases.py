@@ -15,6 +15,7 @@ from typing import Any, Final
 
 __all__ = [
     "CHECKS_GRADER",
+    "COMBINES",
     "DEFAULT_OUTCOME_SCORES",
     "DIALOGUE_ENDINGS",
     "GRADER_KINDS",
@@ -49,6 +50,9 @@ GRADER_KINDS: Final = (
 #: The grader kind of a case graded by several `checks` (never written in a file).
 CHECKS_GRADER: Final = "checks"
 
+#: How a multi-check case's check scores make its score (docs/scenarios.md).
+COMBINES: Final = ("mean", "all")
+
 #: Grader options a case (or a check, or a set's `defaults`) may carry as fields of its own;
 #: they travel on `EvalCase.options`. `options` itself is the free-form object of a custom
 #: grader.
@@ -63,6 +67,7 @@ OPTION_FIELDS: Final = (
     "relative",
     "argument_match",
     "tool_match",
+    "check_types",
     "options",
 )
 
@@ -145,11 +150,24 @@ class Check:
     expected_tools: tuple[str, ...] | None = None
     expected_tool_calls: tuple[Mapping[str, Any], ...] | None = None
     expected_tool_calls_any: tuple[tuple[Mapping[str, Any], ...], ...] | None = None
+    #: What part of the result it reads (`output`, `tool_calls`, `metadata.<path>`,
+    #: `output.<path>`); None: its grader's own part (`CaseOutput.part`).
+    on: str | None = None
+
+    @property
+    def reads(self) -> str:
+        """The part it reads, its default filled in."""
+        if self.on is not None:
+            return self.on
+        return "tool_calls" if self.grader == "tool_trace" else "output"
+
     #: A contract check's criteria (a case with a workspace checks them against it).
     contract: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"grader": self.grader}
+        if self.on is not None:
+            data["on"] = self.on
         if self.expected is not None:
             data["expected"] = self.expected
         if self.rubric is not None:
@@ -185,20 +203,23 @@ class Check:
             expected_tool_calls_any=(
                 tuple(tuple(seq) for seq in calls_any) if calls_any is not None else None
             ),
+            on=data.get("on"),
             contract=data.get("contract"),
         )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CaseOutput:
-    """One run of the agent, whole: its reply text and the tool calls it made. A multi-check
-    case's checks each read their part of it (docs/graders.md, "Multi-check cases"):
-    tool_trace the calls, every other grader the text. A simulated dialogue's
-    (docs/scenarios.md, "Simulated users") is all of it: the final reply, the calls of every
-    turn, the end state the target reported, and the transcript, which a judge reads."""
+    """One run of the agent, whole: its reply text, the tool calls it made and the metadata
+    it reported. A multi-check case's checks each read their part of it (docs/scenarios.md,
+    "Checks over the whole result"): by default tool_trace the calls, every other grader the
+    text. A simulated dialogue's (docs/scenarios.md, "Simulated users") is all of it: the
+    final reply, the calls of every turn, the end state the target reported, and the
+    transcript, which a judge reads."""
 
     text: str
     tool_calls: tuple[ToolCall, ...] = ()
+    metadata: Mapping[str, Any] | None = None
     #: The end state the target reported (`final_state` grades it); None: none reported.
     state: Any = None
     #: A simulated dialogue's messages, in the neutral form of a case's `messages`.
@@ -210,7 +231,7 @@ class CaseOutput:
         return self.text
 
     def part_for(self, grader: str) -> Any:
-        """What a check of `grader` grades."""
+        """What a check of `grader` grades by default."""
         if grader == "tool_trace":
             return list(self.tool_calls)
         if grader == "final_state":
@@ -291,6 +312,8 @@ class EvalCase:
     #: A simulated user (`{"turns"}` or `{"persona", "goal"}`, with `max_turns`): the target
     #: is then driven through a dialogue (docs/scenarios.md, "Simulated users").
     user: Mapping[str, Any] | None = None
+    #: How a multi-check case's check scores make its score (`COMBINES`).
+    combine: str = "mean"
     #: The folder the agent starts from, as loaded (`verdryx_core.evalsets.workspace`):
     #: `{"folder": absolute path, "sha256"}` or `{"files": {path: text}, "sha256"}`.
     workspace: Mapping[str, Any] | None = None
@@ -346,6 +369,7 @@ class EvalCase:
             "metadata": self.metadata,
             "target": self.target,
             "user": dict(self.user) if self.user is not None else None,
+            "combine": None if self.combine == "mean" else self.combine,
             # The content the agent starts from, never where it lies on this machine.
             "workspace": self.workspace["sha256"] if self.workspace is not None else None,
         }
@@ -391,6 +415,8 @@ class EvalCase:
             data["workspace"] = dict(self.workspace)
         if self.messages is not None:
             data["messages"] = [dict(message) for message in self.messages]
+        if self.combine != "mean":
+            data["combine"] = self.combine
         return data
 
     @classmethod
@@ -432,6 +458,7 @@ class EvalCase:
             metadata=data.get("metadata"),
             target=data.get("target"),
             user=data.get("user"),
+            combine=data.get("combine") or "mean",
             workspace=data.get("workspace"),
         )
 

@@ -37,6 +37,7 @@ from verdryx_core.graders import GradeContext, Grader, build_graders
 from verdryx_core.graders.plugins import GraderUnavailable, plugin
 from verdryx_core.graders.registry import checked_grader, load_custom_grader
 from verdryx_core.llm.cache import REFRESH
+from verdryx_core.llm.prices import PriceBook
 from verdryx_core.llm.progress import TextStream
 from verdryx_core.runs import EvalRun, Score
 from verdryx_core.store import CacheEntry, Store
@@ -224,6 +225,7 @@ class Evaluation:
             self.tally.misses += cache.misses
             self.tally.saved_usd += cache.saved_usd
             self.tally.entries.extend(cache.take_pending())
+            self.tally.unpriced.update(source.prices.unpriced)
         self._targets.clear()
         # Whatever a sample could not remove itself (a call given up on a Ctrl-C) goes now.
         self.workspaces.close()
@@ -247,6 +249,7 @@ class Evaluation:
             version=settings.target_version,
             open_store=self.open_store if self.targets_cached else None,
             users=users,
+            prices=PriceBook.from_file(settings.prices) if settings.prices else None,
         )
         self._targets.append(source)
         return source

@@ -19,6 +19,7 @@ from verdryx_core.cases import CaseOutput, EvalCase
 from verdryx_core.errors import TargetCallError, VerdryxError
 from verdryx_core.evaluation.sources import OutputSource, Produced
 from verdryx_core.graders.base import GradeContext
+from verdryx_core.llm.prices import PriceBook
 from verdryx_core.store import Store
 from verdryx_core.targets import Target, TargetCache, TargetCase, TargetRunner
 from verdryx_core.targets.dialogue import dialogue_target
@@ -60,12 +61,15 @@ class TargetOutput:
         cache_mode: str,
         version: str | None,
         open_store: Callable[[], Store | None] | None,
+        prices: PriceBook | None = None,
         users: UserModel | None = None,
     ) -> None:
         self.default = default
         #: Who answers the agent in a case with a simulated user (docs/scenarios.md).
         self.users = users if users is not None else UserModel()
         self.fallback = fallback
+        #: Prices a call whose usage names its model and no cost of its own.
+        self.prices = prices or PriceBook.default()
         self.root = root
         store = open_store() if open_store is not None and version is not None else None
         #: Why no target call can be made (replay without a version): each target case's error.
@@ -132,10 +136,11 @@ class TargetOutput:
         usage = result.usage
         if case.checks is not None or result.transcript is not None:
             # One call (one dialogue), graded every way: each check reads its part
-            # (docs/graders.md); a single grader its own (CaseOutput.part_for).
+            # (docs/scenarios.md); a single grader its own (CaseOutput.part_for).
             output: Any = CaseOutput(
                 text=result.output,
                 tool_calls=result.tool_calls,
+                metadata=result.metadata,
                 state=result.state,
                 transcript=result.transcript,
                 ended=result.ended,
@@ -146,10 +151,13 @@ class TargetOutput:
             output = result.state
         else:
             output = result.output
+        cost = usage.cost_usd
+        if not cost and usage.model is not None:
+            cost = self.prices.cost(usage.model, usage.input_tokens, usage.output_tokens)
         return Produced(
             output=output,
             tokens=usage.input_tokens + usage.output_tokens,
-            cost_usd=usage.cost_usd,
+            cost_usd=cost,
             latency_s=outcome.latency_s,
         )
 

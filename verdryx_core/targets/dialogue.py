@@ -68,6 +68,8 @@ class _Dialogue:
             input_tokens=sum(r.usage.input_tokens for r in results) + user.input_tokens,
             output_tokens=sum(r.usage.output_tokens for r in results) + user.output_tokens,
             cost_usd=math.fsum([*(r.usage.cost_usd for r in results), user.cost_usd]),
+            # The turns' model, for the price book when they report tokens and no cost.
+            model=next((r.usage.model for r in results if r.usage.model), None),
         )
         return TargetResult(
             output=results[-1].output,

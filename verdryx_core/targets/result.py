@@ -23,7 +23,7 @@ _RESULT_KEYS: Final = ("output", "tool_calls", "usage", "metadata", "state", "do
 #: What verdryx adds to a simulated dialogue's result (docs/scenarios.md): never a target's.
 _DIALOGUE_KEYS: Final = ("transcript", "ended")
 _CALL_KEYS: Final = ("name", "arguments")
-_USAGE_KEYS: Final = ("input_tokens", "output_tokens", "cost_usd")
+_USAGE_KEYS: Final = ("input_tokens", "output_tokens", "cost_usd", "model")
 _PREVIEW: Final = 80
 
 
@@ -44,11 +44,14 @@ def _json_safe(value: object, where: str) -> None:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TargetUsage:
-    """What one target call consumed, as the target reports it (zero when it does not)."""
+    """What one target call consumed, as the target reports it (zero when it does not).
+    With a `model` and no `cost_usd`, the run prices the tokens by its price book
+    (docs/targets.md, "What a target returns")."""
 
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float = 0.0
+    model: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("input_tokens", "output_tokens"):
@@ -73,6 +76,9 @@ class TargetUsage:
         if problem is not None:
             raise TargetResultError(f"usage.cost_usd: {problem}")
         object.__setattr__(self, "cost_usd", float(cost))
+        model = self.model
+        if model is not None and (not isinstance(model, str) or not model.strip()):
+            raise TargetResultError(f"usage.model is {_preview(model)}, expected a model name")
 
     @classmethod
     def coerce(cls, value: object) -> TargetUsage:
@@ -92,11 +98,14 @@ class TargetUsage:
         return cls(**{str(key): item for key, item in value.items()})
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "cost_usd": self.cost_usd,
         }
+        if self.model is not None:
+            data["model"] = self.model
+        return data
 
 
 def _tool_call(value: object, index: int) -> ToolCall:

@@ -578,6 +578,8 @@ def _details(score: Score) -> str:
     if score.samples:
         samples = ", ".join(f"{value:.2f}" for value in score.samples)
         parts.append(f"<dt>samples</dt><dd>{esc(samples)}</dd>")
+    if score.checks:
+        parts.append(f"<dt>checks</dt><dd>{_checks_table(score)}</dd>")
     if not parts:
         return '<span class="note">nothing recorded</span>'
     return f"<details><summary>view</summary><dl>{''.join(parts)}</dl></details>"
@@ -600,6 +602,25 @@ def _dialogue(text: str) -> str:
         else:
             turns.append(esc(printable(line, keep_newlines=False)))
     return "<pre>" + "\n".join(turns) + "</pre>"
+
+
+def _checks_table(score: Score) -> str:
+    """A multi-check case's checks: what each read, its score and weight, and why."""
+    rows = []
+    for number, check in enumerate(score.checks, start=1):
+        shown = "unmeasured" if check.value is None else f"{check.value:.3f}"
+        why = check.unmeasured or check.reason or ""
+        rows.append(
+            f'<tr><td class="num">{number}</td><td>{esc(check.grader)}</td>'
+            f'<td>{esc(check.on or "")}</td><td class="num">{esc(shown)}</td>'
+            f'<td class="num">{esc(f"{check.weight:g}")}</td>'
+            f"<td><pre>{esc(_cut(why))}</pre></td></tr>"
+        )
+    return (
+        '<table class="checks"><thead><tr><th class="num">#</th><th>grader</th><th>on</th>'
+        '<th class="num">score</th><th class="num">weight</th><th>reason</th></tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
 
 
 def _cut(text: str) -> str:
