@@ -17,6 +17,7 @@ from plugin_support import write_evalset
 from verdryx_core import evaluate
 from verdryx_core.errors import EvalSetError
 from verdryx_core.evalsets.load import load_evalset
+from verdryx_core.graders.llm_judge import judged_task
 from verdryx_core.llm import make_adapter
 from verdryx_core.llm.conversation import openai_messages
 from verdryx_core.targets import TargetCase
@@ -195,3 +196,16 @@ def test_a_target_gets_the_tool_turns_as_written(tmp_path: Path) -> None:
     (case,) = seen
     assert [dict(m) for m in case.messages or ()] == CHAT
     assert case.user_text() == "Thanks. When will I see it?"
+
+
+def test_a_judge_is_told_the_tool_turns_of_the_conversation(tmp_path: Path) -> None:
+    lines = judged_task(_loaded(tmp_path)).splitlines()
+    assert lines[0] == "The conversation:"
+    assert lines[1:5] == [
+        "user: Refund A-1 and A-2",
+        "assistant: Looking both up.",
+        '  -> {"name":"lookup_order","arguments":{"order_id":"A-1"}}',
+        '  -> {"name":"refund","arguments":{"order_id":"A-2"}}',
+    ]
+    assert "tool refund: refunded A-2" in lines
+    assert lines[-1] == "user: Thanks. When will I see it?"
