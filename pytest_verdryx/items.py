@@ -281,7 +281,9 @@ def failure_text(score: Score, bar: float, case: EvalCase | None) -> str:
         if score.grader == "outcome_tag" and case is not None:
             lines.append(f"recorded outcome: {case.prompt!r}")
         elif output is not None:
-            lines.append(labelled("output", output))
+            # A simulated dialogue's output is its transcript (docs/scenarios.md).
+            shown = "transcript" if output.startswith("[transcript]\n") else "output"
+            lines.append(labelled(shown, output))
     if score.checks:
         lines.extend(_check_lines(score))
     elif score.reason:

@@ -268,6 +268,13 @@ OPTIONS: Final = (
         metavar="VERSION",
     ),
     _Option(
+        "verdryx_user_model",
+        "who plays a case's simulated user with a persona: stub (offline, deterministic) or "
+        "a model id",
+        "stub",
+        metavar="MODEL",
+    ),
+    _Option(
         "verdryx_timeout",
         "seconds any one call may take: target, model, judge, typed (default 120)",
         120.0,
@@ -383,6 +390,7 @@ class Settings:
     batch: bool = False
     target: str | None = None
     target_version: str | None = None
+    user_model: str = "stub"
     timeout: float = 120.0
     keep_workspaces: bool = False
 
@@ -421,6 +429,7 @@ def eval_settings(
         call_timeout=settings.timeout,
         target=settings.target,
         target_version=settings.target_version,
+        user_model=settings.user_model,
         target_root=target_root,
         keep_workspaces=settings.keep_workspaces,
         flags=FLAGS,
@@ -540,6 +549,7 @@ def read_settings(config: pytest.Config, env: Mapping[str, str] | None = None) -
         batch=get("verdryx_batch"),
         target=get("verdryx_target"),
         target_version=get("verdryx_target_version"),
+        user_model=get("verdryx_user_model") or "stub",
         timeout=get("verdryx_timeout"),
         keep_workspaces=get("verdryx_keep_workspaces"),
     )

@@ -17,6 +17,7 @@ __all__ = [
     "CHECKS_GRADER",
     "COMBINES",
     "DEFAULT_OUTCOME_SCORES",
+    "DIALOGUE_ENDINGS",
     "GRADER_KINDS",
     "MODEL_FREE_GRADERS",
     "OPTION_FIELDS",
@@ -28,6 +29,7 @@ __all__ = [
     "declare_model_free",
     "expected_text",
     "output_text",
+    "transcript_text",
 ]
 
 #: Declaration order is the order error messages list them in.
@@ -42,6 +44,7 @@ GRADER_KINDS: Final = (
     "json",
     "numeric",
     "f1",
+    "final_state",
 )
 
 #: The grader kind of a case graded by several `checks` (never written in a file).
@@ -210,18 +213,62 @@ class CaseOutput:
     """One run of the agent, whole: its reply text, the tool calls it made and the metadata
     it reported. A multi-check case's checks each read their part of it (docs/scenarios.md,
     "Checks over the whole result"): by default tool_trace the calls, every other grader the
-    text."""
+    text. A simulated dialogue's (docs/scenarios.md, "Simulated users") is all of it: the
+    final reply, the calls of every turn, the end state the target reported, and the
+    transcript, which a judge reads."""
 
     text: str
     tool_calls: tuple[ToolCall, ...] = ()
     metadata: Mapping[str, Any] | None = None
+    #: The end state the target reported (`final_state` grades it); None: none reported.
+    state: Any = None
+    #: A simulated dialogue's messages, in the neutral form of a case's `messages`.
+    transcript: tuple[Mapping[str, Any], ...] | None = None
+    #: Why the dialogue ended (`DIALOGUE_ENDINGS`).
+    ended: str | None = None
 
     def __str__(self) -> str:
         return self.text
 
     def part_for(self, grader: str) -> Any:
         """What a check of `grader` grades by default."""
-        return list(self.tool_calls) if grader == "tool_trace" else self.text
+        if grader == "tool_trace":
+            return list(self.tool_calls)
+        if grader == "final_state":
+            return self.state
+        if grader == "llm_judge" and self.transcript is not None:
+            return transcript_text(self.transcript, self.ended)
+        return self.text
+
+
+#: Why a simulated dialogue ended: the user said it was done, the agent said it was done,
+#: or it reached the user block's `max_turns`.
+DIALOGUE_ENDINGS: Final = ("user_done", "agent_done", "max_turns")
+_ENDING_TEXT: Final[Mapping[str, str]] = {
+    "user_done": "the user is done",
+    "agent_done": "the agent ended the dialogue",
+    "max_turns": "max_turns reached",
+}
+
+
+def transcript_text(messages: Iterable[Mapping[str, Any]], ended: str | None = None) -> str:
+    """A dialogue as a reader (or a judge) reads it: one `role: text` line per turn, an
+    assistant's calls each on a line of its own under it, then how it ended. Untrusted
+    text: whoever prints it passes it through the printable rule."""
+    lines = ["[transcript]"]
+    for message in messages:
+        role = str(message.get("role", ""))
+        if role == "tool":
+            lines.append(f"tool {message.get('name', '')}: {message.get('content', '')}")
+            continue
+        content = message.get("content")
+        if content or not message.get("tool_calls"):
+            lines.append(f"{role}: {content or ''}")
+        for call in message.get("tool_calls") or ():
+            lines.append(f"  -> {ToolCall.from_value(call, made=True)}")
+    if ended is not None:
+        lines.append(f"[ended: {_ENDING_TEXT.get(ended, ended)}]")
+    return "\n".join(lines)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -265,6 +312,9 @@ class EvalCase:
     metadata: Mapping[str, Any] | None = None
     #: `module:callable` of the agent under test (the set's value when the case has none).
     target: str | None = None
+    #: A simulated user (`{"turns"}` or `{"persona", "goal"}`, with `max_turns`): the target
+    #: is then driven through a dialogue (docs/scenarios.md, "Simulated users").
+    user: Mapping[str, Any] | None = None
     #: How a multi-check case's check scores make its score (`COMBINES`).
     combine: str = "mean"
     #: The folder the agent starts from, as loaded (`verdryx_core.evalsets.workspace`):
@@ -321,6 +371,7 @@ class EvalCase:
             "messages": [dict(m) for m in self.messages] if self.messages is not None else None,
             "metadata": self.metadata,
             "target": self.target,
+            "user": dict(self.user) if self.user is not None else None,
             "combine": None if self.combine == "mean" else self.combine,
             # The content the agent starts from, never where it lies on this machine.
             "workspace": self.workspace["sha256"] if self.workspace is not None else None,
@@ -361,7 +412,7 @@ class EvalCase:
         data.update(self.options)
         if self.checks is not None:
             data["checks"] = [check.to_dict() for check in self.checks]
-        for name in ("system", "metadata", "target"):
+        for name in ("system", "metadata", "target", "user"):
             value = getattr(self, name)
             if value is not None:
                 data[name] = value
@@ -412,6 +463,7 @@ class EvalCase:
             messages=tuple(messages) if messages is not None else None,
             metadata=data.get("metadata"),
             target=data.get("target"),
+            user=data.get("user"),
             combine=data.get("combine") or "mean",
             workspace=data.get("workspace"),
         )
@@ -453,10 +505,13 @@ def output_text(output: Any) -> str | None:
     JSON objects joined by ", " (names alone when only names are known), which `verdryx show
     --json` turns back into a list; an expectation of calls reads the same way, several
     acceptable lists separated by " | "; an object as its JSON text; a whole run's output
-    (`CaseOutput`) as its text, then a line `[tool calls] ` and its calls."""
+    (`CaseOutput`) as its text, then a line `[tool calls] ` and its calls; a simulated
+    dialogue's as its transcript (`transcript_text`)."""
     if output is None:
         return None
     if isinstance(output, CaseOutput):
+        if output.transcript is not None:
+            return transcript_text(output.transcript, output.ended)
         if not output.tool_calls:
             return output.text
         return f"{output.text}\n[tool calls] {output_text(list(output.tool_calls))}"

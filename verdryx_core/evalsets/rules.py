@@ -19,6 +19,7 @@ import jsonschema
 
 from verdryx_core.cases import GRADER_KINDS, OPTION_FIELDS
 from verdryx_core.errors import EvalSetError
+from verdryx_core.evalsets.conversation import check_messages, check_user
 from verdryx_core.evalsets.workspace import resolve_workspace
 from verdryx_core.graders.check_parts import on_problem
 from verdryx_core.graders.plugins import case_problem, field_owners, usable_in_checks
@@ -69,13 +70,16 @@ _CORE_FIELDS: Final = frozenset(
         "messages",
         "metadata",
         "target",
+        "user",
         "combine",
         "workspace",
         *_TOOL_FIELDS,
         *OPTION_FIELDS,
     }
 )
-_NEEDS_EXPECTED: Final = frozenset({"exact", "regex", "contains", "icontains", "numeric", "f1"})
+_NEEDS_EXPECTED: Final = frozenset(
+    {"exact", "regex", "contains", "icontains", "numeric", "f1", "final_state"}
+)
 #: Anthropic's rule for tool names, and a dot: a dotted name (`math.factorial`, common in
 #: function-calling benchmarks) is fine where no provider is asked (a target, a recorded
 #: output); a case that asks the model refuses it then (`evaluation/sources.py`).
@@ -234,6 +238,17 @@ def _expected_text(grader: str, expected: Any, fail: Any, field: str) -> str | N
                 ) from None
             return expected
         return json.dumps(expected, ensure_ascii=False, sort_keys=True)
+    if grader == "final_state":  # any JSON value: the end state (a string: its JSON text)
+        if isinstance(expected, str):
+            try:
+                expected = parse_json(expected, unique_keys=True)
+            except ValueError as exc:
+                raise fail(
+                    field,
+                    "a string expectation of grader 'final_state' is JSON text (a CSV cell "
+                    f"is text), and this is not ({exc})",
+                ) from None
+        return json.dumps(expected, ensure_ascii=False, sort_keys=True)
     if grader in GRADER_KINDS and not isinstance(expected, str):
         raise fail(field, f"expected string for grader {grader!r}, got {type(expected).__name__}")
     return expected if isinstance(expected, str) else json.dumps(expected, ensure_ascii=False)
@@ -340,6 +355,8 @@ def check_case(
     grader = case.get("grader", "exact") if checks is None else "checks"
     if checks is None and not is_grader(grader):
         raise fail("grader", f"{grader!r} is not a grader; expected one of {known_graders_text()}")
+    if "user" in case:
+        check_user(case, fail)
     if "prompt" not in case and (grader == "outcome_tag" or "messages" not in case):
         why = "" if grader == "outcome_tag" else " (or give 'messages')"
         raise fail("prompt", f"required but missing{why}; add it")
@@ -351,11 +368,13 @@ def check_case(
             "keep the label in a labels file",
         )
     messages = case.get("messages")
-    if messages and output is None and messages[-1]["role"] != "user":
+    if messages:
+        check_messages(messages, fail)
+    if messages and output is None and messages[-1]["role"] not in ("user", "tool"):
         raise fail(
             f"messages[{len(messages) - 1}].role",
-            "the last message must be from the user when no output is recorded (the model "
-            "answers it)",
+            "the last message must be from the user (or a tool's result) when no output is "
+            "recorded (the model answers it)",
         )
     traced = checks is not None and any(check.get("grader") == "tool_trace" for check in checks)
     offered: list[str] | None = None

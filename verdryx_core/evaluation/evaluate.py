@@ -41,6 +41,7 @@ from verdryx_core.llm.prices import PriceBook
 from verdryx_core.llm.progress import TextStream
 from verdryx_core.runs import EvalRun, Score
 from verdryx_core.store import CacheEntry, Store
+from verdryx_core.targets.users import STUB_USER_MODEL, UserModel
 from verdryx_core.untrusted.text import printable
 from verdryx_core.version import __version__
 
@@ -143,7 +144,10 @@ class Evaluation:
         if needs_model:
             live = ModelOutput(calls.adapter(settings.model))
         if targeted:
-            live = self._target_output(settings, fallback=live)
+            users = None
+            if settings.user_model != STUB_USER_MODEL and any(c.user for c in cases):
+                users = UserModel(settings.user_model, calls.adapter(settings.user_model))
+            live = self._target_output(settings, fallback=live, users=users)
         judge = calls.adapter(judge_name) if needs_judge and judge_name is not None else None
         graders = build_graders(judge=judge, flags=settings.flags, plug_in=self.plug_in)
         graders.prepare({case.grader for case in cases})
@@ -238,7 +242,11 @@ class Evaluation:
         return self.tally
 
     def _target_output(
-        self, settings: EvalSettings, *, fallback: OutputSource | None
+        self,
+        settings: EvalSettings,
+        *,
+        fallback: OutputSource | None,
+        users: UserModel | None = None,
     ) -> TargetOutput:
         source = TargetOutput(
             default=settings.target,
@@ -250,6 +258,7 @@ class Evaluation:
             cache_mode=settings.cache,
             version=settings.target_version,
             open_store=self.open_store if self.targets_cached else None,
+            users=users,
             prices=PriceBook.from_file(settings.prices) if settings.prices else None,
         )
         self._targets.append(source)

@@ -72,6 +72,12 @@ class ModelOutput:
     def produce(
         self, case: EvalCase, *, repeat: int, context: GradeContext | None = None
     ) -> Produced:
+        if case.user is not None:
+            raise UsageError(
+                f"case {case.id!r}: field 'user': a simulated user talks to an agent under "
+                'test, and no target is in effect (docs/scenarios.md, "Simulated users")',
+                hint="name the agent under test with {target}",
+            )
         # The case's system prompt and conversation go as written (docs/evalset-reference.md).
         conversation = conversation_arguments(case.system, case.messages)
         if case.calls_tools:

@@ -7,6 +7,10 @@ result"): `on` names the part.
 * `metadata` or `metadata.<path>`: what the target reported in its `metadata`;
 * `output.<path>`: a value inside the reply, read as JSON.
 
+Without `on`, a `final_state` check reads the end state the target reported, and in a
+simulated dialogue an `llm_judge` check reads the whole transcript (docs/scenarios.md,
+"Simulated users").
+
 A path is dotted, list positions are numbers (`refund.items.0.sku`), as in the json grader's
 `fields`. A value that is not text reaches a text grader as its JSON text. A part the result
 does not have (no such path, a reply that is not JSON) is not a grader's question: the check
@@ -64,6 +68,9 @@ def read_part(output: Any, check: Check) -> Any:
         if on in ("output", "tool_calls"):
             return output
         raise MissingPart(f"on {on!r}: the output is not a result with {on.split('.')[0]}")
+    if check.on is None:
+        # By default: final_state the end state, a judge a dialogue's whole transcript.
+        return output.part_for(check.grader)
     if on == "tool_calls":
         calls: list[ToolCall] = list(output.tool_calls)
         return calls if is_trace else (output_text(calls) or "")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, final
 
-from verdryx_core.cases import EvalCase
+from verdryx_core.cases import EvalCase, transcript_text
 from verdryx_core.errors import UsageError
 from verdryx_core.graders.base import Grade, GradeContext
 from verdryx_core.llm.base import Judgement, ModelAdapter
@@ -25,7 +25,8 @@ def judged_task(case: EvalCase) -> str:
     if len(messages) <= 1:
         return case.prompt
     lines = [f"system: {case.system}"] if case.system else []
-    lines += [f"{m.get('role', '?')}: {m.get('content') or ''}" for m in messages]
+    # Tool turns read as a transcript does: each call under its turn, a result by its tool.
+    lines += transcript_text(messages).splitlines()[1:]
     return "The conversation:\n" + "\n".join(lines)
 
 

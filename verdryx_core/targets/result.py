@@ -19,7 +19,9 @@ from verdryx_core.limits import cost_problem, token_problem
 
 __all__ = ["TargetResult", "TargetUsage", "normalise_result"]
 
-_RESULT_KEYS: Final = ("output", "tool_calls", "usage", "metadata")
+_RESULT_KEYS: Final = ("output", "tool_calls", "usage", "metadata", "state", "done")
+#: What verdryx adds to a simulated dialogue's result (docs/scenarios.md): never a target's.
+_DIALOGUE_KEYS: Final = ("transcript", "ended")
 _CALL_KEYS: Final = ("name", "arguments")
 _USAGE_KEYS: Final = ("input_tokens", "output_tokens", "cost_usd", "model")
 _PREVIEW: Final = 80
@@ -149,6 +151,14 @@ class TargetResult:
     tool_calls: tuple[ToolCall, ...] = ()
     usage: TargetUsage = field(default_factory=TargetUsage)
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    #: The agent's end state as it reports it (its order database, say), any JSON value;
+    #: the `final_state` grader compares it with the case's expectation.
+    state: Any = None
+    #: In a simulated dialogue: the agent ends it with this reply (docs/scenarios.md).
+    done: bool = False
+    #: A simulated dialogue's whole transcript and why it ended, set by verdryx.
+    transcript: tuple[Mapping[str, Any], ...] | None = None
+    ended: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.output, str):
@@ -173,6 +183,12 @@ class TargetResult:
         metadata = dict(metadata)
         _json_safe(metadata, "metadata")
         object.__setattr__(self, "metadata", metadata)
+        if self.state is not None:
+            _json_safe(self.state, "state")
+        if not isinstance(self.done, bool):
+            raise TargetResultError(f"done is {_preview(self.done)}, expected true or false")
+        if self.transcript is not None:
+            object.__setattr__(self, "transcript", tuple(dict(m) for m in self.transcript))
 
     @property
     def tool_names(self) -> tuple[str, ...]:
@@ -180,16 +196,28 @@ class TargetResult:
         return tuple(call.name for call in self.tool_calls)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "output": self.output,
             "tool_calls": [call.to_dict() for call in self.tool_calls],
             "usage": self.usage.to_dict(),
             "metadata": dict(self.metadata),
         }
+        # Only when set: a result recorded before them reads back the same.
+        if self.state is not None:
+            data["state"] = self.state
+        if self.done:
+            data["done"] = True
+        if self.transcript is not None:
+            data["transcript"] = [dict(m) for m in self.transcript]
+            data["ended"] = self.ended
+        return data
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> TargetResult:
-        unknown = sorted(str(key) for key in data if key not in _RESULT_KEYS)
+    def from_dict(cls, data: Mapping[str, Any], *, dialogue: bool = False) -> TargetResult:
+        """From a target's dict; `dialogue`: a simulated dialogue's as verdryx recorded it
+        (with its transcript)."""
+        allowed = (*_RESULT_KEYS, *_DIALOGUE_KEYS) if dialogue else _RESULT_KEYS
+        unknown = sorted(str(key) for key in data if key not in allowed)
         if unknown:
             raise TargetResultError(
                 f"the result has unknown key {unknown[0]!r}; expected only "
@@ -205,6 +233,10 @@ class TargetResult:
             tool_calls=data.get("tool_calls") or (),
             usage=data.get("usage"),  # type: ignore[arg-type]  # coerced in __post_init__
             metadata=data.get("metadata") or {},
+            state=data.get("state"),
+            done=data.get("done", False),
+            transcript=data.get("transcript") if dialogue else None,
+            ended=data.get("ended") if dialogue else None,
         )
 
 
@@ -218,5 +250,6 @@ def normalise_result(value: object) -> TargetResult:
         return TargetResult.from_dict(value)
     raise TargetResultError(
         f"the target returned {type(value).__name__} {_preview(value)}; expected a string, a "
-        "TargetResult or a dict with output (and optionally tool_calls, usage, metadata)"
+        "TargetResult or a dict with output (and optionally tool_calls, usage, metadata, state, "
+        "done)"
     )
