@@ -153,6 +153,26 @@ OPTIONS: Final = (
         "bool",
     ),
     _Option(
+        "verdryx_labels",
+        "human labels of judged outputs: a *.labels.jsonl file, or a folder of them; the "
+        "summary then shows how well the judge agrees with them",
+        metavar="PATH",
+    ),
+    _Option(
+        "verdryx_judge_correction",
+        "gate the judged cases' pass rate corrected for the judge's TPR / TNR on the labels "
+        "(refused with too few labels)",
+        False,
+        "bool",
+    ),
+    _Option(
+        "verdryx_require_calibrated_judge",
+        "refuse the gate when the judge's kappa on the labels fell significantly below its "
+        "stored figure (else a warning)",
+        False,
+        "bool",
+    ),
+    _Option(
         "verdryx_gate_metric",
         "what the gate compares per case: 'score' (default: mean scores) or 'pass' (pass "
         "rates, in points)",
@@ -229,6 +249,13 @@ OPTIONS: Final = (
         metavar="VERSION",
     ),
     _Option(
+        "verdryx_user_model",
+        "who plays a case's simulated user with a persona: stub (offline, deterministic) or "
+        "a model id",
+        "stub",
+        metavar="MODEL",
+    ),
+    _Option(
         "verdryx_timeout",
         "seconds any one call may take: target, model, judge, typed (default 120)",
         120.0,
@@ -267,6 +294,13 @@ OPTIONS: Final = (
         "verdryx_label",
         "a free label stored with this run (shown by verdryx runs/show and the report)",
         metavar="TEXT",
+    ),
+    _Option(
+        "verdryx_keep_workspaces",
+        "leave each case's workspace folder in place after grading and print the folders "
+        "of failed cases (default: removed once graded)",
+        False,
+        "bool",
     ),
     _Option(
         "verdryx_allow_partial_baseline",
@@ -310,6 +344,9 @@ class Settings:
     detect: float = 0.05
     require_power: bool = False
     gate_metric: str = "score"
+    labels: str | None = None
+    judge_correction: bool = False
+    require_calibrated_judge: bool = False
     concurrency: int
     cache: str
     repeat: int
@@ -330,7 +367,9 @@ class Settings:
     batch: bool = False
     target: str | None = None
     target_version: str | None = None
+    user_model: str = "stub"
     timeout: float = 120.0
+    keep_workspaces: bool = False
 
     @property
     def judge_model(self) -> str | None:
@@ -367,7 +406,9 @@ def eval_settings(
         call_timeout=settings.timeout,
         target=settings.target,
         target_version=settings.target_version,
+        user_model=settings.user_model,
         target_root=target_root,
+        keep_workspaces=settings.keep_workspaces,
         flags=FLAGS,
     )
 
@@ -454,6 +495,9 @@ def read_settings(config: pytest.Config, env: Mapping[str, str] | None = None) -
         detect=get("verdryx_detect"),
         require_power=get("verdryx_require_power"),
         gate_metric=get("verdryx_gate_metric"),
+        labels=get("verdryx_labels"),
+        judge_correction=get("verdryx_judge_correction"),
+        require_calibrated_judge=get("verdryx_require_calibrated_judge"),
         min_score=get("verdryx_min_score"),
         concurrency=get("verdryx_concurrency"),
         cache=get("verdryx_cache"),
@@ -475,7 +519,9 @@ def read_settings(config: pytest.Config, env: Mapping[str, str] | None = None) -
         batch=get("verdryx_batch"),
         target=get("verdryx_target"),
         target_version=get("verdryx_target_version"),
+        user_model=get("verdryx_user_model") or "stub",
         timeout=get("verdryx_timeout"),
+        keep_workspaces=get("verdryx_keep_workspaces"),
     )
 
 

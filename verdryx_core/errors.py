@@ -68,6 +68,7 @@ CLI_FLAGS: Final[Mapping[str, str]] = {
     "detect": "--detect",
     "gate_metric": "--gate-metric",
     "judge": "--judge",
+    "labels": "--labels",
     "min_coverage": "--min-coverage",
     "model": "--model",
     "repeat": "--repeat",
@@ -79,6 +80,7 @@ CLI_FLAGS: Final[Mapping[str, str]] = {
     "typed_key_file": "--typed-key-file",
     "typed_template": "--typed-template",
     "typed_url": "--typed-url",
+    "user_model": "--user-model",
 }
 
 

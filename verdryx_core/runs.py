@@ -50,15 +50,21 @@ class CheckResult:
     value: float | None
     unmeasured: str | None = None
     reason: str | None = None
+    #: The part of the result it read (`Check.reads`); None in runs stored before checks
+    #: said what they read.
+    on: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "grader": self.grader,
             "weight": self.weight,
             "value": self.value,
             "unmeasured": self.unmeasured,
             "reason": self.reason,
         }
+        if self.on is not None:
+            data["on"] = self.on
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CheckResult:
@@ -69,6 +75,7 @@ class CheckResult:
             value=None if value is None else float(value),
             unmeasured=data.get("unmeasured"),
             reason=data.get("reason"),
+            on=data.get("on"),
         )
 
 
@@ -155,6 +162,9 @@ class Score:
     notes: Mapping[str, str] | None = field(default=None, compare=False)
     #: The case is required (`EvalCase.required`): below its bar it fails the session.
     required: bool = field(default=False, compare=False)
+    #: The folders its samples were graded in, when kept (`--verdryx-keep-workspaces`); it
+    #: travels with the score (xdist), never into the store.
+    workspaces: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         # The text rule (untrusted/text.py): an agent's or a provider's answer may hold a lone
@@ -222,6 +232,7 @@ class Score:
             }
             | ({"notes": dict(self.notes)} if self.notes else {})
             | ({"required": True} if self.required else {})
+            | ({"workspaces": list(self.workspaces)} if self.workspaces else {})
         )
 
     @classmethod
@@ -244,6 +255,7 @@ class Score:
             checks=tuple(CheckResult.from_dict(item) for item in data.get("checks") or ()),
             notes=data.get("notes") or None,
             required=bool(data.get("required", False)),
+            workspaces=tuple(data.get("workspaces") or ()),
         )
 
 

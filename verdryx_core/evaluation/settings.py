@@ -55,6 +55,9 @@ class EvalSettings:
     built_target: Target | None = None
     #: Target results are cached only under a declared version.
     target_version: str | None = None
+    #: Who plays a case's simulated user given a persona: `stub` (offline) or a model id
+    #: (docs/scenarios.md, "Simulated users").
+    user_model: str = "stub"
     #: Where `module:callable` targets are imported from first (the rootdir).
     target_root: Path | None = None
     #: The pass bar of cases without their own `min_score` (None: each grader's own bar).
@@ -62,6 +65,8 @@ class EvalSettings:
     agent_id: str | None = None
     #: Send the model and judge calls as Message Batches before scoring (docs/sharding.md).
     batch: bool = False
+    #: Leave every case's workspace folder in place after grading (the scores name them).
+    keep_workspaces: bool = False
     #: How the face spells each setting, for messages that point at one
     #: (`verdryx_core.errors.word_hint`).
     flags: Mapping[str, str] = field(default_factory=lambda: CLI_FLAGS)

@@ -18,6 +18,7 @@ __all__ = [
     "fmt_score",
     "fmt_usd",
     "gate_lines",
+    "kept_workspace_lines",
     "plan_line",
     "plan_lines",
     "repeat_note",
@@ -69,7 +70,9 @@ def run_lines(
     cost = run.total_cost_usd
     cost_line = (
         f"tokens: {run.total_tokens}   cost: {fmt_usd(cost)} "
-        f"(model {fmt_usd(run.model_cost_usd)}, judge {fmt_usd(run.judge_cost_usd)})"
+        # A target run's outputs are the agent's: its spend is the target's, not a model's.
+        f"({'target' if run.target else 'model'} {fmt_usd(run.model_cost_usd)}, "
+        f"judge {fmt_usd(run.judge_cost_usd)})"
     )
     passing = sum(1 for score in run.scores if score.passed)
     if cost > 0:
@@ -86,6 +89,16 @@ def repeat_note(repeat: int, live_cases: int, flags: Mapping[str, str] = CLI_FLA
         return None
     flag = word_hint("{repeat}", flags)
     return f"{flag} {repeat} changes nothing here: every case's output is recorded"
+
+
+def kept_workspace_lines(failed: Sequence[Score]) -> list[str]:
+    """Where the kept workspaces of the failed cases are (`--verdryx-keep-workspaces`): each
+    folder holds `workspace/` as the agent left it and `evidence/` as the graders saw it."""
+    lines = [f"  {score.key}: {folder}" for score in failed for folder in score.workspaces]
+    if not lines:
+        return []
+    head = "kept workspaces of failed cases (workspace/: as the agent left it; evidence/):"
+    return _printable([head, *lines])
 
 
 def unmeasured_lines(scores: Sequence[Score], *, limit: int = 10) -> list[str]:

@@ -19,9 +19,11 @@ __all__ = ["TargetCase"]
 class TargetCase:
     """One call's input: which case and repeat, and what the case says.
 
-    `messages` is the conversation so far (`{"role": "user"|"assistant", "content": str}`)
-    when the case carries one; `conversation()` gives it with the prompt as a single user turn
-    otherwise. `tools` are the case's tool definitions, as written in the eval set.
+    `messages` is the conversation so far (`{"role": "user"|"assistant", "content": str}`,
+    with tool turns as written: an assistant's `tool_calls`, `{"role": "tool", "name",
+    "content"}`; in a simulated dialogue, the transcript so far) when the case carries one;
+    `conversation()` gives it with the prompt as a single user turn otherwise. `tools` are
+    the case's tool definitions, as written in the eval set.
     """
 
     id: str
@@ -37,8 +39,11 @@ class TargetCase:
     workspace: str | None = None
 
     @classmethod
-    def from_eval_case(cls, case: Any, *, eval_set_id: str, repeat: int = 0) -> TargetCase:
-        """From an `EvalCase` (or anything with `id` and `prompt`)."""
+    def from_eval_case(
+        cls, case: Any, *, eval_set_id: str, repeat: int = 0, workspace: str | None = None
+    ) -> TargetCase:
+        """From an `EvalCase` (or anything with `id` and `prompt`); `workspace` is the path of
+        the sample's fresh copy of the case's workspace."""
         messages = getattr(case, "messages", None)
         tools = getattr(case, "tools", None)
         metadata = getattr(case, "metadata", None)
@@ -51,6 +56,7 @@ class TargetCase:
             tools=None if tools is None else tuple(copy.deepcopy(dict(t)) for t in tools),
             metadata=None if metadata is None else copy.deepcopy(dict(metadata)),
             repeat=repeat,
+            workspace=workspace,
         )
 
     def conversation(self) -> list[dict[str, Any]]:
@@ -69,6 +75,9 @@ class TargetCase:
         return self.prompt
 
     def to_dict(self) -> dict[str, Any]:
+        return self._fields() | ({"workspace": self.workspace} if self.workspace else {})
+
+    def _fields(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "eval_set_id": self.eval_set_id,
@@ -93,4 +102,5 @@ class TargetCase:
             tools=None if tools is None else tuple(dict(t) for t in tools),
             metadata=data.get("metadata"),
             repeat=int(data.get("repeat", 0)),
+            workspace=data.get("workspace"),
         )

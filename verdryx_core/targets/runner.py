@@ -100,7 +100,7 @@ class TargetOutcome:
         return cls(
             case_id=str(data["case_id"]),
             repeat=int(data.get("repeat", 0)),
-            result=None if result is None else TargetResult.from_dict(result),
+            result=None if result is None else TargetResult.from_dict(result, dialogue=True),
             error=data.get("error"),
             error_kind=data.get("error_kind"),
             latency_s=float(data.get("latency_s", 0.0)),
@@ -167,8 +167,24 @@ class TargetRunner:
         absence) settles the future at once."""
         future: Future[TargetOutcome] = Future()
         call = _Call(target, case, future)
-        if self.cache is not None:
-            call.cache_key = self.cache.key(target.spec, case)
+        if self.cache is not None and case.workspace is not None:
+            # What a workspace case's call did is the files it left, which no cached result
+            # holds: never cached, never replayed (docs/workspaces-and-execution.md).
+            if self.cache.replaying:
+                future.set_running_or_notify_cancel()
+                future.set_result(
+                    self._error(
+                        call,
+                        f"target {target.spec}: case {case.id} has a workspace, and a "
+                        "workspace case's call is never recorded (its result is the files it "
+                        "leaves), so a replay cannot answer it",
+                        "workspace_replay",
+                        0.0,
+                    )
+                )
+                return future
+        elif self.cache is not None:
+            call.cache_key = self.cache.key(target.spec, case, target.variant)
             known = self._from_cache(call)
             if known is not None:
                 future.set_running_or_notify_cancel()
@@ -367,6 +383,9 @@ class TargetRunner:
         )
 
     def _raised(self, call: _Call, exc: BaseException, started: float) -> TargetOutcome:
+        if isinstance(exc, TargetResultError):  # a dialogue's turn returned a bad value
+            error = f"target {call.target.spec} returned a bad result: {exc}"
+            return self._error(call, error, "bad_result", time.perf_counter() - started)
         error = f"target {call.target.spec} raised {_describe(exc)}"
         if not call.target.takes_text and "TargetCase" in str(exc):
             # A function written for a prompt, given the case object (docs/targets.md).

@@ -27,7 +27,12 @@ from verdryx_core.evaluation import (
     EvaluationInterrupted,
     evaluate,
 )
-from verdryx_core.reporting.summary import repeat_note, run_lines, unmeasured_lines
+from verdryx_core.reporting.summary import (
+    kept_workspace_lines,
+    repeat_note,
+    run_lines,
+    unmeasured_lines,
+)
 from verdryx_core.runs import EvalRun
 from verdryx_core.timeouts import DEFAULT_TIMEOUT_S, check_timeout
 from verdryx_core.untrusted.text import unwrapped
@@ -124,11 +129,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="cache the target's results under this version (unset: never cached)",
     )
     parser.add_argument(
+        "--user-model",
+        default="stub",
+        metavar="MODEL",
+        help="who plays a case's simulated user with a persona: stub (offline, "
+        "deterministic; default) or a model id (docs/scenarios.md)",
+    )
+    parser.add_argument(
         "--timeout",
         type=_seconds,
         default=DEFAULT_TIMEOUT_S,
         metavar="SECONDS",
         help=f"seconds any one call may take: target, model, judge (default {DEFAULT_TIMEOUT_S:g})",
+    )
+    parser.add_argument(
+        "--keep-workspaces",
+        action="store_true",
+        help="leave each case's workspace folder in place after grading and print the "
+        "folders of failed cases (default: removed once graded)",
     )
     add_db_argument(parser)
     add_json_argument(parser)
@@ -153,7 +171,9 @@ def settings_from(args: argparse.Namespace) -> EvalSettings:
         call_timeout=args.timeout,
         target=args.target or None,
         target_version=args.target_version or None,
+        user_model=args.user_model or "stub",
         target_root=Path.cwd(),
+        keep_workspaces=args.keep_workspaces,
     )
 
 
@@ -278,4 +298,9 @@ def _print_text(
         print("  unmeasured:")
         for line in unmeasured_lines(run.unmeasured):
             print(line)
+    kept = kept_workspace_lines([score for score in run.scores if score.passed is False])
+    if kept:
+        print()
+        for line in kept:
+            print(f"  {line}")
     print()
