@@ -37,8 +37,7 @@ TARGET = 1.2
 
 
 def _session(root: Path, db: Path, *extra: str) -> tuple[float, float, str]:
-    """Wall seconds, CPU seconds and output of one gated pytest session (exit 1 expected:
-    there are new failures)."""
+    """Wall seconds, CPU seconds and output of one gated pytest session."""
     command = [
         sys.executable,
         "-m",
@@ -58,9 +57,10 @@ def _session(root: Path, db: Path, *extra: str) -> tuple[float, float, str]:
     )
     wall = time.perf_counter() - started
     cpu = children_cpu() - before
-    if result.returncode != 1:
+    # 1: new failures; 0 when a small run's drop is not yet significant (the smoke run).
+    if result.returncode not in (0, 1):
         raise SystemExit(
-            f"{' '.join(command)} exited {result.returncode}, expected 1:\n"
+            f"{' '.join(command)} exited {result.returncode}, expected 0 or 1:\n"
             f"{result.stdout[-3000:]}{result.stderr[-3000:]}"
         )
     return wall, cpu, result.stdout
@@ -141,11 +141,11 @@ def main() -> int:
         "--cases-policy-cases", type=int, default=20_000, help="size under fail-on=cases"
     )
     parser.add_argument("--repeats", type=int, default=1)
-    parser.add_argument("--quick", action="store_true", help="500 cases, one repeat")
+    parser.add_argument("--quick", action="store_true", help="200 cases, one repeat")
     args = parser.parse_args()
     sizes = {"verdict": args.cases, "cases": args.cases_policy_cases}
     if args.quick:
-        sizes = {"verdict": 500, "cases": 500}
+        sizes = {"verdict": 200, "cases": 200}
     repeats = 1 if args.quick else args.repeats
     print(f"{'policy':>8} {'cases':>7}  {'with summary':>19}  {'--tb=no':>19}  ratio (wall, CPU)")
     worst = 0.0

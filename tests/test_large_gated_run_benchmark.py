@@ -21,7 +21,7 @@ def test_the_quick_large_gated_run_measures_both_policies_against_tb_no() -> Non
     )
     assert done.returncode == 0, done.stdout + done.stderr
     rows = re.findall(
-        r"^ +(verdict|cases) +500 +[\d.]+ s \( *([\d.]+) CPU\) +[\d.]+ s \( *([\d.]+) CPU\) +"
+        r"^ +(verdict|cases) +200 +[\d.]+ s \( *([\d.]+) CPU\) +[\d.]+ s \( *([\d.]+) CPU\) +"
         r"[\d.]+x, ([\d.]+)x  \(load average",
         done.stdout,
         re.M,
@@ -30,8 +30,8 @@ def test_the_quick_large_gated_run_measures_both_policies_against_tb_no() -> Non
     for _, cpu, bare_cpu, ratio in rows:
         assert abs(float(ratio) - float(cpu) / float(bare_cpu)) < 0.05
     reports = re.findall(r"failure reports: (\d+), ([\d.]+) lines", done.stdout)
-    # Under the verdict the gate is the one failure; under `cases` each dropped case (1% of
-    # 500) is one too, each report a few lines.
-    assert reports[0][0] == "1" and int(reports[1][0]) >= 5, done.stdout
+    # Under the verdict at most the gate fails (at 200 cases a 1% drop may not be significant
+    # yet); under `cases` each dropped case (1% of 200) is a failure, each report a few lines.
+    assert reports[0][0] in ("0", "1") and int(reports[1][0]) >= 2, done.stdout
     assert float(reports[1][1]) < 20
     assert re.search(r"^(PASS|MISSED): worst CPU ratio", done.stdout, re.M)
