@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import benchlib
+
 from verdryx_core.errors import CLI_FLAGS
 from verdryx_core.evalsets.load import load_evalset
 from verdryx_core.evaluation import CaseScorer
@@ -149,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"the formats graded differently: {results}", file=sys.stderr)
         return 1
     base = results["json"][0]
-    print(f"{count:,} cases, load + grade, best of {repeats}:")
+    print(f"{count:,} cases, load + grade, best of {repeats} ({benchlib.load()}):")
     for name, (seconds, mean) in results.items():
         print(
             f"  {name:5}  {seconds:7.3f} s  {count / seconds:9,.0f} cases/s  "
@@ -158,6 +160,12 @@ def main(argv: list[str] | None = None) -> int:
     ratio = results["jsonl"][0] / base
     verdict = "ok" if ratio <= MAX_JSONL_RATIO else "TOO SLOW"
     print(f"JSONL / JSON = {ratio:.2f} (target <= {MAX_JSONL_RATIO:.2f}): {verdict}")
+    print(
+        benchlib.verdict(
+            ratio <= MAX_JSONL_RATIO,
+            f"JSONL at {ratio:.2f}x JSON's time, target <= {MAX_JSONL_RATIO:.2f}x",
+        )
+    )
     return 0 if ratio <= MAX_JSONL_RATIO or args.quick else 1
 
 

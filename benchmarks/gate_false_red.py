@@ -41,12 +41,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from benchlib import verdict
 
 from verdryx_core.addons.slo.stats import wilson_interval
 
 SIZES = (20, 50, 200)
 REPEATS = (1, 5)
 DROP = 0.05
+#: The default policy may turn an unchanged agent red about as often as the gate's 5% test.
+TARGET_RED = 0.05
 POLICIES = ("verdict", "cases")
 SEED_VAR = "VERDRYX_BENCH_SESSION"
 DROP_VAR = "VERDRYX_BENCH_DROP"
@@ -233,11 +236,14 @@ def main() -> int:
     )
     print(header)
     print("-" * len(header))
+    worst_red: list[float] = []
     with tempfile.TemporaryDirectory(prefix="verdryx-false-red-") as tmp:
         root = Path(tmp)
         for cases in sizes:
             for repeat in REPEATS:
                 counts = measure_cell(root, cases, repeat, trials, args.seed)
+                same = counts.runs["same", "verdict"]
+                worst_red.append(counts.red["same", "verdict"] / same if same else 0.0)
                 print(
                     f"{cases:>5} {repeat:>6} | {counts.rate('same', 'verdict')} "
                     f"{counts.rate('same', 'cases')} | {counts.rate('drop', 'verdict')} "
@@ -270,6 +276,14 @@ def main() -> int:
                     flush=True,
                 )
     print(f"\nmachine at the end: {_machine()}; elapsed {time.perf_counter() - start:.0f} s")
+    worst = max(worst_red, default=0.0)
+    print(
+        verdict(
+            worst <= TARGET_RED,
+            f"an unchanged agent turns CI red in at most {worst:.1%} of trials under the default "
+            f"policy, target <= {TARGET_RED:.0%} (an error rate: the load does not change it)",
+        )
+    )
     return 0
 
 

@@ -32,6 +32,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from benchlib import load, verdict
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -171,6 +173,7 @@ def main() -> int:
             fresh_model()
             _stop_time(command, root, ready, env)
         print(f"Ctrl-C to exit, best / worst of {repeats} (the promise: within {PROMISE_S:g} s)")
+        print(f"  ({load()})")
         baseline: float | None = None
         ok = True
         for label, command, ready, env in runs:
@@ -187,6 +190,7 @@ def main() -> int:
                 ok = ok and within
                 line += f"  {best / baseline:4.1f}x the baseline  {'ok' if within else 'OVER'}"
             print(line, flush=True)
+    print(verdict(ok, f"every Ctrl-C ends its session within {PROMISE_S:g} s (worst of each row)"))
     return 0 if ok else 1
 
 

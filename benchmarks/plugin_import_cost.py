@@ -23,6 +23,11 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchlib import load, verdict
+
+CPU_TARGET_S = 0.05
+RSS_TARGET_MIB = 5.0
+
 # As on a user's machine, bytecode is cached between runs (see plugin_overhead.py): without
 # it every run would re-compile every module imported, which says nothing about the plugin.
 _ENV = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
@@ -95,7 +100,16 @@ def main() -> None:
     fastest_plugin = min(sample.cpu_s for sample in plugin)
     print(
         f"fastest runs:       {fastest_plain:.3f} s vs {fastest_plugin:.3f} s CPU  "
-        f"({fastest_plugin - fastest_plain:+.3f} s, {fastest_plugin / fastest_plain:.2f}x)"
+        f"({fastest_plugin - fastest_plain:+.3f} s, {fastest_plugin / fastest_plain:.2f}x)  "
+        f"({load()})"
+    )
+    extra_cpu, extra_rss = fastest_plugin - fastest_plain, plugin_rss - plain_rss
+    print(
+        verdict(
+            extra_cpu <= CPU_TARGET_S and extra_rss <= RSS_TARGET_MIB,
+            f"the plugin adds {extra_cpu:+.3f} s CPU (fastest runs) and {extra_rss:+.1f} MiB "
+            f"peak RSS (medians), target <= +{CPU_TARGET_S} s and +{RSS_TARGET_MIB} MiB",
+        )
     )
 
 

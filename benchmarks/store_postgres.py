@@ -25,10 +25,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from benchlib import load, verdict
+
 from verdryx_core.runs import EvalRun, Score
 from verdryx_core.store import Store, StoreTarget, StoreUrl
 
 ENV = "VERDRYX_TEST_POSTGRES_URL"
+#: One store for several writers is worth having if it keeps at least half one file's rate.
+TARGET = 0.5
 
 
 def make_run(writer: int, index: int, cases: int) -> EvalRun:
@@ -131,7 +135,8 @@ def main() -> int:
         sqlite_rate = measure(Path(directory) / "bench.db", args.writers, runs, cases)
     print(f"SQLite, one file (WAL):  {sqlite_rate:8.1f} runs/s")
     if not args.url:
-        print(f"PostgreSQL: skipped ({ENV} unset)")
+        print(f"PostgreSQL: skipped ({ENV} unset; {load()})")
+        print(verdict(False, f"not measured: {ENV} is unset"))
         return 0
     target, drop = postgres_schema(args.url)
     try:
@@ -139,7 +144,14 @@ def main() -> int:
     finally:
         drop()
     print(f"PostgreSQL ({target}):  {postgres_rate:8.1f} runs/s")
-    print(f"PostgreSQL / SQLite: {postgres_rate / sqlite_rate:.2f}x; every run read back whole")
+    ratio = postgres_rate / sqlite_rate
+    print(f"PostgreSQL / SQLite: {ratio:.2f}x; every run read back whole ({load()})")
+    print(
+        verdict(
+            ratio >= TARGET,
+            f"PostgreSQL at {ratio:.2f}x one SQLite file's runs/s, target >= {TARGET}x",
+        )
+    )
     return 0
 
 

@@ -26,10 +26,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchlib import load, verdict
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from verdryx_core.targets import Target, TargetCase, TargetRunner  # noqa: E402
+
+TARGET = 1.5
 
 _TARGET_MODULE = """\
 import asyncio, os
@@ -126,9 +130,19 @@ def main() -> None:
     print(f"ideal:            {ideal:.2f} s (N x latency / concurrency)")
 
     runner = min(_runner_wall(cases, args.latency, args.concurrency) for _ in range(repeats))
-    print(f"runner:           {runner:.2f} s, {runner / ideal:.2f}x the ideal (target <= 1.50x)")
+    print(
+        f"runner:           {runner:.2f} s, {runner / ideal:.2f}x the ideal (target <= "
+        f"{TARGET}x; {load()})"
+    )
 
     if args.runner_only:
+        print(
+            verdict(
+                runner / ideal <= TARGET,
+                f"runner at {runner / ideal:.2f}x the ideal, "
+                f"target <= {TARGET}x (wall time: it holds on an idle machine)",
+            )
+        )
         return
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -147,7 +161,15 @@ def main() -> None:
     print(f"session:          {wall:.2f} s, {ratio:.2f}x (ideal + fixed) (target <= 1.50x)")
     print(
         f"session with -x:  {streamed:.2f} s, {streamed / (ideal + fixed):.2f}x (ideal + fixed), "
-        f"{streamed / wall:.2f}x the session without"
+        f"{streamed / wall:.2f}x the session without ({load()})"
+    )
+    worst = max(runner / ideal, ratio)
+    print(
+        verdict(
+            worst <= TARGET,
+            f"runner {runner / ideal:.2f}x, session {ratio:.2f}x their ideals, target <= "
+            f"{TARGET}x (wall time: it holds on an idle machine)",
+        )
     )
 
 

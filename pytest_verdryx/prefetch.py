@@ -27,7 +27,16 @@ from verdryx_core.errors import VerdryxError
 from verdryx_core.evalsets.load import load_evalset
 from verdryx_core.evaluation import Prefetch, Work, prefetch_all, start_prefetch
 
-__all__ = ["PrefetchCalls", "TerminalStream"]
+__all__ = ["WORKERS_CALL_TARGETS", "PrefetchCalls", "TerminalStream"]
+
+#: Said once on the xdist controller when each worker will call the target for its own items.
+#: The figure is benchmarks/xdist_runs.py's (docs/targets.md, "Under pytest-xdist").
+WORKERS_CALL_TARGETS = (
+    "verdryx: under -n each worker calls the target for its own cases (the controller calls "
+    "ahead only with --verdryx-target-version, the cache on and no -x/--maxfail); target calls "
+    "wait on the network, so one process with --verdryx-concurrency=N serves better: -n 2 "
+    "took 1.8x the serial run's time and 3.0x its CPU on 30 SDK-target cases"
+)
 
 
 class PrefetchCalls:
@@ -119,21 +128,28 @@ class PrefetchCalls:
         """On the xdist controller, once: every model call of the collected cases, into the
         store's response cache (which is how the answers reach the workers)."""
         settings = self.context.settings
-        if (
-            self._for_workers_done
-            or settings.cache == "off"  # the cache is how the answers reach the workers
-            or not settings.store
-            or not self._may_call()
-            # -x / --maxfail: every call made up front would defeat the stop; each worker
-            # makes its own items' calls as they run instead.
-            or self._may_stop_early()
-        ):
+        if self._for_workers_done or not self._may_call():
             return
         self._for_workers_done = True
+        ahead_possible = (
+            settings.cache != "off"  # the cache is how the answers reach the workers
+            and bool(settings.store)
+            # -x / --maxfail: every call made up front would defeat the stop; each worker
+            # makes its own items' calls as they run instead.
+            and not self._may_stop_early()
+        )
+        if not ahead_possible and settings.target is None:
+            return
         work = self._cases_of(node_ids)
         if not work:
             return
         evaluation = self.context.evaluation
+        if not (ahead_possible and evaluation.targets_cached) and any(
+            evaluation.uses_target(entry.case) for entry in work
+        ):
+            self._write_line(WORKERS_CALL_TARGETS)
+        if not ahead_possible:
+            return
         scorer = scorer_for(evaluation, [entry.case for entry in work])
         targets_ahead = evaluation.targets_cached and any(
             evaluation.uses_target(entry.case) for entry in work
@@ -164,6 +180,11 @@ class PrefetchCalls:
         entries = evaluation.finish_calls().take_entries()
         if entries:
             self.context.store.open().cache_put_many(entries)
+
+    def _write_line(self, line: str) -> None:
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(line)
 
     def _cases_of(self, node_ids: Sequence[str]) -> list[Work]:
         """The eval cases behind collected node ids (`path::case-id`), read from their files."""

@@ -45,6 +45,9 @@ class XdistHooks(CrashOverXdist):
     def pytest_testnodedown(self, node: Any, error: object) -> None:
         if error:
             self.state.worker_failures.append(f"worker {getattr(node, 'gateway', node)}: {error}")
-        payload = getattr(node, "workeroutput", {}).get(PAYLOAD_KEY)
+        # Taken out, not read: xdist keeps each node's workeroutput to the end of the session,
+        # and a worker's payload (every score it graded, as builtins) is then held twice.
+        payload = getattr(node, "workeroutput", {}).pop(PAYLOAD_KEY, None)
         if payload is not None:
             self.state.merge(payload)
+            del payload

@@ -21,7 +21,7 @@ def test_the_quick_gated_run_benchmark_runs_both_sides() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     row = re.search(
         r"^\s+500\s+([\d.]+) s \(\s*([\d.]+) CPU\)\s+([\d.]+) s \(\s*([\d.]+) CPU\)\s+"
-        r"([\d.]+)x, ([\d.]+)x$",
+        r"([\d.]+)x, ([\d.]+)x  \(load average [^)]*\)$",
         result.stdout,
         re.M,
     )
@@ -31,3 +31,4 @@ def test_the_quick_gated_run_benchmark_runs_both_sides() -> None:
     # The printed figures are rounded: the ratios agree with them to a few hundredths.
     assert abs(ratio - gated / plain) < 0.05
     assert abs(cpu_ratio - gated_cpu / plain_cpu) < 0.05
+    assert re.search(r"^(PASS|MISSED): worst CPU ratio [\d.]+x plain pytest", result.stdout, re.M)

@@ -212,10 +212,16 @@ def test_results_are_cached_only_under_a_declared_version(
     target = "--verdryx-target=agent_under_test:answer"
     # Under xdist the controller calls ahead into the cache when a version is declared, and
     # each worker calls for its own items when none is: every case is called once a run.
-    pytester.runpytest(*mode, target, db, "--verdryx-target-version=0").assert_outcomes(passed=2)
+    # The controller says once why workers call for themselves (docs/targets.md).
+    note = "verdryx: under -n each worker calls the target for its own cases"
+    versioned = pytester.runpytest(*mode, target, db, "--verdryx-target-version=0")
+    versioned.assert_outcomes(passed=2)
+    assert note not in versioned.stdout.str()
     assert len(_calls(pytester)) == 2
     (pytester.path / "calls.log").unlink()
-    pytester.runpytest(target, db).assert_outcomes(passed=2)
+    unversioned = pytester.runpytest(*mode, target, db)
+    unversioned.assert_outcomes(passed=2)
+    assert unversioned.stdout.str().count(note) == (1 if mode else 0)
     pytester.runpytest(target, db).assert_outcomes(passed=2)
     assert len(_calls(pytester)) == 4  # no version: always called
     pytester.runpytest(target, db, "--verdryx-target-version=1").assert_outcomes(passed=2)

@@ -1,0 +1,229 @@
+"""Client CPU per call: the model, judge and target-with-SDK paths against the loopback fake
+Anthropic server at 0 ms latency, beside the wire's own cost, and the model phase at
+concurrency 64 against its ideal. CPU time of this process (all threads) is the figure: the
+fake server runs in a child process, and the machine may be shared.
+
+Rows, all measured in this run:
+- the wire: `http.client` posting the same request on one keep-alive connection and
+  `json.loads` of the answer (no SDK): the floor of any client;
+- the SDK alone: `anthropic.Anthropic().messages.with_raw_response.create` + `json.loads`,
+  and `AsyncAnthropic` the same way in one event loop: what the SDK and httpx cost;
+- model / judge: verdryx's adapter (`complete`, `judge`) through the response cache layer
+  (mode off: every call is made), one call at a time;
+- target with SDK: an async target calling `AsyncAnthropic` (one client for the run) through
+  `TargetRunner`, one case at a time.
+
+Targets: at most 1.0 ms of client CPU per call on each verdryx path; the model phase of N
+calls at 100 ms latency and concurrency 64 within 1.3x of N x latency / 64 (a wall-time figure:
+it holds only on an idle machine, where CPU per call times N stays under the ideal).
+
+    python benchmarks/call_cost.py [--calls 500] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import http.client
+import io
+import json
+import sys
+import time
+import urllib.parse
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchlib import load, own_cpu, verdict  # noqa: E402
+from concurrency import MODEL, served  # noqa: E402
+
+from tests.fakes.anthropic_server import DEFAULT_KEY  # noqa: E402
+from verdryx_core.llm import CachedAdapter, CallPool, Progress, make_adapter  # noqa: E402
+from verdryx_core.targets import Target, TargetCase, TargetRunner  # noqa: E402
+
+PER_CALL_TARGET_MS = 1.0
+C64_TARGET = 1.3
+_BODY = {"model": MODEL, "max_tokens": 1024, "messages": [{"role": "user", "content": "q"}]}
+
+
+def _per_call(calls: int, one: Callable[[int], object]) -> float:
+    """Milliseconds of this process's CPU per call of `one` (after one warm-up call)."""
+    one(-1)
+    before = own_cpu()
+    for index in range(calls):
+        one(index)
+    return (own_cpu() - before) / calls * 1000
+
+
+def _wire(url: str, calls: int) -> float:
+    parts = urllib.parse.urlsplit(url)
+    connection = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port)
+    headers = {
+        "x-api-key": DEFAULT_KEY,
+        "anthropic-version": "2023-06-01",
+        "content-type": "application/json",
+    }
+
+    def one(index: int) -> object:
+        body = dict(_BODY, messages=[{"role": "user", "content": f"case {index}"}])
+        connection.request("POST", "/v1/messages", json.dumps(body).encode(), headers)
+        return json.loads(connection.getresponse().read())
+
+    try:
+        return _per_call(calls, one)
+    finally:
+        connection.close()
+
+
+def _sdk(url: str, calls: int) -> float:
+    import anthropic
+
+    client = anthropic.Anthropic(base_url=url, api_key=DEFAULT_KEY)
+
+    def one(index: int) -> object:
+        messages = [{"role": "user", "content": f"case {index}"}]
+        raw = client.messages.with_raw_response.create(
+            model=MODEL, max_tokens=1024, messages=messages
+        )
+        return json.loads(raw.read())
+
+    try:
+        return _per_call(calls, one)
+    finally:
+        client.close()
+
+
+def _async_sdk(url: str, calls: int) -> float:
+    import anthropic
+
+    async def main() -> float:
+        client = anthropic.AsyncAnthropic(base_url=url, api_key=DEFAULT_KEY)
+
+        async def one(index: int) -> object:
+            messages = [{"role": "user", "content": f"case {index}"}]
+            raw = await client.messages.with_raw_response.create(
+                model=MODEL, max_tokens=1024, messages=messages
+            )
+            return json.loads(await raw.read())
+
+        await one(-1)
+        before = own_cpu()
+        for index in range(calls):
+            await one(index)
+        spent = own_cpu() - before
+        await client.close()
+        return spent / calls * 1000
+
+    return asyncio.run(main())
+
+
+def _adapter(url: str) -> Any:
+    env = {"ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": DEFAULT_KEY}
+    return CachedAdapter(make_adapter(MODEL, env=env), None, "off")
+
+
+def _model(url: str, calls: int) -> float:
+    adapter = _adapter(url)
+    return _per_call(calls, lambda index: adapter.complete(f"case {index}"))
+
+
+def _judge(url: str, calls: int) -> float:
+    adapter = _adapter(url)
+    return _per_call(
+        calls, lambda index: adapter.judge(f"case {index}", "an answer", "is it right?")
+    )
+
+
+def _target(url: str, calls: int) -> float:
+    import anthropic
+
+    client = anthropic.AsyncAnthropic(base_url=url, api_key=DEFAULT_KEY)
+
+    async def answer(case: TargetCase) -> str:
+        messages = [{"role": "user", "content": case.prompt}]
+        raw = await client.messages.with_raw_response.create(
+            model=MODEL, max_tokens=1024, messages=messages
+        )
+        message = json.loads(await raw.read())
+        return "".join(block.get("text", "") for block in message["content"])
+
+    target = Target.of(answer, spec="bench:answer")
+    with TargetRunner(concurrency=1) as runner:
+
+        def one(index: int) -> object:
+            case = TargetCase(id=f"c{index}", eval_set_id="bench", prompt=f"case {index}")
+            (outcome,) = runner.run(target, [case])
+            assert outcome.ok, outcome
+            return outcome
+
+        return _per_call(calls, one)
+
+
+def _concurrent(url: str, calls: int, concurrency: int) -> tuple[float, float]:
+    """Wall seconds and CPU ms per call of `calls` model calls at `concurrency`."""
+    adapter = _adapter(url)
+    adapter.complete("warm")
+    before, started = own_cpu(), time.perf_counter()
+    with CallPool(concurrency, progress=Progress(calls, stream=io.StringIO())) as pool:
+        futures = [pool.submit(adapter.complete, f"case {i}") for i in range(calls)]
+        texts = [future.result().text for future in futures]
+    wall = time.perf_counter() - started
+    assert texts == [f"echo: case {i}" for i in range(calls)], "results out of order"
+    return wall, (own_cpu() - before) / calls * 1000
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=500, help="calls per serial row")
+    parser.add_argument("--phase-calls", type=int, default=256, help="calls at concurrency 64")
+    parser.add_argument("--quick", action="store_true", help="20 calls a row, smoke run")
+    args = parser.parse_args(argv)
+    calls, phase = (20, 64) if args.quick else (args.calls, args.phase_calls)
+    rows: dict[str, float] = {}
+    report: dict[str, Any] = {}
+    with served(0.0, False, report) as url:
+        rows["the wire (http.client)"] = _wire(url, calls)
+        rows["the SDK alone (sync, raw)"] = _sdk(url, calls)
+        rows["the SDK alone (async, raw)"] = _async_sdk(url, calls)
+        rows["model (adapter.complete)"] = _model(url, calls)
+        rows["judge (adapter.judge)"] = _judge(url, calls)
+        rows["target with SDK (TargetRunner)"] = _target(url, calls)
+        _, c64_cpu = _concurrent(url, phase, 64)
+    latency = 0.1
+    with served(latency, False, report) as url:
+        wall, _ = _concurrent(url, phase, 64)
+    ideal = phase * latency / 64
+    print(f"client CPU per call, {calls} calls a row, fake server at 0 ms in a child process")
+    for name, ms in rows.items():
+        print(f"  {name:<32} {ms:6.2f} ms")
+    print(f"  {'model, concurrency 64 (0 ms)':<32} {c64_cpu:6.2f} ms  ({load()})")
+    ratio = wall / ideal
+    print(
+        f"model phase, {phase} calls x {latency * 1000:.0f} ms at concurrency 64: {wall:.3f} s, "
+        f"ideal {ideal:.3f} s, ratio {ratio:.2f}x ({load()})"
+    )
+    if report.get("violations"):
+        print(f"request shape violations: {report['violations'][:3]}")
+        return 1
+    paths = ("model (adapter.complete)", "judge (adapter.judge)", "target with SDK (TargetRunner)")
+    worst = max(rows[name] for name in paths)
+    print(
+        verdict(
+            worst <= PER_CALL_TARGET_MS,
+            f"worst verdryx path {worst:.2f} ms CPU a call, target <= {PER_CALL_TARGET_MS} ms",
+        )
+    )
+    print(
+        verdict(
+            ratio <= C64_TARGET,
+            f"concurrency 64 at {ratio:.2f}x its ideal, target <= {C64_TARGET}x on an idle machine",
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

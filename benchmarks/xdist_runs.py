@@ -1,0 +1,182 @@
+"""pytest-xdist (`-n 2`) against the same run without it, measured in the same run.
+
+Two figures, each session a real pytest run in a subprocess (interleaved, best of N):
+
+- an agent eval: 30 cases whose output comes from a target that calls the real Anthropic
+  SDK (`AsyncAnthropic`, one client per process) against the fake server in a child process
+  at 50 ms a call; the serial run against `-n 2`, wall and CPU time (the sessions' whole
+  process trees). Target: `-n 2` within 1.2x of the serial run;
+- the controller's peak memory at 20,000 exact cases with recorded outputs under `-n 2`,
+  against plain pytest's controller (`-p no:verdryx`, one test parametrized over the same
+  20,000 cases) under `-n 2`. Target: within 1.2x.
+
+    python benchmarks/xdist_runs.py [--cases 30] [--memory-cases 20000] [--repeats 3] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchlib import children_cpu, load, verdict
+from concurrency import served
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.fakes.anthropic_server import DEFAULT_KEY  # noqa: E402
+
+TIME_TARGET = 1.2
+MEMORY_TARGET = 1.2
+
+_TARGET_MODULE = """\
+import json
+import anthropic
+
+_client = None
+
+async def answer(case):
+    global _client
+    if _client is None:
+        _client = anthropic.AsyncAnthropic()  # ANTHROPIC_BASE_URL / _API_KEY from the env
+    raw = await _client.messages.with_raw_response.create(
+        model="claude-haiku-4-5", max_tokens=256,
+        messages=[{"role": "user", "content": case.prompt}],
+    )
+    message = json.loads(await raw.read())
+    return "".join(block.get("text", "") for block in message["content"])
+"""
+
+# The controller's peak RSS, written by the controller alone (workers have `workerinput`).
+_PEAK_PLUGIN = """\
+import os, resource
+
+def pytest_unconfigure(config):
+    if not hasattr(config, "workerinput"):
+        with open(os.environ["BENCH_PEAK_FILE"], "w") as out:
+            out.write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))
+"""
+
+# As on a user's machine, bytecode is cached between runs (see plugin_overhead.py).
+_ENV = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+
+
+def _pytest(root: Path, env: dict[str, str], *args: str) -> tuple[float, float, str]:
+    """Wall and CPU seconds (the process tree) and the output of one passing session."""
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args]
+    before, started = children_cpu(), time.perf_counter()
+    result = subprocess.run(command, cwd=root, capture_output=True, text=True, env=env)
+    wall, cpu = time.perf_counter() - started, children_cpu() - before
+    if result.returncode != 0:
+        raise SystemExit(
+            f"{' '.join(command)} exited {result.returncode}:\n"
+            f"{result.stdout[-3000:]}{result.stderr[-3000:]}"
+        )
+    return wall, cpu, result.stdout
+
+
+def agent_eval(cases: int, repeats: int) -> tuple[tuple[float, float], tuple[float, float], str]:
+    """Best (wall, CPU) of the serial session and of `-n 2`, and one `-n 2` output."""
+    report: dict[str, object] = {}
+    with served(0.05, False, report) as url, tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "pytest.ini").write_text("[pytest]\n")
+        (root / "bench_agent.py").write_text(_TARGET_MODULE)
+        (root / "evals").mkdir()
+        rows = [{"id": f"c{i}", "prompt": f"q{i}", "expected": f"echo: q{i}"} for i in range(cases)]
+        (root / "evals" / "agent.evalset.json").write_text(json.dumps({"id": "a", "cases": rows}))
+        env = dict(_ENV, ANTHROPIC_BASE_URL=url, ANTHROPIC_API_KEY=DEFAULT_KEY, PYTHONPATH=tmp)
+        args = ("evals", "--verdryx-target=bench_agent:answer", f"--verdryx-db={root / 'b.db'}")
+        if repeats > 1:
+            _pytest(root, env, *args)  # warm bytecode caches, untimed
+        serial, parallel, output = [], [], ""
+        for _ in range(repeats):
+            serial.append(_pytest(root, env, *args)[:2])
+            *timing, output = _pytest(root, env, *args, "-n", "2")
+            parallel.append((timing[0], timing[1]))
+    best = lambda runs: (min(w for w, _ in runs), min(c for _, c in runs))  # noqa: E731
+    return best(serial), best(parallel), output
+
+
+def controller_memory(cases: int) -> tuple[int, int]:
+    """Peak RSS (KiB) of plain pytest's `-n 2` controller and of verdryx's."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "pytest.ini").write_text("[pytest]\n")
+        (root / "bench_peak.py").write_text(_PEAK_PLUGIN)
+        peak_file = root / "peak"
+        env = dict(_ENV, PYTHONPATH=tmp, BENCH_PEAK_FILE=str(peak_file))
+        (root / "plain").mkdir()
+        (root / "plain" / "rows.json").write_text(json.dumps([f"a{i}" for i in range(cases)]))
+        (root / "plain" / "test_plain.py").write_text(
+            "import json, pathlib, pytest\n"
+            "ROWS = json.loads((pathlib.Path(__file__).parent / 'rows.json').read_text())\n"
+            "@pytest.mark.parametrize('expected', ROWS)\n"
+            "def test_case(expected):\n"
+            "    assert expected == expected\n"
+        )
+        (root / "evals").mkdir()
+        rows = [
+            {"id": f"c{i}", "prompt": f"q{i}", "expected": f"a{i}", "output": f"a{i}"}
+            for i in range(cases)
+        ]
+        (root / "evals" / "big.evalset.json").write_text(json.dumps({"id": "m", "cases": rows}))
+        peaks = []
+        for args in (("plain", "-p", "no:verdryx"), ("evals", f"--verdryx-db={root / 'b.db'}")):
+            _pytest(root, env, *args, "-n", "2", "-p", "bench_peak")
+            peaks.append(int(peak_file.read_text()))
+    return peaks[0], peaks[1]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", type=int, default=30)
+    parser.add_argument("--memory-cases", type=int, default=20_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--quick", action="store_true", help="4 target cases, one repeat, no memory figure"
+    )
+    args = parser.parse_args()
+    cases, memory_cases, repeats = (
+        (4, 0, 1) if args.quick else (args.cases, args.memory_cases, args.repeats)
+    )
+    (serial, serial_cpu), (parallel, parallel_cpu), output = agent_eval(cases, repeats)
+    ratio = parallel / serial
+    print(
+        f"agent eval, {cases} target cases x 50 ms (real SDK): serial {serial:.2f} s "
+        f"({serial_cpu:.2f} CPU), -n 2 {parallel:.2f} s ({parallel_cpu:.2f} CPU): "
+        f"{ratio:.2f}x wall, {parallel_cpu / serial_cpu:.2f}x CPU, best of {repeats} ({load()})"
+    )
+    note = next((line for line in output.splitlines() if "--verdryx-concurrency" in line), None)
+    print(f"the session's note under -n: {note or '(none)'}")
+    print(
+        verdict(
+            ratio <= TIME_TARGET, f"-n 2 at {ratio:.2f}x the serial run, target <= {TIME_TARGET}x"
+        )
+    )
+    if not memory_cases:
+        print("-n 2 controller peak RSS: not measured (--quick keeps the smoke run cheap)")
+        return 0
+    plain_kib, verdryx_kib = controller_memory(memory_cases)
+    memory = verdryx_kib / plain_kib
+    print(
+        f"-n 2 controller peak RSS, {memory_cases} cases: plain pytest {plain_kib / 1024:.0f} MiB, "
+        f"verdryx {verdryx_kib / 1024:.0f} MiB: {memory:.2f}x ({load()})"
+    )
+    print(
+        verdict(
+            memory <= MEMORY_TARGET,
+            f"controller memory {memory:.2f}x plain pytest's, target <= {MEMORY_TARGET}x",
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
