@@ -42,9 +42,10 @@ def test_a_row_the_fast_check_accepts_reads_column_by_column_too(values: list[An
 
 def test_a_plain_measured_and_a_plain_unmeasured_row_take_the_fast_check() -> None:
     measured = ["r", 0, "s", "c1", 0.75, None, "exact", 12, 0.01, 0, "f", 1, None, "out"]
-    measured += [None, None]
     unmeasured = ["r", 1, "s", "c2", None, "timeout", "exact", 0, 0, 0.0, "", None, None]
-    unmeasured += [None, None, None]
+    # The columns after these (expected, reason, per-check results, cluster) are NULL.
+    measured += [None] * (len(rows.SCORE_FIELDS) - len(measured))
+    unmeasured += [None] * (len(rows.SCORE_FIELDS) - len(unmeasured))
     assert rows._plain_score_row(measured) and rows._plain_score_row(unmeasured)
     # A NaN kept as NULL beside no reason is no plain row: the checks name the column.
     broken = [*measured[:4], None, None, *measured[6:]]
