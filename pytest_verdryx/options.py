@@ -264,6 +264,13 @@ OPTIONS: Final = (
         "bool",
     ),
     _Option(
+        "verdryx_unsafe_exec",
+        "run exec cases without kernel isolation where the machine offers none (default: "
+        "refused there)",
+        False,
+        "bool",
+    ),
+    _Option(
         "verdryx_label",
         "a free label stored with this run (shown by verdryx runs/show and the report)",
         metavar="TEXT",
@@ -331,6 +338,7 @@ class Settings:
     target: str | None = None
     target_version: str | None = None
     timeout: float = 120.0
+    unsafe_exec: bool = False
 
     @property
     def judge_model(self) -> str | None:
@@ -364,6 +372,7 @@ def eval_settings(
         min_score=settings.min_score,
         agent_id=settings.agent_id,
         batch=settings.batch,
+        unsafe_exec=settings.unsafe_exec,
         call_timeout=settings.timeout,
         target=settings.target,
         target_version=settings.target_version,
@@ -476,6 +485,7 @@ def read_settings(config: pytest.Config, env: Mapping[str, str] | None = None) -
         target=get("verdryx_target"),
         target_version=get("verdryx_target_version"),
         timeout=get("verdryx_timeout"),
+        unsafe_exec=get("verdryx_unsafe_exec"),
     )
 
 

@@ -41,6 +41,7 @@ GRADER_KINDS: Final = (
     "json",
     "numeric",
     "f1",
+    "exec",
 )
 
 #: The grader kind of a case graded by several `checks` (never written in a file).
@@ -60,6 +61,9 @@ OPTION_FIELDS: Final = (
     "relative",
     "argument_match",
     "tool_match",
+    "tests",
+    "command",
+    "timeout",
     "options",
 )
 
@@ -233,6 +237,9 @@ class EvalCase:
     metadata: Mapping[str, Any] | None = None
     #: `module:callable` of the agent under test (the set's value when the case has none).
     target: str | None = None
+    #: How repeated samples make one value: `mean` (None: the default), `all`, `any`,
+    #: `pass@K` (verdryx_core.evaluation.aggregate).
+    aggregate: str | None = None
 
     @property
     def calls_tools(self) -> bool:
@@ -281,6 +288,7 @@ class EvalCase:
             "messages": [dict(m) for m in self.messages] if self.messages is not None else None,
             "metadata": self.metadata,
             "target": self.target,
+            "aggregate": self.aggregate,
         }
         payload.update({name: value for name, value in extra.items() if value is not None})
         return _canonical_hash(payload)
@@ -314,7 +322,7 @@ class EvalCase:
         data.update(self.options)
         if self.checks is not None:
             data["checks"] = [check.to_dict() for check in self.checks]
-        for name in ("system", "metadata", "target"):
+        for name in ("system", "metadata", "target", "aggregate"):
             value = getattr(self, name)
             if value is not None:
                 data[name] = value
@@ -359,6 +367,7 @@ class EvalCase:
             messages=tuple(messages) if messages is not None else None,
             metadata=data.get("metadata"),
             target=data.get("target"),
+            aggregate=data.get("aggregate"),
         )
 
 

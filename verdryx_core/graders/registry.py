@@ -46,7 +46,11 @@ ENTRY_POINT_GROUP: Final = "verdryx.graders"
 
 #: Each built-in grader's own pass bar, where it has one (the grader's `default_min_score`);
 #: other graders use the run's `--verdryx-min-score`.
-_BUILTIN_MIN_SCORES: Final[Mapping[str, float]] = {"tool_trace": ToolTraceGrader.default_min_score}
+_BUILTIN_MIN_SCORES: Final[Mapping[str, float]] = {
+    "tool_trace": ToolTraceGrader.default_min_score,
+    # A solution passes when every test passes (verdryx_core.graders.execution).
+    "exec": 1.0,
+}
 
 _NAME: Final = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")
 
