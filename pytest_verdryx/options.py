@@ -276,6 +276,13 @@ OPTIONS: Final = (
         metavar="TEXT",
     ),
     _Option(
+        "verdryx_keep_workspaces",
+        "leave each case's workspace folder in place after grading and print the folders "
+        "of failed cases (default: removed once graded)",
+        False,
+        "bool",
+    ),
+    _Option(
         "verdryx_allow_partial_baseline",
         "let --verdryx-save-baseline save a subset run (-k, -m, --lf, --deselect, node ids)",
         False,
@@ -339,6 +346,7 @@ class Settings:
     target_version: str | None = None
     timeout: float = 120.0
     unsafe_exec: bool = False
+    keep_workspaces: bool = False
 
     @property
     def judge_model(self) -> str | None:
@@ -377,6 +385,7 @@ def eval_settings(
         target=settings.target,
         target_version=settings.target_version,
         target_root=target_root,
+        keep_workspaces=settings.keep_workspaces,
         flags=FLAGS,
     )
 
@@ -486,6 +495,7 @@ def read_settings(config: pytest.Config, env: Mapping[str, str] | None = None) -
         target_version=get("verdryx_target_version"),
         timeout=get("verdryx_timeout"),
         unsafe_exec=get("verdryx_unsafe_exec"),
+        keep_workspaces=get("verdryx_keep_workspaces"),
     )
 
 

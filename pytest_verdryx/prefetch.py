@@ -147,7 +147,11 @@ class PrefetchCalls:
             entry
             for entry in work
             if entry.case.grader != "typed"
-            and (evaluation.targets_cached or not evaluation.uses_target(entry.case))
+            # A workspace case's target result is never cached (docs/workspaces-and-execution.md).
+            and (
+                (evaluation.targets_cached and entry.case.workspace is None)
+                or not evaluation.uses_target(entry.case)
+            )
         ]
         ahead = prefetch_all(
             scorer,

@@ -16,6 +16,7 @@ from verdryx_core.reporting.summary import (
     fmt_score,
     fmt_usd,
     gate_lines,
+    kept_workspace_lines,
     plan_line,
     repeat_note,
     run_lines,
@@ -96,6 +97,8 @@ def write_summary(tr: Any, end: SessionEnd) -> None:
     note = repeat_note(settings.repeat, end.state.live_cases, FLAGS)
     if note:
         tr.write_line(note)
+    for line in kept_workspace_lines([score for score in run.scores if score.passed is False]):
+        tr.write_line(line)
     if run.unmeasured:
         tr.write_line("unmeasured (skipped, counted apart):")
         for line in unmeasured_lines(run.unmeasured):

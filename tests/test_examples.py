@@ -32,6 +32,7 @@ def test_the_examples_are_on_track_against_the_committed_baseline(
         "stub-model",
         "contracts-example",
         "order-support-target",
+        "workspace-swe-example",
     } <= set(run.eval_set_ids)
     # No judge is named: the llm_judge case is unmeasured (never the stub judge's 1.0).
     assert [score.case_id for score in run.unmeasured] == ["judged-helpfulness"]

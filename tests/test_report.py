@@ -80,7 +80,7 @@ def test_every_svg_is_well_formed_xml_and_the_charts_are_there(
 
 
 def test_user_text_is_escaped_and_urls_only_appear_inside_it(tmp_path: Path) -> None:
-    hostile = '<script>alert("x")</script> see https://evil.invalid/p?a=1&b=2'
+    hostile = '<script>alert("x")</script> see https://evil.invalid/p?a=1&b=2 \u202edrow'
     run = make_run("r1", {"c1": 0.0}, day=0, model="m<b>")
     run = replace(
         run,
@@ -95,8 +95,10 @@ def test_user_text_is_escaped_and_urls_only_appear_inside_it(tmp_path: Path) -> 
     assert "<script" not in page
     assert "&lt;script&gt;" in page
     assert "m&lt;b&gt;" in page and "c1&lt;i&gt;" in page and "set&amp;1" in page
-    # The ANSI escape byte would make the SVG/XHTML ill-formed; it is replaced.
-    assert "\x1b" not in page
+    # The ANSI escape byte would make the SVG/XHTML ill-formed, and a bidi override would
+    # show the reader other text than the model wrote: both read as their escapes.
+    assert "\x1b" not in page and "\u202e" not in page
+    assert "\\x1b[31mred" in page and "\\u202edrow" in page
     # The only URL is the user's, inside the expandable output view.
     outside = re.sub(r"<pre>.*?</pre>", "", page, flags=re.S)
     assert "http" not in outside

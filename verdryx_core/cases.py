@@ -146,6 +146,8 @@ class Check:
     expected_tools: tuple[str, ...] | None = None
     expected_tool_calls: tuple[Mapping[str, Any], ...] | None = None
     expected_tool_calls_any: tuple[tuple[Mapping[str, Any], ...], ...] | None = None
+    #: A contract check's criteria (a case with a workspace checks them against it).
+    contract: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"grader": self.grader}
@@ -163,6 +165,8 @@ class Check:
             data["expected_tool_calls_any"] = [
                 _tool_calls_out(calls) for calls in self.expected_tool_calls_any
             ]
+        if self.contract is not None:
+            data["contract"] = dict(self.contract)
         data.update(self.options)
         return data
 
@@ -182,6 +186,7 @@ class Check:
             expected_tool_calls_any=(
                 tuple(tuple(seq) for seq in calls_any) if calls_any is not None else None
             ),
+            contract=data.get("contract"),
         )
 
 
@@ -240,6 +245,9 @@ class EvalCase:
     #: How repeated samples make one value: `mean` (None: the default), `all`, `any`,
     #: `pass@K` (verdryx_core.evaluation.aggregate).
     aggregate: str | None = None
+    #: The folder the agent starts from, as loaded (`verdryx_core.evalsets.workspace`):
+    #: `{"folder": absolute path, "sha256"}` or `{"files": {path: text}, "sha256"}`.
+    workspace: Mapping[str, Any] | None = None
 
     @property
     def calls_tools(self) -> bool:
@@ -252,7 +260,10 @@ class EvalCase:
     @property
     def needs_model(self) -> bool:
         """Whether grading this case asks the model under evaluation for an output."""
-        return self.output is None and self.grader not in MODEL_FREE_GRADERS
+        # A workspace case's agent acts in the workspace, so it is called whatever grades it.
+        return self.output is None and (
+            self.grader not in MODEL_FREE_GRADERS or self.workspace is not None
+        )
 
     def fingerprint(self) -> str:
         """A content hash of what this case measures; the recorded output is what is measured,
@@ -289,6 +300,8 @@ class EvalCase:
             "metadata": self.metadata,
             "target": self.target,
             "aggregate": self.aggregate,
+            # The content the agent starts from, never where it lies on this machine.
+            "workspace": self.workspace["sha256"] if self.workspace is not None else None,
         }
         payload.update({name: value for name, value in extra.items() if value is not None})
         return _canonical_hash(payload)
@@ -326,6 +339,8 @@ class EvalCase:
             value = getattr(self, name)
             if value is not None:
                 data[name] = value
+        if self.workspace is not None:
+            data["workspace"] = dict(self.workspace)
         if self.messages is not None:
             data["messages"] = [dict(message) for message in self.messages]
         return data
@@ -368,6 +383,7 @@ class EvalCase:
             metadata=data.get("metadata"),
             target=data.get("target"),
             aggregate=data.get("aggregate"),
+            workspace=data.get("workspace"),
         )
 
 
@@ -434,6 +450,8 @@ def expected_text(case: EvalCase) -> str | None:
                 wanted: str | None = _expected_calls_text(check)
             else:
                 wanted = check.expected if check.expected is not None else check.rubric
+                if wanted is None and check.contract is not None:
+                    wanted = _criteria_text(check.contract)
             parts.append(f"{check.grader}: {wanted}")
         return "; ".join(parts)
     return case.expected
@@ -445,3 +463,11 @@ def _expected_calls_text(spec: EvalCase | Check) -> str:
     if spec.expected_tool_calls is not None:
         return _calls_text(spec.expected_tool_calls)
     return ", ".join(spec.expected_tools or ())
+
+
+def _criteria_text(contract: Mapping[str, Any]) -> str:
+    """A contract check's expectation: the ids of its success criteria."""
+    criteria = contract.get("success_criteria")
+    if not isinstance(criteria, list):
+        return "its contract"
+    return ", ".join(str(c.get("id")) for c in criteria if isinstance(c, Mapping))

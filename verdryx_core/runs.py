@@ -155,6 +155,9 @@ class Score:
     notes: Mapping[str, str] | None = field(default=None, compare=False)
     #: The case is required (`EvalCase.required`): below its bar it fails the session.
     required: bool = field(default=False, compare=False)
+    #: The folders its samples were graded in, when kept (`--verdryx-keep-workspaces`); it
+    #: travels with the score (xdist), never into the store.
+    workspaces: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         # The text rule (untrusted/text.py): an agent's or a provider's answer may hold a lone
@@ -222,6 +225,7 @@ class Score:
             }
             | ({"notes": dict(self.notes)} if self.notes else {})
             | ({"required": True} if self.required else {})
+            | ({"workspaces": list(self.workspaces)} if self.workspaces else {})
         )
 
     @classmethod
@@ -244,6 +248,7 @@ class Score:
             checks=tuple(CheckResult.from_dict(item) for item in data.get("checks") or ()),
             notes=data.get("notes") or None,
             required=bool(data.get("required", False)),
+            workspaces=tuple(data.get("workspaces") or ()),
         )
 
 

@@ -211,6 +211,8 @@ def _case_types() -> Mapping[str, str]:
             kinds[name] = "words"
         elif name == "output":
             kinds[name] = "output"
+        elif isinstance(kind, list) and "string" in kind:
+            kinds[name] = "text_or_json"  # a folder, or an object (a workspace's files)
         elif kind is None or kind == "string" or "enum" in spec:
             kinds[name] = "text"
         elif kind == "number":
@@ -242,6 +244,8 @@ def _cell(path: Path, line: int, case: str, field: str, text: str) -> Any:
         raise bad(f"expected true or false, got {text!r}")
     if kind == "words" and not text.lstrip().startswith("["):
         return [word for word in text.replace(",", " ").split() if word]
+    if kind == "text_or_json" and not text.lstrip().startswith("{"):
+        return text
     if kind == "output":
         if not text.lstrip().startswith("["):
             return text

@@ -19,6 +19,7 @@ import jsonschema
 
 from verdryx_core.cases import GRADER_KINDS, OPTION_FIELDS
 from verdryx_core.errors import EvalSetError
+from verdryx_core.evalsets.workspace import resolve_workspace
 from verdryx_core.graders.execution import is_test_path
 from verdryx_core.graders.plugins import case_problem, field_owners, usable_in_checks
 from verdryx_core.graders.regex import compile_pattern
@@ -68,6 +69,7 @@ _CORE_FIELDS: Final = frozenset(
         "metadata",
         "target",
         "aggregate",
+        "workspace",
         *_TOOL_FIELDS,
         *OPTION_FIELDS,
     }
@@ -119,7 +121,7 @@ def effective_case(
     if "grader" not in merged and "checks" not in merged and "grader" in defaults:
         merged["grader"] = defaults["grader"]
     grader = merged.get("grader", "exact")
-    for name in ("min_score", "system", "required", "aggregate"):
+    for name in ("min_score", "system", "required", "workspace", "aggregate"):
         if name in defaults:
             merged.setdefault(name, defaults[name])
     checks = merged.get("checks")
@@ -410,6 +412,9 @@ def check_case(
                 "let a target or the model make them",
             )
         offered = _check_tools(case["tools"], fail, "tools") if "tools" in case else None
+    if "workspace" in case:
+        # Relative to the file the case was read from, wherever the run starts.
+        case["workspace"] = resolve_workspace(case["workspace"], path, fail)
     if checks is not None:
         for name in OPTION_FIELDS:
             if name in case:
@@ -422,12 +427,27 @@ def check_case(
                     f"{prefix}grader",
                     f"{kind!r} is not a grader; expected one of {known_graders_text()}",
                 )
-            if kind in _NOT_IN_CHECKS or not usable_in_checks(kind):
+            if kind in _NOT_IN_CHECKS or not usable_in_checks(kind, workspace="workspace" in case):
                 raise fail(
                     f"{prefix}grader",
                     f"grader {kind!r} cannot be a check (checks grade parts of one output); "
-                    "give it a case of its own",
+                    "give it a case of its own"
+                    + (
+                        ", or give the case a 'workspace' for it to check"
+                        if usable_in_checks(kind, workspace=True)
+                        else ""
+                    ),
                 )
+            if "contract" in check and field_owners().get("contract") != kind:
+                raise fail(
+                    f"{prefix}contract",
+                    f"only valid with grader {field_owners().get('contract', 'contract')!r} "
+                    f"(this check is {kind!r})",
+                )
+            # A plugged-in grader checks its own fields of a check as of a case of its own.
+            refused_check = case_problem(kind, {**check, "id": case["id"]})
+            if refused_check is not None:
+                raise fail(f"{prefix}{refused_check.field}", str(refused_check))
             if kind == "tool_trace":
                 _check_expectation(check, fail, prefix, offered)
             else:

@@ -39,6 +39,7 @@ from verdryx_core.evaluation.scoring import CaseScorer
 from verdryx_core.evaluation.settings import EvalSettings
 from verdryx_core.evaluation.sources import ModelOutput, OutputSource
 from verdryx_core.evaluation.target_output import TargetOutput, target_of
+from verdryx_core.evaluation.workspaces import Workspaces
 from verdryx_core.graders import GradeContext, Grader, build_graders
 from verdryx_core.graders.plugins import GraderUnavailable, plugin
 from verdryx_core.graders.registry import checked_grader, load_custom_grader
@@ -84,6 +85,8 @@ class Evaluation:
         #: Plugged-in graders built for this run (or why they cannot be), by name.
         self._plugged: dict[str, Grader | GraderUnavailable] = {}
         self._plug_lock = threading.Lock()
+        #: The run's workspace folders (docs/workspaces-and-execution.md).
+        self.workspaces = Workspaces(keep=self.settings.keep_workspaces)
 
     # -- the store -------------------------------------------------------------------------
 
@@ -155,6 +158,7 @@ class Evaluation:
             repeat=settings.repeat,
             min_score=settings.min_score,
             flags=settings.flags,
+            workspaces=self.workspaces,
         )
 
     def plug_in(self, name: str) -> Grader:
@@ -240,6 +244,8 @@ class Evaluation:
             self.tally.saved_usd += cache.saved_usd
             self.tally.entries.extend(cache.take_pending())
         self._targets.clear()
+        # Whatever a sample could not remove itself (a call given up on a Ctrl-C) goes now.
+        self.workspaces.close()
         return self.tally
 
     def _target_output(

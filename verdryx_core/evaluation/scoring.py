@@ -21,6 +21,7 @@ from verdryx_core.cases import EvalCase, expected_text, output_text
 from verdryx_core.evaluation.aggregate import aggregate, samples_problem
 from verdryx_core.evaluation.settings import DEFAULT_MIN_SCORE
 from verdryx_core.evaluation.sources import OutputSource, source_for
+from verdryx_core.evaluation.workspaces import Workspaces
 from verdryx_core.graders.base import Grade, GradeContext, Grader
 from verdryx_core.graders.registry import default_min_score
 from verdryx_core.graders.table import GraderTable
@@ -44,6 +45,8 @@ class _Sample:
     tokens: int
     model_cost_usd: float
     latency_s: float | None = None
+    #: The sample's kept folder (`--verdryx-keep-workspaces`), else None.
+    kept: str | None = None
 
 
 class CaseScorer:
@@ -58,12 +61,15 @@ class CaseScorer:
         repeat: int = 1,
         min_score: float | None,
         flags: Mapping[str, str],
+        workspaces: Workspaces | None = None,
     ) -> None:
         self.graders = graders
         self.live = live
         self.repeat = max(1, repeat)
         self.min_score = min_score
         self.flags = flags
+        #: Where workspace cases get their fresh folders (one per sample).
+        self.workspaces = Workspaces() if workspaces is None else workspaces
 
     def is_remote(self, case: EvalCase) -> bool:
         """Whether scoring this case makes a network call (its source or its grader)."""
@@ -92,6 +98,7 @@ class CaseScorer:
         reasons = [s.grade.reason for s in samples if s.grade.reason]
         latencies = [s.latency_s for s in samples if s.latency_s is not None]
         latency = math.fsum(latencies) if latencies else None
+        kept = tuple(s.kept for s in samples if s.kept is not None)
         if not measured:
             return self._score(
                 case,
@@ -107,6 +114,7 @@ class CaseScorer:
                 checks=last.grade.checks,
                 notes=last.grade.notes,
                 latency_s=latency,
+                workspaces=kept,
             )
         bar = pass_bar(
             case.min_score,
@@ -134,6 +142,7 @@ class CaseScorer:
             checks=last.grade.checks,
             notes=last.grade.notes,
             latency_s=latency,
+            workspaces=kept,
         )
 
     def abort(self) -> None:
@@ -141,6 +150,7 @@ class CaseScorer:
         abort = getattr(self.live, "abort", None)
         if abort is not None:
             abort()
+        self.workspaces.abort()
 
     def _sample(
         self,
@@ -150,10 +160,28 @@ class CaseScorer:
         context: GradeContext,
         index: int,
     ) -> _Sample:
+        context = replace(context, repeat=index)
+        if case.workspace is None:
+            return self._timed_sample(case, grader, source, context)
+        # A fresh copy for each sample: the target changes it, the graders read what it left.
+        sample = self.workspaces.make(
+            case.workspace, name=f"{context.eval_set_id}-{case.id}", repeat=index
+        )
+        try:
+            context = replace(context, workspace=sample.workspace, evidence=sample.evidence)
+            done = self._timed_sample(case, grader, source, context)
+        finally:
+            self.workspaces.release(sample)
+        return replace(done, kept=str(sample.folder) if self.workspaces.keep else None)
+
+    def _timed_sample(
+        self, case: EvalCase, grader: Grader, source: OutputSource, context: GradeContext
+    ) -> _Sample:
+        index = context.repeat
         started = time.perf_counter()
         produced = source.produce(case, repeat=index, context=context)
         graded = time.perf_counter()
-        grade = grader.grade(case, produced.output, replace(context, repeat=index))
+        grade = grader.grade(case, produced.output, context)
         ended = time.perf_counter()
         # The sample's calls, timed: the item's duration (--durations, JUnit time) is its own
         # calls' latency. A target reports its own (from when it got its slot).
@@ -189,6 +217,7 @@ class CaseScorer:
         checks: tuple[CheckResult, ...] = (),
         notes: Mapping[str, str] | None = None,
         latency_s: float | None = None,
+        workspaces: tuple[str, ...] = (),
     ) -> Score:
         score = decided(
             case,
@@ -211,8 +240,8 @@ class CaseScorer:
             samples=samples,
             checks=checks,
         )
-        if latency_s is not None or notes:
-            score = replace(score, latency_s=latency_s, notes=notes or None)
+        if latency_s is not None or notes or workspaces:
+            score = replace(score, latency_s=latency_s, notes=notes or None, workspaces=workspaces)
         return score
 
 

@@ -65,6 +65,8 @@ class EvalSettings:
     unsafe_exec: bool = False
     #: Send the model and judge calls as Message Batches before scoring (docs/sharding.md).
     batch: bool = False
+    #: Leave every case's workspace folder in place after grading (the scores name them).
+    keep_workspaces: bool = False
     #: How the face spells each setting, for messages that point at one
     #: (`verdryx_core.errors.word_hint`).
     flags: Mapping[str, str] = field(default_factory=lambda: CLI_FLAGS)

@@ -29,6 +29,7 @@ __all__ = ["TargetOutput", "target_of"]
 _HINTS: Final[Mapping[str, str]] = {
     "timeout": "raise {timeout} if it needs longer",
     "not_recorded": "record it first with {cache} on under that {target_version}",
+    "workspace_replay": "run it with {cache} on or off",
 }
 
 
@@ -104,7 +105,13 @@ class TargetOutput:
             raise TargetCallError(self.refused)
         target = self.load(spec)
         eval_set_id = context.eval_set_id if context is not None else ""
-        call = TargetCase.from_eval_case(case, eval_set_id=eval_set_id, repeat=repeat)
+        workspace = context.workspace if context is not None else None
+        call = TargetCase.from_eval_case(
+            case,
+            eval_set_id=eval_set_id,
+            repeat=repeat,
+            workspace=None if workspace is None else str(workspace),
+        )
         try:
             outcome = self.runner.submit(target, call).result()
         except CancelledError:

@@ -48,6 +48,9 @@ class GradeContext:
     #: The case's workspace as the agent left it (a per-case, per-repeat temporary folder),
     #: or None when the case has none: the execution and contract graders read it.
     workspace: Path | None = None
+    #: A folder beside the workspace (never inside it) where graders leave what they
+    #: collected, such as evidence bundles; kept and removed with the workspace.
+    evidence: Path | None = None
 
 
 @runtime_checkable

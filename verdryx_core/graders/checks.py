@@ -81,6 +81,7 @@ class ChecksGrader:
                 expected_tools=check.expected_tools,
                 expected_tool_calls=check.expected_tool_calls,
                 expected_tool_calls_any=check.expected_tool_calls_any,
+                contract=check.contract,
             )
             part = output.part_for(check.grader) if isinstance(output, CaseOutput) else output
             grade = grader.grade(sub, part, context)

@@ -9,6 +9,8 @@ attributes, what the core asks of every grader (docs/graders.md, "Graders from a
     remote: bool               grading calls a service (made ahead, in the bounded pool)
     model_free: bool           its cases' outputs never come from the model under test
     in_checks: bool            False: it cannot be one check of a multi-check case
+    in_workspace_checks: bool  True: it can be one all the same when the case has a
+                               workspace (it reads the workspace, not the one output)
     fields: tuple[str, ...]    case fields that belong to it (refused on other cases)
     check_case(case) -> None   load-time checks of a case (raise CaseProblem)
     for_run(settings) -> grader  build it for one run from the run's settings (raise
@@ -70,9 +72,12 @@ def plugin(name: str) -> Any | None:
     return grader_source(name)
 
 
-def usable_in_checks(name: str) -> bool:
+def usable_in_checks(name: str, *, workspace: bool = False) -> bool:
+    """Whether `name` can be one check of a multi-check case (with a `workspace` or not)."""
     found = plugin(name)
-    return found is None or bool(getattr(found, "in_checks", True))
+    if found is None or bool(getattr(found, "in_checks", True)):
+        return True
+    return workspace and bool(getattr(found, "in_workspace_checks", False))
 
 
 def case_problem(name: str, case: Mapping[str, Any]) -> CaseProblem | None:

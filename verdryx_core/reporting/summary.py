@@ -18,6 +18,7 @@ __all__ = [
     "fmt_score",
     "fmt_usd",
     "gate_lines",
+    "kept_workspace_lines",
     "plan_line",
     "plan_lines",
     "repeat_note",
@@ -86,6 +87,16 @@ def repeat_note(repeat: int, live_cases: int, flags: Mapping[str, str] = CLI_FLA
         return None
     flag = word_hint("{repeat}", flags)
     return f"{flag} {repeat} changes nothing here: every case's output is recorded"
+
+
+def kept_workspace_lines(failed: Sequence[Score]) -> list[str]:
+    """Where the kept workspaces of the failed cases are (`--verdryx-keep-workspaces`): each
+    folder holds `workspace/` as the agent left it and `evidence/` as the graders saw it."""
+    lines = [f"  {score.key}: {folder}" for score in failed for folder in score.workspaces]
+    if not lines:
+        return []
+    head = "kept workspaces of failed cases (workspace/: as the agent left it; evidence/):"
+    return _printable([head, *lines])
 
 
 def unmeasured_lines(scores: Sequence[Score], *, limit: int = 10) -> list[str]:

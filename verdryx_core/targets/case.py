@@ -37,8 +37,11 @@ class TargetCase:
     workspace: str | None = None
 
     @classmethod
-    def from_eval_case(cls, case: Any, *, eval_set_id: str, repeat: int = 0) -> TargetCase:
-        """From an `EvalCase` (or anything with `id` and `prompt`)."""
+    def from_eval_case(
+        cls, case: Any, *, eval_set_id: str, repeat: int = 0, workspace: str | None = None
+    ) -> TargetCase:
+        """From an `EvalCase` (or anything with `id` and `prompt`); `workspace` is the path of
+        the sample's fresh copy of the case's workspace."""
         messages = getattr(case, "messages", None)
         tools = getattr(case, "tools", None)
         metadata = getattr(case, "metadata", None)
@@ -51,6 +54,7 @@ class TargetCase:
             tools=None if tools is None else tuple(copy.deepcopy(dict(t)) for t in tools),
             metadata=None if metadata is None else copy.deepcopy(dict(metadata)),
             repeat=repeat,
+            workspace=workspace,
         )
 
     def conversation(self) -> list[dict[str, Any]]:
@@ -69,6 +73,9 @@ class TargetCase:
         return self.prompt
 
     def to_dict(self) -> dict[str, Any]:
+        return self._fields() | ({"workspace": self.workspace} if self.workspace else {})
+
+    def _fields(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "eval_set_id": self.eval_set_id,
@@ -93,4 +100,5 @@ class TargetCase:
             tools=None if tools is None else tuple(dict(t) for t in tools),
             metadata=data.get("metadata"),
             repeat=int(data.get("repeat", 0)),
+            workspace=data.get("workspace"),
         )

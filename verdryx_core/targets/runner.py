@@ -167,7 +167,23 @@ class TargetRunner:
         absence) settles the future at once."""
         future: Future[TargetOutcome] = Future()
         call = _Call(target, case, future)
-        if self.cache is not None:
+        if self.cache is not None and case.workspace is not None:
+            # What a workspace case's call did is the files it left, which no cached result
+            # holds: never cached, never replayed (docs/workspaces-and-execution.md).
+            if self.cache.replaying:
+                future.set_running_or_notify_cancel()
+                future.set_result(
+                    self._error(
+                        call,
+                        f"target {target.spec}: case {case.id} has a workspace, and a "
+                        "workspace case's call is never recorded (its result is the files it "
+                        "leaves), so a replay cannot answer it",
+                        "workspace_replay",
+                        0.0,
+                    )
+                )
+                return future
+        elif self.cache is not None:
             call.cache_key = self.cache.key(target.spec, case)
             known = self._from_cache(call)
             if known is not None:

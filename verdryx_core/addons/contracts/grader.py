@@ -1,20 +1,23 @@
 """`contract`: did the agent do the work it promised? PASS 1.0, FAIL 0.0, FLAG unmeasured.
 
 The case's `contract` field holds the promise (task_id defaults to the case id). Its paths
-are checked under the base path: the case's `output` when given (relative to the eval set
-file's directory), else that directory itself. Free and deterministic: no model is called.
+are checked under the base path: the case's workspace as the agent left it, when the case has
+one (then the evidence bundle of what the checks saw is kept beside it); else the case's
+`output` (relative to the eval set file's directory), else that directory itself. Free and
+deterministic: no model is called (docs/workspaces-and-execution.md).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, ClassVar, final
+from typing import Any, ClassVar, Final, final
 
-from verdryx_core.addons.contracts.evidence import check_workspace
+from verdryx_core.addons.contracts.evidence import check_workspace, verify_and_collect, write_bundle
 from verdryx_core.addons.contracts.history import save_verdicts, verdict_rows
-from verdryx_core.addons.contracts.model import FAIL, FLAG, PASS, Limits
+from verdryx_core.addons.contracts.model import FAIL, FLAG, PASS, Contract, ContractVerdict, Limits
 from verdryx_core.addons.contracts.validate import contract_from_data
 from verdryx_core.addons.errors import ContractError
 from verdryx_core.cases import EvalCase
@@ -26,9 +29,14 @@ from verdryx_core.store import Store
 
 __all__ = ["ContractGrader", "contract_base_path"]
 
+_SAFE: Final = re.compile(r"[^A-Za-z0-9._-]+")
+
 
 def contract_base_path(case: EvalCase, output: Any, context: GradeContext) -> Path:
-    """`output` (a path, relative to the eval set file's directory) else that directory."""
+    """The case's workspace as the agent left it; else `output` (a path, relative to the
+    eval set file's directory), else that directory."""
+    if context.workspace is not None:
+        return context.workspace
     directory = context.eval_set_path.parent if context.eval_set_path is not None else Path.cwd()
     if isinstance(output, str) and output.strip():
         return directory / output
@@ -43,8 +51,10 @@ class ContractGrader:
 
     kind: ClassVar[str] = "contract"
     model_free: ClassVar[bool] = True
-    #: A contract checks a workspace, not the one text output the checks of a case share.
+    #: A contract checks a workspace, not the one text output the checks of a case share:
+    #: it is a check only of a case that has a workspace.
     in_checks: ClassVar[bool] = False
+    in_workspace_checks: ClassVar[bool] = True
     fields: ClassVar[tuple[str, ...]] = ("contract",)
 
     def __init__(self, *, limits: Limits | None = None) -> None:
@@ -83,7 +93,7 @@ class ContractGrader:
             if (value := case.contract.get(name)) is not None
         }
         try:
-            verdict = check_workspace(contract, base, limits=self.limits)
+            verdict = self._verdict(contract, base, context)
         except UsageError as exc:
             # No workspace to look at: nothing was checkable, which is a FLAG, never a 0.0.
             return replace(Grade.unmeasured_because(f"{FLAG}: {exc}"), notes=notes or None)
@@ -94,3 +104,13 @@ class ContractGrader:
         else:
             grade = Grade.unmeasured_because(verdict.reason)
         return replace(grade, notes=notes or None)
+
+    def _verdict(self, contract: Contract, base: Path, context: GradeContext) -> ContractVerdict:
+        if context.evidence is None:
+            return check_workspace(contract, base, limits=self.limits)
+        # A workspace case: what the checks saw is kept beside the workspace, one bundle per
+        # contract, re-checkable with `verdryx verify --bundle` once the workspace is gone.
+        verdict, bundle = verify_and_collect(contract, base, limits=self.limits)
+        name = _SAFE.sub("_", contract.task_id)[:60] or "contract"
+        write_bundle(bundle, context.evidence / f"{name}-{contract.sha256()[:12]}.evidence.json")
+        return verdict

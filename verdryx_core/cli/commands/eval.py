@@ -28,7 +28,12 @@ from verdryx_core.evaluation import (
     evaluate,
 )
 from verdryx_core.evaluation.exec_notes import run_notes
-from verdryx_core.reporting.summary import repeat_note, run_lines, unmeasured_lines
+from verdryx_core.reporting.summary import (
+    kept_workspace_lines,
+    repeat_note,
+    run_lines,
+    unmeasured_lines,
+)
 from verdryx_core.runs import EvalRun
 from verdryx_core.timeouts import DEFAULT_TIMEOUT_S, check_timeout
 from verdryx_core.untrusted.text import unwrapped
@@ -137,6 +142,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help=f"seconds any one call may take: target, model, judge (default {DEFAULT_TIMEOUT_S:g})",
     )
+    parser.add_argument(
+        "--keep-workspaces",
+        action="store_true",
+        help="leave each case's workspace folder in place after grading and print the "
+        "folders of failed cases (default: removed once graded)",
+    )
     add_db_argument(parser)
     add_json_argument(parser)
 
@@ -162,6 +173,7 @@ def settings_from(args: argparse.Namespace) -> EvalSettings:
         target=args.target or None,
         target_version=args.target_version or None,
         target_root=Path.cwd(),
+        keep_workspaces=args.keep_workspaces,
     )
 
 
@@ -293,4 +305,9 @@ def _print_text(
         print("  unmeasured:")
         for line in unmeasured_lines(run.unmeasured):
             print(line)
+    kept = kept_workspace_lines([score for score in run.scores if score.passed is False])
+    if kept:
+        print()
+        for line in kept:
+            print(f"  {line}")
     print()

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
 
+from verdryx_core.untrusted.text import printable
+
 __all__ = [
     "AMBER",
     "BLUE",
@@ -46,9 +48,12 @@ _NOT_XML: Final = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
 
 def esc(text: object) -> str:
-    """Text made safe for HTML and for XML: escaped, and without the control characters XML
-    rejects (a stray escape byte in a model's output must not break the page)."""
-    return html.escape(_NOT_XML.sub("\ufffd", str(text)), quote=True)
+    """Text made safe for HTML and for XML: shown by the printable rule that terminals and CI
+    logs use (a control or bidi character reads as its escape, `\\x1b`, `\\u202e`, so the
+    page shows what the model wrote rather than what it hides), escaped, and without the
+    characters XML rejects (a stray escape byte in a model's output must not break the
+    page)."""
+    return html.escape(_NOT_XML.sub("\ufffd", printable(str(text))), quote=True)
 
 
 def _num(value: float) -> str:
