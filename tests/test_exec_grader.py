@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from verdryx_core.graders.junit import read_junit
 from verdryx_core.runs import EvalRun
 from verdryx_core.sandbox import ISOLATION_ENV, Limits, detect_isolation, run_sandboxed
 
+ROOT = Path(__file__).resolve().parent.parent
 ADD = "def add(a, b):\n    return a + b\n"
 ADD_TESTS = (
     "from solution import add\n\n"
@@ -69,10 +71,11 @@ LIMIT_CASES: dict[str, dict[str, Any]] = {
     "write-outside": {
         "output": "",
         "tests": (
-            "import os\n\ndef test_escape():\n"
+            "import os\n\ndef test_etc():\n    open('/etc/verdryx-escaped', 'w').write('x')\n"
+            "\ndef test_tmp():\n    open('/tmp/verdryx-escaped', 'w').write('x')\n"
+            "\ndef test_escape():\n"
             "    home = os.path.expanduser('~')\n"
             "    open(home + '/../../../../tmp/verdryx-escaped', 'w').write('x')\n"
-            "\ndef test_etc():\n    open('/etc/verdryx-escaped', 'w').write('x')\n"
         ),
     },
     "memory": {"output": "", "command": python("bytearray(4 << 30)")},
@@ -101,15 +104,23 @@ LIMIT_CASES: dict[str, dict[str, Any]] = {
 
 
 @pytest.fixture(scope="module")
-def limits_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EvalRun]:
+def limits_run(tmp_path_factory: pytest.TempPathFactory) -> EvalRun:
     folder = tmp_path_factory.mktemp("limits")
     cases = [
         {"id": key, "prompt": key, "grader": "exec", **spec} for key, spec in LIMIT_CASES.items()
     ]
-    before = set(Path("/tmp").glob("verdryx-*"))
-    yield evaluate([write_set(folder, cases)], EvalSettings(concurrency=2, cache="off"))
+    # The runs' temporary folders go to a folder of this test's (the standard library's
+    # `tempfile.tempdir`), so what they leave behind can be seen apart from other runs'.
+    scratch = folder / "tmp"
+    scratch.mkdir()
+    saved, tempfile.tempdir = tempfile.tempdir, str(scratch)
+    try:
+        run = evaluate([write_set(folder, cases)], EvalSettings(concurrency=2, cache="off"))
+    finally:
+        tempfile.tempdir = saved
     # Every temporary folder the runs made is gone.
-    assert set(Path("/tmp").glob("verdryx-*")) <= before
+    assert list(scratch.iterdir()) == []
+    return run
 
 
 def score_of(run: EvalRun, case_id: str) -> Any:
@@ -132,7 +143,8 @@ def test_network_is_refused(limits_run: EvalRun) -> None:
 @needs_isolation
 def test_writes_outside_the_workspace_are_refused(limits_run: EvalRun) -> None:
     score = score_of(limits_run, "write-outside")
-    assert score.value == 0.0 and "Read-only file system" in score.reason
+    assert score.value == 0.0 and score.reason.startswith("0 of 3 tests passed; test_etc: ")
+    assert "Read-only file system" in score.reason
     assert not Path("/tmp/verdryx-escaped").exists()
     assert not Path("/etc/verdryx-escaped").exists()
 
@@ -296,3 +308,45 @@ def test_a_bad_exec_case_is_one_line_naming_the_field(
     text = str(caught.value)
     assert "case 'bad'" in text and f"field '{field}'" in text and message in text
     assert "\n" not in text
+
+
+def swe_set(folder: Path) -> Path:
+    """The SWE-style example's repository, graded by its own tests (exec) and a contract."""
+    shutil.copytree(ROOT / "examples" / "workspace", folder, dirs_exist_ok=True)
+    case = {
+        "id": "fix-tax-bug",
+        "prompt": "total_with_tax(100, 0.2) returns 100.2 instead of 120.0. Fix pricing.py.",
+        "metadata": {"task": "fix-tax"},
+        "workspace": "repo",
+        "checks": [
+            {"grader": "exec", "tests": "test_pricing.py", "weight": 3},
+            {"grader": "contract", "contract": {"success_criteria": [
+                {"id": "tests-untouched", "type": "file_contains", "path": "test_pricing.py",
+                 "pattern": "== 120\\.0"}]}},
+        ],
+    }  # fmt: skip
+    path = folder / "swe-exec.evalset.json"
+    path.write_text(json.dumps({"id": "swe-exec", "target": "fixer:fix", "cases": [case]}))
+    return path
+
+
+@needs_isolation
+@pytest.mark.parametrize(("edit", "value"), [("right", 1.0), ("wrong", 0.5)])
+def test_a_workspace_case_runs_its_repositorys_tests_where_the_agent_left_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edit: str, value: float
+) -> None:
+    monkeypatch.setenv("VERDRYX_EXAMPLE_EDIT", edit)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    run = evaluate([swe_set(tmp_path)], EvalSettings(cache="off", target_root=tmp_path))
+    (score,) = run.scores
+    # The wrong edit passes 1 of the repository's 3 tests (weight 3) and keeps them (weight 1).
+    assert score.value == pytest.approx(value), score.reason
+    assert [check.grader for check in score.checks] == ["exec", "contract"]
+
+
+@needs_isolation
+def test_exec_through_pytest_says_which_isolation_ran(pytester: pytest.Pytester) -> None:
+    swe_set(pytester.path)
+    result = pytester.runpytest("swe-exec.evalset.json", "--no-verdryx-store")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([f"*exec: 1 case(s) isolated by {detect_isolation().name}*"])

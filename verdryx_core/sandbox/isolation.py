@@ -68,7 +68,8 @@ class Isolation:
             assert self.binary is not None
             where, spare = str(workdir), str(scratch)
             shown: list[str] = []
-            for hidden, paths in _shown(user, workdir, scratch):
+            groups = _shown(user, workdir, scratch)
+            for hidden, paths in groups:
                 shown += ["--perms", "0755", "--tmpfs", hidden]
                 for path in paths:
                     # The folders on the way, enterable (bwrap would make them 0700).
@@ -92,6 +93,8 @@ class Isolation:
                 *shown,
                 "--bind", where, where,
                 "--bind", spare, spare,
+                # What stands in for a hidden folder is as read-only as the rest.
+                *[arg for hidden, _ in groups for arg in ("--remount-ro", hidden)],
                 *spaces,
                 "--die-with-parent",
                 "--new-session",
@@ -117,19 +120,28 @@ def _unshare_setup(workdir: Path, scratch: Path, user: int | None) -> str:
     whose field 5 is the mount point."""
     where, spare = shlex.quote(str(workdir)), shlex.quote(str(scratch))
     lines = [f"mount --bind {where} {where} || exit 97", f"mount --bind {spare} {spare} || exit 97"]
-    count = 0
-    for hidden, paths in _shown(user, workdir, scratch):
-        kept = []
-        for path in paths:
-            keep = shlex.quote(str(scratch / f".keep{count}"))
-            count += 1
-            lines.append(f"mkdir -p {keep} && mount --bind {shlex.quote(path)} {keep} || exit 97")
-            kept.append((keep, shlex.quote(path)))
-        lines.append(f"mount -t tmpfs -o mode=755 tmpfs {shlex.quote(hidden)} || exit 97")
-        lines += [
-            f"mkdir -p {path} && mount --bind {keep} {path} && umount {keep} || exit 97"
-            for keep, path in kept
-        ]
+    groups = _shown(user, workdir, scratch)
+    if groups:
+        # Each shown folder is held at a mount point outside every hidden folder while the
+        # tmpfs goes over, then moved back; the points are removed once empty.
+        holder = Path(tempfile.mkdtemp(prefix="verdryx-keep-", dir=_open_tmp()))
+        count = 0
+        moves: list[str] = []
+        for hidden, paths in groups:
+            kept = []
+            for path in paths:
+                keep = shlex.quote(str(holder / str(count)))
+                count += 1
+                lines.append(f"mkdir {keep} && mount --bind {shlex.quote(path)} {keep} || exit 97")
+                kept.append((keep, shlex.quote(path)))
+            lines.append(f"mount -t tmpfs -o mode=755 tmpfs {shlex.quote(hidden)} || exit 97")
+            moves += [
+                f"mkdir -p {path} && mount --bind {keep} {path} && umount {keep} && rmdir {keep}"
+                " || exit 97"
+                for keep, path in kept
+            ]
+        lines += moves
+        lines.append(f"rmdir {shlex.quote(str(holder))}")
     lines.append(
         "for m in $(awk '{print $5}' /proc/self/mountinfo | sort -u); do "
         f'case "$m" in {where}|{spare}) ;; '
@@ -137,6 +149,14 @@ def _unshare_setup(workdir: Path, scratch: Path, user: int | None) -> str:
     )
     lines.append(f'cd {where} && exec "$@"')
     return "\n".join(lines)
+
+
+def _open_tmp() -> str:
+    """A temporary folder every user may enter (not a private `$TMPDIR`)."""
+    for folder in ("/dev/shm", "/var/tmp", "/tmp"):
+        if os.path.isdir(folder) and os.stat(folder).st_mode & stat.S_IXOTH:
+            return folder
+    return tempfile.gettempdir()
 
 
 def _shown(
