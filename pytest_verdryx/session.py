@@ -287,7 +287,10 @@ class VerdryxSession:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        cases = [item for item in session.items if isinstance(item, EvalCaseItem)]
+        # An xdist worker's error here would crash it: there each pass@K case short of
+        # samples is unmeasured, with the reason, when it is scored.
+        worker = self.context.is_worker
+        cases = [] if worker else [item for item in session.items if isinstance(item, EvalCaseItem)]
         try:
             # Before anything runs: a pass@K case needs K repeats (docs/options.md).
             self.context.evaluation.check_aggregates((item.evalset, item.case) for item in cases)

@@ -139,3 +139,14 @@ def test_the_plugin_checks_k_at_start_and_shows_the_rule(pytester: pytest.Pytest
     ran.stdout.fnmatch_lines(["*aggregate over 5 sample(s) per case: pass@2 4 case(s)*"])
     # pass@2 of 2 in 5 is 0.7, above the bar; 1 in 5 is 0.4, below it.
     ran.assert_outcomes(passed=2, failed=2)
+
+
+def test_under_xdist_a_case_short_of_samples_is_unmeasured(pytester: pytest.Pytester) -> None:
+    # A worker cannot stop the session at start without crashing: the case says why instead.
+    write_set(pytester.path, "pass@3")
+    result = pytester.runpytest("-n", "2", "--no-verdryx-store", "-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines(
+        ["*agg-pass@3::always: aggregate 'pass@3' needs at least 3 samples*"]
+    )
+    assert "INTERNALERROR" not in result.stdout.str()
+    result.assert_outcomes(skipped=4)
