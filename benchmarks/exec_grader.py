@@ -50,12 +50,17 @@ def plain_run(case: dict[str, Any], solution: str, timeout: float) -> float:
         (folder / "solution.py").write_text(solution)
         (folder / "test_solution.py").write_text(case["tests"])
         junit = folder / "junit.xml"
-        env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+        # The sandbox's own command and environment, without the sandbox.
+        env = {"PATH": os.environ.get("PATH", ""), "HOME": str(folder), "LANG": "C.UTF-8",
+               "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1"}  # fmt: skip
         try:
             subprocess.run(
                 [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                 f"--junitxml={junit}", "test_solution.py"],
+                 f"--rootdir={folder}", f"--junitxml={junit}", "test_solution.py"],
                 cwd=folder, env=env, capture_output=True, timeout=timeout, check=False,
+                # A session of its own, as the sandbox's: the kernel's autogroup scheduling
+                # gives each session its share of a loaded machine.
+                start_new_session=True,
             )  # fmt: skip
         except subprocess.TimeoutExpired:
             return 0.0

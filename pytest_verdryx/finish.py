@@ -9,6 +9,8 @@ from __future__ import annotations
 import dataclasses
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -22,6 +24,10 @@ from verdryx_core.gating.compare import GateOutcome, GatePolicy, compare, refuse
 from verdryx_core.gating.planning import Plan, plan_for_gate
 from verdryx_core.runs import Baseline, EvalRun
 from verdryx_core.store import StoreTarget
+
+if TYPE_CHECKING:
+    from verdryx_core.gating.calibration.judge_check import JudgeCheck
+    from verdryx_core.gating.calibration.labels import Label
 
 __all__ = ["SessionEnd", "finish_session", "incomplete_reason"]
 
@@ -49,6 +55,8 @@ class SessionEnd:
     stored: bool = False
     #: What it takes to see `--verdryx-detect`, when an on-track verdict could not see it.
     plan: Plan | None = None
+    #: The judge checked against `--verdryx-labels` (docs/calibrating-the-judge.md).
+    judge: JudgeCheck | None = None
 
     @property
     def settings(self) -> Settings:
@@ -107,8 +115,18 @@ def finish_session(
     )
     if settings.store:
         _store(end)
+    case_labels = _case_labels(session)
+    if (
+        settings.labels
+        or case_labels
+        or settings.judge_correction
+        or settings.require_calibrated_judge
+    ):
+        _check_judge(end, case_labels)
     if settings.shard is None:  # a shard is gated with its group (`verdryx gate`)
         end.gate = _gate(end)
+        if end.gate is None and end.exit_status != pytest.ExitCode.USAGE_ERROR:
+            _judge_without_gate(end)
     if end.gate is not None:
         end.plan = _plan(end)
         if end.gate.exit == "refused":
@@ -185,10 +203,13 @@ def _gate(end: SessionEnd) -> GateOutcome | None:
                 detect=settings.detect,
                 require_power=settings.require_power,
                 metric=settings.gate_metric,
+                judge_correction=settings.judge_correction,
+                require_calibrated_judge=settings.require_calibrated_judge,
             ),
             history=history,
             known_keys=context.state.known_keys,
             flags=FLAGS,
+            calibration=end.judge.calibration if end.judge is not None else None,
         )
     if context.missing_baseline is None:
         return None
@@ -202,6 +223,90 @@ def _gate(end: SessionEnd) -> GateOutcome | None:
     if not run.complete:
         return None  # not gated anyway: the INCOMPLETE line of the summary says why
     return refused(label, f"{why} (verdryx_baseline in the ini)")
+
+
+def _labels_paths(end: SessionEnd) -> list[Path]:
+    """`--verdryx-labels`: a file, or every `*.labels.jsonl` in a folder; relative to the
+    rootdir."""
+    raw = end.settings.labels
+    if not raw:
+        return []
+    path = Path(raw)
+    if not path.is_absolute():
+        path = end.context.config.rootpath / path
+    return sorted(path.rglob("*.labels.jsonl")) if path.is_dir() else [path]
+
+
+def _case_labels(session: pytest.Session) -> list[Label]:
+    """The `human_label` of the selected cases (docs/evalset-reference.md)."""
+    from verdryx_core.gating.calibration.labels import Label, output_sha256
+
+    labels = []
+    for item in session.items:
+        case, evalset = getattr(item, "case", None), getattr(item, "evalset", None)
+        human = getattr(case, "human_label", None)
+        output = getattr(case, "output", None)
+        if human is not None and isinstance(output, str) and evalset is not None:
+            labels.append(
+                Label(
+                    eval_set_id=evalset.id,
+                    case_id=case.id,  # type: ignore[union-attr]
+                    output_sha256=output_sha256(output),
+                    label=human,
+                )
+            )
+    return labels
+
+
+def _check_judge(end: SessionEnd, case_labels: list[Label]) -> None:
+    """The run's judge against the human labels (the labels files', then the cases'
+    `human_label`): the summary's judge block, each judge's figure kept in the store, and
+    the calibration the gate's correction rests on."""
+    from verdryx_core.gating.calibration.figures import save_figures
+    from verdryx_core.gating.calibration.judge_check import check_judge
+    from verdryx_core.gating.calibration.labels import read_labels
+
+    context = end.context
+    try:
+        labels = case_labels + read_labels(_labels_paths(end))
+        store = context.store.open() if end.settings.store or context.store.exists() else None
+        end.judge = check_judge(end.run, labels, store)
+        if store is not None and end.stored and end.run.complete:
+            save_figures(store, end.run.id, end.judge.agreement)
+    except VerdryxError as exc:
+        end.messages.append(f"ERROR: {worded(exc)}")
+        end.exit_status = pytest.ExitCode.USAGE_ERROR
+
+
+def _judge_without_gate(end: SessionEnd) -> None:
+    """No baseline to gate: the judge's drift and the corrected pass rate still decide, as
+    asked, on the run alone."""
+    from verdryx_core.gating.calibration.correction import corrected_rate
+
+    check, settings = end.judge, end.settings
+    if check is None:
+        return
+    if settings.require_calibrated_judge and check.calibration.drift:
+        end.messages.append(f"ERROR: judge not calibrated: {check.calibration.drift}")
+        end.exit_status = pytest.ExitCode.USAGE_ERROR
+        return
+    if not settings.judge_correction:
+        return
+    shortfall = check.calibration.shortfall()
+    if shortfall is not None:
+        end.messages.append(f"ERROR: {shortfall} (labels: --verdryx-labels)")
+        end.exit_status = pytest.ExitCode.USAGE_ERROR
+        return
+    passed = [
+        bool(s.passed) for s in end.run.scores if s.grader == "llm_judge" and s.passed is not None
+    ]
+    if passed:
+        rate = corrected_rate(passed, check.calibration)
+        ci = f" [{rate.ci[0]:.3f}, {rate.ci[1]:.3f}]" if rate.ci else ""
+        end.messages.append(
+            f"judged pass rate corrected for the judge: {rate.corrected:.3f}{ci} "
+            f"(observed {rate.observed:.3f} on {rate.n} judged cases)"
+        )
 
 
 def _ci_outputs(end: SessionEnd) -> None:

@@ -51,13 +51,16 @@ def _whole(output: object) -> object:
     `tool_calls` (a dict, a TargetResult) is one `CaseOutput`; anything else as given."""
     if isinstance(output, Mapping) and "output" in output:
         text, calls = output.get("output"), output.get("tool_calls")
+        metadata = output.get("metadata")
     elif hasattr(output, "output") and hasattr(output, "tool_calls"):
         text, calls = output.output, output.tool_calls
+        metadata = getattr(output, "metadata", None)
     else:
         return output
     return CaseOutput(
         text="" if text is None else str(text),
         tool_calls=tuple(ToolCall.from_value(call, made=True) for call in calls or ()),
+        metadata=metadata if isinstance(metadata, Mapping) else None,
     )
 
 

@@ -229,6 +229,20 @@ def dropped_text(score: Score, bar: float, base: BaselineCase | None) -> str:
     )
 
 
+def _check_lines(score: Score) -> list[str]:
+    """A multi-check case's checks, one block each: its grader, the part it read, its score
+    and weight, then its reason indented under it (docs/scenarios.md)."""
+    lines = ["checks:"]
+    for number, check in enumerate(score.checks, start=1):
+        shown = "--" if check.value is None else f"{check.value:.3f}"
+        on = f" on {check.on}" if check.on else ""
+        lines.append(f"  #{number} {check.grader}{on}: {shown} (weight {check.weight:g})")
+        why = check.unmeasured or check.reason
+        if why:
+            lines.extend("      " + line for line in why.split("\n"))
+    return lines
+
+
 def failure_text(score: Score, bar: float, case: EvalCase | None) -> str:
     lines = [
         f"{score.key} scored {score.value:.3f}, below the pass bar {bar:g}  "
@@ -239,6 +253,10 @@ def failure_text(score: Score, bar: float, case: EvalCase | None) -> str:
         lines.append(f"samples: {shown}  ({stability(score.samples, bar)})")
     expected = score.expected
     output = score.output
+    if score.grader == "tool_trace" and score.reason:
+        # The reason names every call, matched or not, with its arguments: said once.
+        lines.append(labelled("reason", score.reason))
+        return printable("\n".join(lines))
     if score.grader == "exact" and expected is not None and output is not None:
         lines.append(f"expected: {expected!r}")
         lines.append(f"output:   {output!r}")
@@ -263,8 +281,12 @@ def failure_text(score: Score, bar: float, case: EvalCase | None) -> str:
         if score.grader == "outcome_tag" and case is not None:
             lines.append(f"recorded outcome: {case.prompt!r}")
         elif output is not None:
-            lines.append(labelled("output", output))
-    if score.reason:
+            # A simulated dialogue's output is its transcript (docs/scenarios.md).
+            shown = "transcript" if output.startswith("[transcript]\n") else "output"
+            lines.append(labelled(shown, output))
+    if score.checks:
+        lines.extend(_check_lines(score))
+    elif score.reason:
         lines.append(labelled("reason", score.reason))
     # An agent's output, an expected value or a judge's reason may hold NUL, terminal escapes,
     # U+2028 or a line a CI runner would run (`::error ...`): each further line of a value is

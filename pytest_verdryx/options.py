@@ -153,6 +153,26 @@ OPTIONS: Final = (
         "bool",
     ),
     _Option(
+        "verdryx_labels",
+        "human labels of judged outputs: a *.labels.jsonl file, or a folder of them; the "
+        "summary then shows how well the judge agrees with them",
+        metavar="PATH",
+    ),
+    _Option(
+        "verdryx_judge_correction",
+        "gate the judged cases' pass rate corrected for the judge's TPR / TNR on the labels "
+        "(refused with too few labels)",
+        False,
+        "bool",
+    ),
+    _Option(
+        "verdryx_require_calibrated_judge",
+        "refuse the gate when the judge's kappa on the labels fell significantly below its "
+        "stored figure (else a warning)",
+        False,
+        "bool",
+    ),
+    _Option(
         "verdryx_gate_metric",
         "what the gate compares per case: 'score' (default: mean scores) or 'pass' (pass "
         "rates, in points)",
@@ -227,6 +247,13 @@ OPTIONS: Final = (
         "verdryx_target_version",
         "the target's version: its results are cached under it (unset: never cached)",
         metavar="VERSION",
+    ),
+    _Option(
+        "verdryx_user_model",
+        "who plays a case's simulated user with a persona: stub (offline, deterministic) or "
+        "a model id",
+        "stub",
+        metavar="MODEL",
     ),
     _Option(
         "verdryx_timeout",
@@ -324,6 +351,9 @@ class Settings:
     detect: float = 0.05
     require_power: bool = False
     gate_metric: str = "score"
+    labels: str | None = None
+    judge_correction: bool = False
+    require_calibrated_judge: bool = False
     concurrency: int
     cache: str
     repeat: int
@@ -344,6 +374,7 @@ class Settings:
     batch: bool = False
     target: str | None = None
     target_version: str | None = None
+    user_model: str = "stub"
     timeout: float = 120.0
     unsafe_exec: bool = False
     keep_workspaces: bool = False
@@ -384,6 +415,7 @@ def eval_settings(
         call_timeout=settings.timeout,
         target=settings.target,
         target_version=settings.target_version,
+        user_model=settings.user_model,
         target_root=target_root,
         keep_workspaces=settings.keep_workspaces,
         flags=FLAGS,
@@ -472,6 +504,9 @@ def read_settings(config: pytest.Config, env: Mapping[str, str] | None = None) -
         detect=get("verdryx_detect"),
         require_power=get("verdryx_require_power"),
         gate_metric=get("verdryx_gate_metric"),
+        labels=get("verdryx_labels"),
+        judge_correction=get("verdryx_judge_correction"),
+        require_calibrated_judge=get("verdryx_require_calibrated_judge"),
         min_score=get("verdryx_min_score"),
         concurrency=get("verdryx_concurrency"),
         cache=get("verdryx_cache"),
@@ -493,6 +528,7 @@ def read_settings(config: pytest.Config, env: Mapping[str, str] | None = None) -
         batch=get("verdryx_batch"),
         target=get("verdryx_target"),
         target_version=get("verdryx_target_version"),
+        user_model=get("verdryx_user_model") or "stub",
         timeout=get("verdryx_timeout"),
         unsafe_exec=get("verdryx_unsafe_exec"),
         keep_workspaces=get("verdryx_keep_workspaces"),

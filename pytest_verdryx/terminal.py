@@ -116,6 +116,22 @@ def write_summary(tr: Any, end: SessionEnd) -> None:
     if breakdown.worth_showing:
         for line in breakdown_lines(breakdown):
             tr.write_line(line)
+    if end.judge is not None:
+        from verdryx_core.gating.calibration.judge_check import summary_lines as judge_lines
+
+        for line in judge_lines(end.judge):
+            tr.write_line(line, red=line.startswith("WARNING"))
+    corrected = end.gate.corrected if end.gate is not None else None
+    if corrected is not None:
+        ci = corrected.ci
+        tr.write_line(
+            f"judged pass rate corrected for the judge: {corrected.current:.3f} vs baseline "
+            f"{corrected.baseline:.3f}, delta {corrected.delta:+.3f}"
+            + (f" [{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else "")
+            + f" on {corrected.n} judged cases"
+            + (": REGRESSED" if corrected.regressed else ""),
+            red=corrected.regressed,
+        )
     if end.gate is not None and end.gate.refused is not None:
         tr.write_line(f"gate refused: {end.gate.refused}", red=True)
     if end.saved_baseline:

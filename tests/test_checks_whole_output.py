@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import fnmatch
 import json
-import re
 import sys
 import textwrap
 from collections.abc import Iterator
@@ -81,12 +80,8 @@ def _calls(root: Path) -> list[str]:
 
 
 def _checks(run: EvalRun) -> dict[str, list[float | None]]:
-    """Each case's check values, as the stored reason line gives them (docs/graders.md)."""
-    found = {}
-    for score in run.scores:
-        parts = re.findall(r"#\d+ \S+ (\d\.\d{3}|--) \(w", score.reason or "")
-        found[score.case_id] = [None if p == "--" else float(p) for p in parts]
-    return found
+    """Each case's check values, as the store keeps them (docs/scenarios.md)."""
+    return {score.case_id: [check.value for check in score.checks] for score in run.scores}
 
 
 @pytest.fixture

@@ -313,6 +313,6 @@ def test_score_checks_round_trip_and_the_store_keeps_their_text(tmp_path: Path) 
         store.save_run(run)
         loaded = store.load_run("r")
     assert loaded is not None
-    # The store's scores table has no column for the structured checks (yet): their
-    # one-line text travels in `reason`.
+    # Stored structured (docs/store.md), their one-line text in `reason` as well.
+    assert loaded.scores[0].checks == checks
     assert loaded.scores[0].reason == score.reason

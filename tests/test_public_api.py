@@ -131,3 +131,16 @@ def test_bad_input_is_one_clear_error(tmp_path: Path) -> None:
         evaluate([tmp_path])
     with pytest.raises(UsageError, match="unknown baseline 'v9'"):
         find_baseline("v9", root=tmp_path)
+
+
+def test_a_model_run_without_a_store_and_cache_off_calls_the_model_and_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, anthropic_env: Any
+) -> None:
+    _write_set(tmp_path, "qa", [{"id": "q", "prompt": "say hi", "expected": "no such reply"}])
+    monkeypatch.chdir(tmp_path)
+    settings = EvalSettings(model="claude-haiku-4-5", cache="off")
+    run = evaluate([tmp_path], settings)
+    assert run.mean_score == 0.0 and len(anthropic_env.requests) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["qa.evalset.json"]
+    with pytest.raises(UsageError, match="cache mode 'replay' needs a store"):
+        evaluate([tmp_path], EvalSettings(model="claude-haiku-4-5", cache="replay"))

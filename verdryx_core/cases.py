@@ -15,7 +15,9 @@ from typing import Any, Final
 
 __all__ = [
     "CHECKS_GRADER",
+    "COMBINES",
     "DEFAULT_OUTCOME_SCORES",
+    "DIALOGUE_ENDINGS",
     "GRADER_KINDS",
     "MODEL_FREE_GRADERS",
     "OPTION_FIELDS",
@@ -27,6 +29,7 @@ __all__ = [
     "declare_model_free",
     "expected_text",
     "output_text",
+    "transcript_text",
 ]
 
 #: Declaration order is the order error messages list them in.
@@ -42,10 +45,14 @@ GRADER_KINDS: Final = (
     "numeric",
     "f1",
     "exec",
+    "final_state",
 )
 
 #: The grader kind of a case graded by several `checks` (never written in a file).
 CHECKS_GRADER: Final = "checks"
+
+#: How a multi-check case's check scores make its score (docs/scenarios.md).
+COMBINES: Final = ("mean", "all")
 
 #: Grader options a case (or a check, or a set's `defaults`) may carry as fields of its own;
 #: they travel on `EvalCase.options`. `options` itself is the free-form object of a custom
@@ -64,6 +71,7 @@ OPTION_FIELDS: Final = (
     "tests",
     "command",
     "timeout",
+    "check_types",
     "options",
 )
 
@@ -146,11 +154,24 @@ class Check:
     expected_tools: tuple[str, ...] | None = None
     expected_tool_calls: tuple[Mapping[str, Any], ...] | None = None
     expected_tool_calls_any: tuple[tuple[Mapping[str, Any], ...], ...] | None = None
+    #: What part of the result it reads (`output`, `tool_calls`, `metadata.<path>`,
+    #: `output.<path>`); None: its grader's own part (`CaseOutput.part`).
+    on: str | None = None
+
+    @property
+    def reads(self) -> str:
+        """The part it reads, its default filled in."""
+        if self.on is not None:
+            return self.on
+        return "tool_calls" if self.grader == "tool_trace" else "output"
+
     #: A contract check's criteria (a case with a workspace checks them against it).
     contract: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"grader": self.grader}
+        if self.on is not None:
+            data["on"] = self.on
         if self.expected is not None:
             data["expected"] = self.expected
         if self.rubric is not None:
@@ -186,25 +207,72 @@ class Check:
             expected_tool_calls_any=(
                 tuple(tuple(seq) for seq in calls_any) if calls_any is not None else None
             ),
+            on=data.get("on"),
             contract=data.get("contract"),
         )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CaseOutput:
-    """One run of the agent, whole: its reply text and the tool calls it made. A multi-check
-    case's checks each read their part of it (docs/graders.md, "Multi-check cases"):
-    tool_trace the calls, every other grader the text."""
+    """One run of the agent, whole: its reply text, the tool calls it made and the metadata
+    it reported. A multi-check case's checks each read their part of it (docs/scenarios.md,
+    "Checks over the whole result"): by default tool_trace the calls, every other grader the
+    text. A simulated dialogue's (docs/scenarios.md, "Simulated users") is all of it: the
+    final reply, the calls of every turn, the end state the target reported, and the
+    transcript, which a judge reads."""
 
     text: str
     tool_calls: tuple[ToolCall, ...] = ()
+    metadata: Mapping[str, Any] | None = None
+    #: The end state the target reported (`final_state` grades it); None: none reported.
+    state: Any = None
+    #: A simulated dialogue's messages, in the neutral form of a case's `messages`.
+    transcript: tuple[Mapping[str, Any], ...] | None = None
+    #: Why the dialogue ended (`DIALOGUE_ENDINGS`).
+    ended: str | None = None
 
     def __str__(self) -> str:
         return self.text
 
     def part_for(self, grader: str) -> Any:
-        """What a check of `grader` grades."""
-        return list(self.tool_calls) if grader == "tool_trace" else self.text
+        """What a check of `grader` grades by default."""
+        if grader == "tool_trace":
+            return list(self.tool_calls)
+        if grader == "final_state":
+            return self.state
+        if grader == "llm_judge" and self.transcript is not None:
+            return transcript_text(self.transcript, self.ended)
+        return self.text
+
+
+#: Why a simulated dialogue ended: the user said it was done, the agent said it was done,
+#: or it reached the user block's `max_turns`.
+DIALOGUE_ENDINGS: Final = ("user_done", "agent_done", "max_turns")
+_ENDING_TEXT: Final[Mapping[str, str]] = {
+    "user_done": "the user is done",
+    "agent_done": "the agent ended the dialogue",
+    "max_turns": "max_turns reached",
+}
+
+
+def transcript_text(messages: Iterable[Mapping[str, Any]], ended: str | None = None) -> str:
+    """A dialogue as a reader (or a judge) reads it: one `role: text` line per turn, an
+    assistant's calls each on a line of its own under it, then how it ended. Untrusted
+    text: whoever prints it passes it through the printable rule."""
+    lines = ["[transcript]"]
+    for message in messages:
+        role = str(message.get("role", ""))
+        if role == "tool":
+            lines.append(f"tool {message.get('name', '')}: {message.get('content', '')}")
+            continue
+        content = message.get("content")
+        if content or not message.get("tool_calls"):
+            lines.append(f"{role}: {content or ''}")
+        for call in message.get("tool_calls") or ():
+            lines.append(f"  -> {ToolCall.from_value(call, made=True)}")
+    if ended is not None:
+        lines.append(f"[ended: {_ENDING_TEXT.get(ended, ended)}]")
+    return "\n".join(lines)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -231,6 +299,9 @@ class EvalCase:
     #: Below its bar it fails the session whatever the verdict (docs/outcomes.md); not part
     #: of what the case measures, so not of its fingerprint.
     required: bool = False
+    #: A person's verdict on the recorded `output` (docs/calibrating-the-judge.md): "pass",
+    #: "fail", "skip" or a number; not part of what the case measures.
+    human_label: str | float | None = None
     tags: tuple[str, ...] = ()
     contract: Mapping[str, Any] | None = None
     #: Grader options (`OPTION_FIELDS`), as written on the case or inherited from the set.
@@ -245,6 +316,11 @@ class EvalCase:
     #: How repeated samples make one value: `mean` (None: the default), `all`, `any`,
     #: `pass@K` (verdryx_core.evaluation.aggregate).
     aggregate: str | None = None
+    #: A simulated user (`{"turns"}` or `{"persona", "goal"}`, with `max_turns`): the target
+    #: is then driven through a dialogue (docs/scenarios.md, "Simulated users").
+    user: Mapping[str, Any] | None = None
+    #: How a multi-check case's check scores make its score (`COMBINES`).
+    combine: str = "mean"
     #: The folder the agent starts from, as loaded (`verdryx_core.evalsets.workspace`):
     #: `{"folder": absolute path, "sha256"}` or `{"files": {path: text}, "sha256"}`.
     workspace: Mapping[str, Any] | None = None
@@ -300,6 +376,8 @@ class EvalCase:
             "metadata": self.metadata,
             "target": self.target,
             "aggregate": self.aggregate,
+            "user": dict(self.user) if self.user is not None else None,
+            "combine": None if self.combine == "mean" else self.combine,
             # The content the agent starts from, never where it lies on this machine.
             "workspace": self.workspace["sha256"] if self.workspace is not None else None,
         }
@@ -314,6 +392,8 @@ class EvalCase:
                 data[name] = value
         if self.required:
             data["required"] = True
+        if self.human_label is not None:
+            data["human_label"] = self.human_label
         if self.output is not None:
             data["output"] = (
                 [_output_item(item) for item in self.output]
@@ -335,7 +415,7 @@ class EvalCase:
         data.update(self.options)
         if self.checks is not None:
             data["checks"] = [check.to_dict() for check in self.checks]
-        for name in ("system", "metadata", "target", "aggregate"):
+        for name in ("system", "metadata", "target", "user", "aggregate"):
             value = getattr(self, name)
             if value is not None:
                 data[name] = value
@@ -343,6 +423,8 @@ class EvalCase:
             data["workspace"] = dict(self.workspace)
         if self.messages is not None:
             data["messages"] = [dict(message) for message in self.messages]
+        if self.combine != "mean":
+            data["combine"] = self.combine
         return data
 
     @classmethod
@@ -374,6 +456,7 @@ class EvalCase:
             output=_output_in(output, grader),
             min_score=data.get("min_score"),
             required=bool(data.get("required", False)),
+            human_label=data.get("human_label"),
             tags=tuple(data.get("tags") or ()),
             contract=data.get("contract"),
             options={name: data[name] for name in OPTION_FIELDS if name in data},
@@ -383,6 +466,8 @@ class EvalCase:
             metadata=data.get("metadata"),
             target=data.get("target"),
             aggregate=data.get("aggregate"),
+            user=data.get("user"),
+            combine=data.get("combine") or "mean",
             workspace=data.get("workspace"),
         )
 
@@ -423,10 +508,13 @@ def output_text(output: Any) -> str | None:
     JSON objects joined by ", " (names alone when only names are known), which `verdryx show
     --json` turns back into a list; an expectation of calls reads the same way, several
     acceptable lists separated by " | "; an object as its JSON text; a whole run's output
-    (`CaseOutput`) as its text, then a line `[tool calls] ` and its calls."""
+    (`CaseOutput`) as its text, then a line `[tool calls] ` and its calls; a simulated
+    dialogue's as its transcript (`transcript_text`)."""
     if output is None:
         return None
     if isinstance(output, CaseOutput):
+        if output.transcript is not None:
+            return transcript_text(output.transcript, output.ended)
         if not output.tool_calls:
             return output.text
         return f"{output.text}\n[tool calls] {output_text(list(output.tool_calls))}"

@@ -68,6 +68,7 @@ CLI_FLAGS: Final[Mapping[str, str]] = {
     "detect": "--detect",
     "gate_metric": "--gate-metric",
     "judge": "--judge",
+    "labels": "--labels",
     "min_coverage": "--min-coverage",
     "model": "--model",
     "repeat": "--repeat",
@@ -80,6 +81,7 @@ CLI_FLAGS: Final[Mapping[str, str]] = {
     "typed_template": "--typed-template",
     "typed_url": "--typed-url",
     "unsafe_exec": "--unsafe-exec",
+    "user_model": "--user-model",
 }
 
 

@@ -50,15 +50,21 @@ class CheckResult:
     value: float | None
     unmeasured: str | None = None
     reason: str | None = None
+    #: The part of the result it read (`Check.reads`); None in runs stored before checks
+    #: said what they read.
+    on: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "grader": self.grader,
             "weight": self.weight,
             "value": self.value,
             "unmeasured": self.unmeasured,
             "reason": self.reason,
         }
+        if self.on is not None:
+            data["on"] = self.on
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CheckResult:
@@ -69,6 +75,7 @@ class CheckResult:
             value=None if value is None else float(value),
             unmeasured=data.get("unmeasured"),
             reason=data.get("reason"),
+            on=data.get("on"),
         )
 
 

@@ -117,6 +117,48 @@ def error_reply(
     )
 
 
+def _tool_pairing_problems(messages: list[Any]) -> list[str]:
+    """The tool loop's rules: the `tool` messages right after an assistant message with
+    `tool_calls` answer each of its call ids once, and a `tool` message answers a call."""
+    problems: list[str] = []
+    waiting: list[Any] = []
+    for index, item in enumerate(messages):
+        if not isinstance(item, dict):
+            continue
+        role = item.get("role")
+        if role == "tool":
+            call_id = item.get("tool_call_id")
+            if call_id not in waiting:
+                problems.append(
+                    f"messages[{index}] answers tool_call_id {call_id!r}, which the assistant "
+                    "message before it did not make (or was answered already)"
+                )
+            else:
+                waiting.remove(call_id)
+            continue
+        if waiting:
+            problems.append(f"messages[{index}] comes before tool_call {waiting[0]!r} is answered")
+        waiting = []
+        if role == "assistant":
+            for call in item.get("tool_calls") or ():
+                function = call.get("function") if isinstance(call, dict) else None
+                if call.get("type") != "function" or not isinstance(function, dict):
+                    problems.append(f"messages[{index}] has a tool call that is not a function")
+                    continue
+                try:
+                    arguments = json.loads(function.get("arguments"))
+                except (TypeError, ValueError):
+                    arguments = None
+                if not isinstance(arguments, dict):
+                    problems.append(f"messages[{index}] has call arguments that are not JSON text")
+                if not isinstance(call.get("id"), str) or not call["id"]:
+                    problems.append(f"messages[{index}] has a tool call without an id")
+                waiting.append(call.get("id"))
+    if waiting:
+        problems.append(f"tool_call {waiting[0]!r} is never answered")
+    return problems
+
+
 def _shape_problems(body: Any) -> list[str]:
     """What the real chat-completions API would reject, or verdryx should never send."""
     if not isinstance(body, dict):
@@ -144,6 +186,7 @@ def _shape_problems(body: Any) -> list[str]:
                 continue
             if not isinstance(content, str | list):
                 problems.append(f"messages[{index}].content is not a string or list")
+        problems += _tool_pairing_problems(messages)
     names: list[str] = []
     if "tools" in body:
         tools = body["tools"]

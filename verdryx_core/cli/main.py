@@ -40,6 +40,7 @@ _PATH_ARGUMENTS = frozenset(
         "file",
         "input",
         "junitxml",
+        "labels",
         "output",
         "root",
         "scores_db",

@@ -198,7 +198,8 @@ def _sidecar(path: Path) -> tuple[Path, dict[str, Any]]:
 
 @cache
 def _case_types() -> Mapping[str, str]:
-    """How a CSV cell reads, per case field: text, number, boolean, words or json."""
+    """How a CSV cell reads, per case field: text, number, boolean, words, json, or a label
+    (a number when it reads as one, else a word)."""
     schema = evalset_schema()
     properties = schema["$defs"]["case"]["properties"]
     kinds: dict[str, str] = {}
@@ -211,6 +212,8 @@ def _case_types() -> Mapping[str, str]:
             kinds[name] = "words"
         elif name == "output":
             kinds[name] = "output"
+        elif name == "human_label":
+            kinds[name] = "label"  # a word, or a number
         elif isinstance(kind, list) and "string" in kind:
             kinds[name] = "text_or_json"  # a folder, or an object (a workspace's files)
         elif kind is None or kind == "string" or "enum" in spec:
@@ -232,6 +235,11 @@ def _cell(path: Path, line: int, case: str, field: str, text: str) -> Any:
 
     if kind == "text":
         return text
+    if kind == "label":
+        try:
+            return float(text)
+        except ValueError:
+            return text
     if kind == "number":
         try:
             return float(text)

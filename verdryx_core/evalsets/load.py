@@ -285,7 +285,10 @@ def _describe(error: jsonschema.ValidationError, field: str | None) -> str:
     if validator == "pattern" and field is not None and field.endswith("target"):
         return f"{error.instance!r} is not a target; write it as module:callable"
     if validator == "pattern" and field is not None and "name" in field:
-        return f"{error.instance!r} is not a usable tool name: 1 to 64 letters, digits, '_' or '-'"
+        return (
+            f"{error.instance!r} is not a usable tool name: 1 to 64 letters, digits, '_', '-' "
+            "or '.'"
+        )
     if validator == "enum":
         values: Any = error.validator_value
         allowed = ", ".join(map(str, values))

@@ -19,7 +19,9 @@ import jsonschema
 
 from verdryx_core.cases import GRADER_KINDS, OPTION_FIELDS
 from verdryx_core.errors import EvalSetError
+from verdryx_core.evalsets.conversation import check_messages, check_user
 from verdryx_core.evalsets.workspace import resolve_workspace
+from verdryx_core.graders.check_parts import on_problem
 from verdryx_core.graders.execution import is_test_path
 from verdryx_core.graders.plugins import case_problem, field_owners, usable_in_checks
 from verdryx_core.graders.regex import compile_pattern
@@ -41,7 +43,8 @@ OPTIONS_BY_GRADER: Final[Mapping[str, frozenset[str]]] = {
     "icontains": frozenset(TEXT_OPTIONS),
     "json": frozenset({"schema", "fields"}),
     "numeric": frozenset({"tolerance", "relative"}),
-    "tool_trace": frozenset({"argument_match", "tool_match"}),
+    # The text options compare string arguments (docs/graders.md, "Tool traces").
+    "tool_trace": frozenset({"argument_match", "tool_match", "check_types", *TEXT_OPTIONS}),
     "exec": frozenset({"tests", "command", "timeout"}),
 }
 _CUSTOM_OPTIONS: Final = frozenset({"options"})
@@ -69,14 +72,20 @@ _CORE_FIELDS: Final = frozenset(
         "metadata",
         "target",
         "aggregate",
+        "user",
+        "combine",
         "workspace",
         *_TOOL_FIELDS,
         *OPTION_FIELDS,
     }
 )
-_NEEDS_EXPECTED: Final = frozenset({"exact", "regex", "contains", "icontains", "numeric", "f1"})
-#: Anthropic's rule for tool names.
-TOOL_NAME: Final = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+_NEEDS_EXPECTED: Final = frozenset(
+    {"exact", "regex", "contains", "icontains", "numeric", "f1", "final_state"}
+)
+#: Anthropic's rule for tool names, and a dot: a dotted name (`math.factorial`, common in
+#: function-calling benchmarks) is fine where no provider is asked (a target, a recorded
+#: output); a case that asks the model refuses it then (`evaluation/sources.py`).
+TOOL_NAME: Final = re.compile(r"^[a-zA-Z0-9_.-]{1,64}$")
 
 
 def id_problem(value: str) -> str | None:
@@ -178,7 +187,7 @@ def _check_tools(tools: Sequence[Any], fail: Any, field: str) -> list[str]:
         if not TOOL_NAME.match(name):
             raise fail(
                 f"{where}.name",
-                f"{name!r} is not a usable tool name: 1 to 64 letters, digits, '_' or '-'",
+                f"{name!r} is not a usable tool name: 1 to 64 letters, digits, '_', '-' or '.'",
             )
         if name in names:
             raise fail(f"{where}.name", f"tool {name!r} is offered twice")
@@ -230,6 +239,17 @@ def _expected_text(grader: str, expected: Any, fail: Any, field: str) -> str | N
                     f"a string expectation of grader 'json' is JSON text, and this is not ({exc})",
                 ) from None
             return expected
+        return json.dumps(expected, ensure_ascii=False, sort_keys=True)
+    if grader == "final_state":  # any JSON value: the end state (a string: its JSON text)
+        if isinstance(expected, str):
+            try:
+                expected = parse_json(expected, unique_keys=True)
+            except ValueError as exc:
+                raise fail(
+                    field,
+                    "a string expectation of grader 'final_state' is JSON text (a CSV cell "
+                    f"is text), and this is not ({exc})",
+                ) from None
         return json.dumps(expected, ensure_ascii=False, sort_keys=True)
     if grader in GRADER_KINDS and not isinstance(expected, str):
         raise fail(field, f"expected string for grader {grader!r}, got {type(expected).__name__}")
@@ -381,16 +401,26 @@ def check_case(
     grader = case.get("grader", "exact") if checks is None else "checks"
     if checks is None and not is_grader(grader):
         raise fail("grader", f"{grader!r} is not a grader; expected one of {known_graders_text()}")
+    if "user" in case:
+        check_user(case, fail)
     if "prompt" not in case and (grader == "outcome_tag" or "messages" not in case):
         why = "" if grader == "outcome_tag" else " (or give 'messages')"
         raise fail("prompt", f"required but missing{why}; add it")
     output = case.get("output")
+    if "human_label" in case and not isinstance(output, str):
+        raise fail(
+            "human_label",
+            "a human label judges the recorded output: give the case a text 'output', or "
+            "keep the label in a labels file",
+        )
     messages = case.get("messages")
-    if messages and output is None and messages[-1]["role"] != "user":
+    if messages:
+        check_messages(messages, fail)
+    if messages and output is None and messages[-1]["role"] not in ("user", "tool"):
         raise fail(
             f"messages[{len(messages) - 1}].role",
-            "the last message must be from the user when no output is recorded (the model "
-            "answers it)",
+            "the last message must be from the user (or a tool's result) when no output is "
+            "recorded (the model answers it)",
         )
     traced = checks is not None and any(check.get("grader") == "tool_trace" for check in checks)
     offered: list[str] | None = None
@@ -412,6 +442,8 @@ def check_case(
                 "let a target or the model make them",
             )
         offered = _check_tools(case["tools"], fail, "tools") if "tools" in case else None
+    if "combine" in case and checks is None:
+        raise fail("combine", "only valid on a multi-check case (one with 'checks')")
     if "workspace" in case:
         # Relative to the file the case was read from, wherever the run starts.
         case["workspace"] = resolve_workspace(case["workspace"], path, fail)
@@ -438,6 +470,7 @@ def check_case(
                         else ""
                     ),
                 )
+            _check_on(check, kind, fail, prefix)
             if "contract" in check and field_owners().get("contract") != kind:
                 raise fail(
                     f"{prefix}contract",
@@ -478,6 +511,19 @@ def check_case(
     return case
 
 
+def _check_on(check: Mapping[str, Any], kind: str, fail: Any, prefix: str) -> None:
+    """A check's `on`: a part the result has (docs/scenarios.md, "Checks over the whole
+    result"); tool_trace reads the calls, nothing else."""
+    on = check.get("on")
+    if on is None:
+        return
+    problem = on_problem(on)
+    if problem is None and kind == "tool_trace" and on != "tool_calls":
+        problem = f"a tool_trace check reads the tool calls ('on': 'tool_calls'), not {on!r}"
+    if problem is not None:
+        raise fail(f"{prefix}on", problem)
+
+
 def _check_tool_case(case: Mapping[str, Any], fail: Any) -> None:
     output = case.get("output")
     if output is not None and not isinstance(output, list):
@@ -507,6 +553,12 @@ def _check_expectation(
             f"{prefix}expected",
             "grader 'tool_trace' reads its expectation from 'expected_tools' (names) or "
             "'expected_tool_calls' (names and arguments), not 'expected'",
+        )
+    if spec.get("check_types") and offered is None:
+        raise fail(
+            f"{prefix}check_types",
+            "arguments are checked against the tools' input_schema, and the case gives no "
+            "'tools'; add them (the target still calls its own)",
         )
     given = [name for name in _EXPECTATIONS if name in spec]
     if not given:

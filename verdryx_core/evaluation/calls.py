@@ -57,7 +57,7 @@ class ModelCalls:
     """Builds the adapters an evaluation needs and, when asked, moves what they did into a
     `CallTally`. `open_store` is called only when a cached adapter is built."""
 
-    def __init__(self, settings: EvalSettings, open_store: Callable[[], Store]) -> None:
+    def __init__(self, settings: EvalSettings, open_store: Callable[[], Store | None]) -> None:
         self.settings = settings
         self._open_store = open_store
         self._cached: list[CachedAdapter] = []

@@ -44,9 +44,11 @@ from verdryx_core.graders import GradeContext, Grader, build_graders
 from verdryx_core.graders.plugins import GraderUnavailable, plugin
 from verdryx_core.graders.registry import checked_grader, load_custom_grader
 from verdryx_core.llm.cache import REFRESH
+from verdryx_core.llm.prices import PriceBook
 from verdryx_core.llm.progress import TextStream
 from verdryx_core.runs import EvalRun, Score
 from verdryx_core.store import CacheEntry, Store
+from verdryx_core.targets.users import STUB_USER_MODEL, UserModel
 from verdryx_core.untrusted.text import printable
 from verdryx_core.version import __version__
 
@@ -90,11 +92,14 @@ class Evaluation:
 
     # -- the store -------------------------------------------------------------------------
 
-    def open_store(self) -> Store:
-        """The store the response cache (and the run) go to."""
+    def open_store(self) -> Store | None:
+        """The store the response cache goes to; None when caching is off and no store was
+        given (nothing is read from it or written to it then)."""
         if isinstance(self._store, Store):
             return self._store
         if self._store is None:
+            if self.settings.cache == "off":
+                return None
             raise UsageError(
                 f"cache mode {self.settings.cache!r} needs a store",
                 hint="pass a store, or {cache} off",
@@ -143,7 +148,10 @@ class Evaluation:
         if needs_model:
             live = ModelOutput(calls.adapter(settings.model))
         if targeted:
-            live = self._target_output(settings, fallback=live)
+            users = None
+            if settings.user_model != STUB_USER_MODEL and any(c.user for c in cases):
+                users = UserModel(settings.user_model, calls.adapter(settings.user_model))
+            live = self._target_output(settings, fallback=live, users=users)
         judge = calls.adapter(judge_name) if needs_judge and judge_name is not None else None
         graders = build_graders(
             judge=judge,
@@ -243,13 +251,18 @@ class Evaluation:
             self.tally.misses += cache.misses
             self.tally.saved_usd += cache.saved_usd
             self.tally.entries.extend(cache.take_pending())
+            self.tally.unpriced.update(source.prices.unpriced)
         self._targets.clear()
         # Whatever a sample could not remove itself (a call given up on a Ctrl-C) goes now.
         self.workspaces.close()
         return self.tally
 
     def _target_output(
-        self, settings: EvalSettings, *, fallback: OutputSource | None
+        self,
+        settings: EvalSettings,
+        *,
+        fallback: OutputSource | None,
+        users: UserModel | None = None,
     ) -> TargetOutput:
         source = TargetOutput(
             default=settings.target,
@@ -261,6 +274,8 @@ class Evaluation:
             cache_mode=settings.cache,
             version=settings.target_version,
             open_store=self.open_store if self.targets_cached else None,
+            users=users,
+            prices=PriceBook.from_file(settings.prices) if settings.prices else None,
         )
         self._targets.append(source)
         return source

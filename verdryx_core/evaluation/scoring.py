@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
-from verdryx_core.cases import EvalCase, expected_text, output_text
+from verdryx_core.cases import CaseOutput, EvalCase, expected_text, output_text
 from verdryx_core.evaluation.aggregate import aggregate, samples_problem
 from verdryx_core.evaluation.settings import DEFAULT_MIN_SCORE
 from verdryx_core.evaluation.sources import OutputSource, source_for
@@ -181,7 +181,11 @@ class CaseScorer:
         started = time.perf_counter()
         produced = source.produce(case, repeat=index, context=context)
         graded = time.perf_counter()
-        grade = grader.grade(case, produced.output, context)
+        output = produced.output
+        if isinstance(output, CaseOutput) and case.checks is None:
+            # A whole sample (a dialogue's) graded by one grader: the part that grader reads.
+            output = output.part_for(case.grader)
+        grade = grader.grade(case, output, context)
         ended = time.perf_counter()
         # The sample's calls, timed: the item's duration (--durations, JUnit time) is its own
         # calls' latency. A target reports its own (from when it got its slot).
@@ -295,7 +299,13 @@ def stored_output(output: Any) -> str | None:
     if text is None:
         return None
     if len(text) > _MAX_STORED_OUTPUT:
-        return text[:_MAX_STORED_OUTPUT] + f"... [{len(text) - _MAX_STORED_OUTPUT} chars cut]"
+        # A dialogue's last line says how it ended: kept after the cut (docs/scenarios.md).
+        head, _, ending = text.rpartition("\n")
+        if not (isinstance(output, CaseOutput) and output.ended and len(ending) < 200):
+            head, ending = text, ""
+        kept = _MAX_STORED_OUTPUT - len(ending)
+        cut = f"... [{len(head) - kept} chars cut]"
+        return head[:kept] + cut + (f"\n{ending}" if ending else "")
     return text
 
 

@@ -55,6 +55,9 @@ class EvalSettings:
     built_target: Target | None = None
     #: Target results are cached only under a declared version.
     target_version: str | None = None
+    #: Who plays a case's simulated user given a persona: `stub` (offline) or a model id
+    #: (docs/scenarios.md, "Simulated users").
+    user_model: str = "stub"
     #: Where `module:callable` targets are imported from first (the rootdir).
     target_root: Path | None = None
     #: The pass bar of cases without their own `min_score` (None: each grader's own bar).

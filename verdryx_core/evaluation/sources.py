@@ -72,6 +72,12 @@ class ModelOutput:
     def produce(
         self, case: EvalCase, *, repeat: int, context: GradeContext | None = None
     ) -> Produced:
+        if case.user is not None:
+            raise UsageError(
+                f"case {case.id!r}: field 'user': a simulated user talks to an agent under "
+                'test, and no target is in effect (docs/scenarios.md, "Simulated users")',
+                hint="name the agent under test with {target}",
+            )
         # The case's system prompt and conversation go as written (docs/evalset-reference.md).
         conversation = conversation_arguments(case.system, case.messages)
         if case.calls_tools:
@@ -85,6 +91,7 @@ class ModelOutput:
                     "against a target",
                     hint="name the agent under test with {target}",
                 )
+            _refuse_dotted_names(case)
             completion = self.adapter.complete_with_tools(
                 case.prompt, list(case.tools), repeat=repeat, **conversation
             )
@@ -103,6 +110,20 @@ class ModelOutput:
         return Produced(
             output=completion.text, tokens=completion.tokens, cost_usd=completion.cost_usd
         )
+
+
+def _refuse_dotted_names(case: EvalCase) -> None:
+    """Both providers' APIs refuse a '.' in a tool name, which an eval set may hold for a
+    target or a recorded output (docs/graders.md, "Tool traces")."""
+    for index, tool in enumerate(case.tools or ()):
+        name = str(tool.get("name", ""))
+        if "." in name:
+            raise UsageError(
+                f"case {case.id!r}: field 'tools[{index}].name': {name!r} holds a '.', which "
+                "the model's API refuses in a tool name; rename the tool (for example with "
+                "'_'), or run the case against a target, which calls its own tools",
+                hint="name the agent under test with {target}",
+            )
 
 
 _RECORDED = RecordedOutput()

@@ -19,8 +19,11 @@ from verdryx_core.cases import CaseOutput, EvalCase
 from verdryx_core.errors import TargetCallError, VerdryxError
 from verdryx_core.evaluation.sources import OutputSource, Produced
 from verdryx_core.graders.base import GradeContext
+from verdryx_core.llm.prices import PriceBook
 from verdryx_core.store import Store
 from verdryx_core.targets import Target, TargetCache, TargetCase, TargetRunner
+from verdryx_core.targets.dialogue import dialogue_target
+from verdryx_core.targets.users import UserModel
 
 __all__ = ["TargetOutput", "target_of"]
 
@@ -57,10 +60,16 @@ class TargetOutput:
         root: Path | None,
         cache_mode: str,
         version: str | None,
-        open_store: Callable[[], Store] | None,
+        open_store: Callable[[], Store | None] | None,
+        prices: PriceBook | None = None,
+        users: UserModel | None = None,
     ) -> None:
         self.default = default
+        #: Who answers the agent in a case with a simulated user (docs/scenarios.md).
+        self.users = users if users is not None else UserModel()
         self.fallback = fallback
+        #: Prices a call whose usage names its model and no cost of its own.
+        self.prices = prices or PriceBook.default()
         self.root = root
         store = open_store() if open_store is not None and version is not None else None
         #: Why no target call can be made (replay without a version): each target case's error.
@@ -104,6 +113,8 @@ class TargetOutput:
         if self.refused is not None:
             raise TargetCallError(self.refused)
         target = self.load(spec)
+        if case.user is not None:
+            target = dialogue_target(target, case.user, self.users)
         eval_set_id = context.eval_set_id if context is not None else ""
         workspace = context.workspace if context is not None else None
         call = TargetCase.from_eval_case(
@@ -123,17 +134,30 @@ class TargetOutput:
             )
         result = outcome.result
         usage = result.usage
-        if case.grader == "tool_trace":
-            output: Any = list(result.tool_calls)
-        elif case.checks is not None:
-            # One call, graded every way: each check reads its part (docs/graders.md).
-            output = CaseOutput(text=result.output, tool_calls=result.tool_calls)
+        if case.checks is not None or result.transcript is not None:
+            # One call (one dialogue), graded every way: each check reads its part
+            # (docs/scenarios.md); a single grader its own (CaseOutput.part_for).
+            output: Any = CaseOutput(
+                text=result.output,
+                tool_calls=result.tool_calls,
+                metadata=result.metadata,
+                state=result.state,
+                transcript=result.transcript,
+                ended=result.ended,
+            )
+        elif case.grader == "tool_trace":
+            output = list(result.tool_calls)
+        elif case.grader == "final_state":
+            output = result.state
         else:
             output = result.output
+        cost = usage.cost_usd
+        if not cost and usage.model is not None:
+            cost = self.prices.cost(usage.model, usage.input_tokens, usage.output_tokens)
         return Produced(
             output=output,
             tokens=usage.input_tokens + usage.output_tokens,
-            cost_usd=usage.cost_usd,
+            cost_usd=cost,
             latency_s=outcome.latency_s,
         )
 

@@ -12,6 +12,11 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from verdryx_core.errors import CLI_FLAGS, ModelChangeError, VerdryxError, word_hint
+from verdryx_core.gating.calibration.correction import (
+    Calibration,
+    CorrectedDelta,
+    corrected_delta,
+)
 from verdryx_core.gating.comparison import GateResult, compare_to_baseline, select_window
 from verdryx_core.gating.drift import DEFAULT_ITERATIONS, DEFAULT_THRESHOLD, DriftReport
 from verdryx_core.runs import Baseline, EvalRun
@@ -52,6 +57,11 @@ class GatePolicy:
     #: Also bootstrap the two-sample interval when cases pair (the verdict uses the paired
     #: one; docs/statistics.md, "What is computed").
     two_sample_interval: bool = False
+    #: Also gate the judged cases' pass rate corrected for the judge's TPR / TNR, measured
+    #: on human labels (docs/calibrating-the-judge.md); refused without enough labels.
+    judge_correction: bool = False
+    #: Refuse the gate when the judge's kappa fell significantly below its stored figure.
+    require_calibrated_judge: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -64,6 +74,9 @@ class GateOutcome:
     refused: str | None = None
     #: Why the run was not compared (an incomplete run is never gated); None when it was.
     not_gated: str | None = None
+    #: The judged cases' corrected pass rates against the baseline's, under
+    #: `GatePolicy.judge_correction`.
+    corrected: CorrectedDelta | None = None
 
     @property
     def drift(self) -> DriftReport | None:
@@ -82,6 +95,8 @@ class GateOutcome:
         drift = self.drift
         if drift is None:
             return "not-compared"
+        if self.corrected is not None and self.corrected.regressed:
+            return "regressed"
         return drift.verdict
 
     @property
@@ -98,6 +113,15 @@ class GateOutcome:
         if self.regressed:
             drift = self.drift
             assert drift is not None
+            if (
+                self.corrected is not None
+                and self.corrected.regressed
+                and drift.verdict != "regressed"
+            ):
+                return (
+                    f"the judged pass rate, corrected for the judge's errors, regressed against "
+                    f"baseline {self.baseline}: delta {self.corrected.delta:+.3f}"
+                )
             return (
                 f"quality regressed against baseline {self.baseline}: delta "
                 f"{drift.delta:+.3f} (gate: {drift.gate})"
@@ -118,10 +142,12 @@ def compare(
     history: Store | None = None,
     known_keys: Collection[str] | None = None,
     flags: Mapping[str, str] = CLI_FLAGS,
+    calibration: Calibration | None = None,
 ) -> GateOutcome:
     """Judge `run` against `baseline`. `history` holds the earlier runs a window pools (none:
     the run alone); `known_keys` are the cases collected before selection, so a case left
-    out by `-k` is "not selected", not "removed"; `flags` word a refusal for the face."""
+    out by `-k` is "not selected", not "removed"; `flags` word a refusal for the face;
+    `calibration` is the run's labelled judged samples (docs/calibrating-the-judge.md)."""
     gate = GatePolicy() if gate is None else gate
     name = baseline.label or baseline.id
     if not run.complete:
@@ -176,7 +202,59 @@ def compare(
                 + word_hint("{require_power}", flags)
             ),
         )
+    if gate.require_calibrated_judge and calibration is not None and calibration.drift:
+        return GateOutcome(
+            baseline=name,
+            result=result,
+            refused=f"{calibration.drift}; re-label, or fix the judge",
+        )
+    if gate.judge_correction:
+        return _corrected(name, result, run, baseline, calibration, gate, flags)
     return GateOutcome(baseline=name, result=result)
+
+
+def _corrected(
+    name: str,
+    result: GateResult,
+    run: EvalRun,
+    baseline: Baseline,
+    calibration: Calibration | None,
+    gate: GatePolicy,
+    flags: Mapping[str, str],
+) -> GateOutcome:
+    """The gate with the judged cases' pass rates corrected for the judge's errors: refused
+    without enough labels, since an uncalibrated correction would be made up."""
+    calibration = calibration or Calibration(human=(), judge=())
+    shortfall = calibration.shortfall()
+    if shortfall is not None:
+        return GateOutcome(
+            baseline=name,
+            result=result,
+            refused=shortfall + word_hint(" (labels: {labels})", flags),
+        )
+    before = baseline.case_map()
+    pairs = [
+        (bool(score.passed), bool(before[score.key].passed))
+        for score in run.scores
+        if score.grader == "llm_judge"
+        and score.passed is not None
+        and score.key in before
+        and before[score.key].passed is not None
+    ]
+    if not pairs:
+        return GateOutcome(
+            baseline=name,
+            result=result,
+            refused="the judge correction found no judged case in both the run and the baseline",
+        )
+    corrected = corrected_delta(
+        [now for now, _ in pairs],
+        [then for _, then in pairs],
+        calibration,
+        min_effect=gate.min_effect,
+        seed=gate.seed,
+    )
+    return GateOutcome(baseline=name, result=result, corrected=corrected)
 
 
 def _check_judge(run: EvalRun, baseline: Baseline, *, allow: bool) -> None:

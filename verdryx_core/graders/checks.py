@@ -1,11 +1,14 @@
-"""`checks`: a case graded by several graders; its score is their weighted mean.
+"""`checks`: a case graded by several graders, all on one result (docs/scenarios.md,
+"Checks over the whole result").
 
-Each check is graded as a case of its own grader would be (the same output, the check's
-`expected` and options), and its result is kept (`Grade.checks`). A whole run's output
-(`CaseOutput`: the text and the tool calls of one target or model call) gives each check its
-part: tool_trace the calls, every other grader the text. If any check is
-unmeasured, so is the case: a mean over the checks that happened to be measured would be a
-different quantity from one run to the next.
+Each check is graded as a case of its own grader would be (the same prompt and conversation,
+the check's `expected` and options), and its result is kept (`Grade.checks`). A whole run's
+output (`CaseOutput`: the text, the tool calls and the metadata of one target or model call)
+gives each check the part its `on` names (`verdryx_core.graders.check_parts`). The case's
+score is the checks' weighted mean, or with `"combine": "all"` their lowest score, so the
+case reaches its pass bar only when every check does. If any check is unmeasured, so is the
+case: a mean over the checks that happened to be measured would be a different quantity
+from one run to the next.
 """
 
 from __future__ import annotations
@@ -15,11 +18,12 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, ClassVar, Protocol, final
 
-from verdryx_core.cases import CaseOutput, EvalCase
+from verdryx_core.cases import MODEL_FREE_GRADERS, Check, EvalCase
 from verdryx_core.graders.base import Grade, GradeContext, Grader
+from verdryx_core.graders.check_parts import MissingPart, read_part
 from verdryx_core.runs import CheckResult
 
-__all__ = ["ChecksGrader", "checks_reason", "weighted_mean"]
+__all__ = ["ChecksGrader", "checks_reason", "combined", "weighted_mean"]
 
 
 def weighted_mean(results: list[CheckResult]) -> float:
@@ -28,14 +32,26 @@ def weighted_mean(results: list[CheckResult]) -> float:
     return min(1.0, max(0.0, value))
 
 
+def combined(results: list[CheckResult], combine: str) -> float:
+    """The case's score from its (all measured) checks: `mean` weighted, `all` the lowest."""
+    if combine == "all":
+        return min(result.value or 0.0 for result in results)
+    return weighted_mean(results)
+
+
 def checks_reason(results: list[CheckResult]) -> str:
-    """One line per check: `#1 exact 1.000 (w 1)`, with the check's reason when it has one."""
+    """One part per check: `#1 exact 1.000 (w 1)`, with the part it read when that is not its
+    grader's own (`#2 numeric on metadata.refund 1.000 (w 1)`) and its reason when it has
+    one."""
     parts = []
     for index, result in enumerate(results, start=1):
         shown = "--" if result.value is None else f"{result.value:.3f}"
         why = result.unmeasured or result.reason
+        own = "tool_calls" if result.grader == "tool_trace" else "output"
+        on = f" on {result.on}" if result.on and result.on != own else ""
         parts.append(
-            f"#{index} {result.grader} {shown} (w {result.weight:g})" + (f": {why}" if why else "")
+            f"#{index} {result.grader}{on} {shown} (w {result.weight:g})"
+            + (f": {why}" if why else "")
         )
     return "; ".join(parts)
 
@@ -46,6 +62,14 @@ class _Graders(Protocol):
     def find(self, name: str) -> Grader | None: ...
 
     def missing_reason(self, name: str) -> str: ...
+
+
+def _shown_part(check: Check) -> str | None:
+    """The part a check read, as its result names it; None for a grader that reads the world
+    (a workspace), not the output, unless the check says otherwise."""
+    if check.on is None and check.grader in MODEL_FREE_GRADERS:
+        return None
+    return check.reads
 
 
 @final
@@ -67,7 +91,11 @@ class ChecksGrader:
                 why = self.graders.missing_reason(check.grader)
                 results.append(
                     CheckResult(
-                        grader=check.grader, weight=check.weight, value=None, unmeasured=why
+                        grader=check.grader,
+                        weight=check.weight,
+                        value=None,
+                        unmeasured=why,
+                        on=_shown_part(check),
                     )
                 )
                 continue
@@ -83,7 +111,19 @@ class ChecksGrader:
                 expected_tool_calls_any=check.expected_tool_calls_any,
                 contract=check.contract,
             )
-            part = output.part_for(check.grader) if isinstance(output, CaseOutput) else output
+            try:
+                part = read_part(output, check)
+            except MissingPart as absent:
+                results.append(
+                    CheckResult(
+                        grader=check.grader,
+                        weight=check.weight,
+                        value=0.0,
+                        reason=str(absent),
+                        on=_shown_part(check),
+                    )
+                )
+                continue
             grade = grader.grade(sub, part, context)
             tokens += grade.tokens
             cost += grade.cost_usd
@@ -94,6 +134,7 @@ class ChecksGrader:
                     value=grade.value,
                     unmeasured=grade.unmeasured,
                     reason=grade.reason,
+                    on=_shown_part(check),
                 )
             )
         reason = checks_reason(results)
@@ -109,7 +150,7 @@ class ChecksGrader:
                 checks=tuple(results),
             )
         return Grade(
-            value=weighted_mean(results),
+            value=combined(results, case.combine),
             reason=reason,
             tokens=tokens,
             cost_usd=cost,

@@ -23,10 +23,12 @@ from verdryx_core.graders.base import Grade, GradeContext
 from verdryx_core.graders.values import value_matches
 from verdryx_core.untrusted.json_input import StrictJSONError, parse_json
 
-__all__ = ["JsonGrader", "json_score", "parse_output", "read_output", "resolve_path"]
+__all__ = ["MISSING", "JsonGrader", "json_score", "parse_output", "read_output", "resolve_path"]
 
 _FENCE: Final = re.compile(r"^```[A-Za-z0-9_-]*\s*\n(.*)\n```$", re.DOTALL)
 _MISSING: Final = object()
+#: What `resolve_path` returns for a path the document does not have.
+MISSING: Final = _MISSING
 
 
 def parse_output(text: str) -> tuple[bool, Any]:

@@ -24,6 +24,7 @@ from verdryx_core.cases import CHECKS_GRADER, GRADER_KINDS, EvalCase, declare_mo
 from verdryx_core.errors import GraderError, VerdryxError
 from verdryx_core.graders.base import Grade, GradeContext, Grader
 from verdryx_core.graders.bounded import CallTimedOut, call_within
+from verdryx_core.graders.final_state import FinalStateGrader
 from verdryx_core.graders.tool_trace import ToolTraceGrader
 from verdryx_core.limits import cost_problem, token_problem
 
@@ -50,6 +51,7 @@ _BUILTIN_MIN_SCORES: Final[Mapping[str, float]] = {
     "tool_trace": ToolTraceGrader.default_min_score,
     # A solution passes when every test passes (verdryx_core.graders.execution).
     "exec": 1.0,
+    "final_state": FinalStateGrader.default_min_score,
 }
 
 _NAME: Final = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")

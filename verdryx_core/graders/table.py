@@ -14,6 +14,7 @@ from verdryx_core.graders.checks import ChecksGrader
 from verdryx_core.graders.contains import ContainsGrader, IContainsGrader
 from verdryx_core.graders.exact import ExactGrader
 from verdryx_core.graders.f1 import F1Grader
+from verdryx_core.graders.final_state import FinalStateGrader
 from verdryx_core.graders.json_output import JsonGrader
 from verdryx_core.graders.missing import missing_grader_reason
 from verdryx_core.graders.numeric import NumericGrader
@@ -123,6 +124,7 @@ def build_graders(
         "numeric": NumericGrader,
         "f1": F1Grader,
         "exec": lambda: _exec_grader(unsafe_exec, flags),
+        "final_state": FinalStateGrader,
     }
     if judge is not None:
 

@@ -4,7 +4,10 @@ A call matches an expected one when the names are equal and, when the expected c
 `arguments`, the arguments match: `argument_match: exact` (default) the same keys with
 matching values, `subset` the expected keys with matching values (others may be there too).
 A value `{"one_of": [...]}` accepts any listed value, and `{"one_of": [...], "optional": true}`
-also its absence (see `verdryx_core.graders.values`).
+also its absence (see `verdryx_core.graders.values`). The text options (`ignore_case`,
+`normalize_whitespace`, `ignore_punctuation`, `unicode_normalize`) read both sides of every
+string comparison of arguments, and `check_types` also holds each call's arguments to the
+types of its tool's `input_schema` (`verdryx_core.graders.argument_types`).
 
 Partial credit by `tool_match` (M is the number of calls matched, A the calls made, E the
 calls expected; both empty scores 1.0):
@@ -20,19 +23,24 @@ With `expected_tool_calls_any`, each list is scored and the best one counts.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Final, final
 
 from verdryx_core.cases import EvalCase, ToolCall
+from verdryx_core.graders.argument_types import type_problem
 from verdryx_core.graders.base import Grade, GradeContext
-from verdryx_core.graders.values import members_match
+from verdryx_core.graders.text import TEXT_OPTIONS, normalize
+from verdryx_core.graders.trace_diff import trace_report
+from verdryx_core.graders.values import Text, is_optional, members_match, value_matches
 
 __all__ = [
     "ARGUMENT_MATCHES",
     "TOOL_MATCHES",
     "ToolTraceGrader",
     "arguments_match",
+    "call_matcher",
     "calls_score",
     "lcs_length",
     "matching_size",
@@ -99,13 +107,100 @@ def trace_score(
 
 
 def arguments_match(
-    expected: Mapping[str, Any] | None, actual: Mapping[str, Any] | None, mode: str = "exact"
+    expected: Mapping[str, Any] | None,
+    actual: Mapping[str, Any] | None,
+    mode: str = "exact",
+    *,
+    text: Text = None,
 ) -> bool:
     if expected is None:
         return True  # arguments not given: not checked
     if actual is None:
         return False
-    return members_match(expected, actual, extra_allowed=mode == "subset")
+    return members_match(expected, actual, extra_allowed=mode == "subset", text=text)
+
+
+def _schemas(case: EvalCase) -> dict[str, Mapping[str, Any]]:
+    return {
+        str(tool.get("name")): tool.get("input_schema") or {}
+        for tool in case.tools or ()
+        if isinstance(tool, Mapping)
+    }
+
+
+def call_type_problem(call: ToolCall, schemas: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """Why `call`'s arguments are not of its tool's input_schema types, or None."""
+    schema = schemas.get(call.name)
+    if schema is None:
+        return f"{call.name} is not an offered tool, so its argument types are unknown"
+    return type_problem(dict(call.arguments or {}), schema, "")
+
+
+def _text_reader(options: Mapping[str, Any]) -> Text:
+    if not any(options.get(name) for name in TEXT_OPTIONS):
+        return None
+    chosen = {name: options[name] for name in TEXT_OPTIONS if name in options}
+    return lambda value: normalize(value, chosen)
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def argument_differences(
+    made: ToolCall,
+    wanted: ToolCall,
+    *,
+    argument_match: str = "exact",
+    options: Mapping[str, Any] | None = None,
+    schemas: Mapping[str, Mapping[str, Any]] | None = None,
+) -> list[str]:
+    """How the arguments of `made` differ from those `wanted` (same tool), one phrase each."""
+    text = _text_reader(options or {})
+    got = dict(made.arguments or {})
+    found: list[str] = []
+    for key, want in (wanted.arguments or {}).items():
+        if key not in got:
+            if not is_optional(want):
+                found.append(f"{key}: missing (expected {_shown(want)})")
+        elif not value_matches(want, got[key], text=text):
+            found.append(f"{key}: expected {_shown(want)}, got {_shown(got[key])}")
+    if argument_match == "exact" and wanted.arguments is not None:
+        found += [
+            f"{key}: not expected (got {_shown(got[key])})"
+            for key in got
+            if key not in wanted.arguments
+        ]
+    if schemas is not None:
+        problem = call_type_problem(made, schemas)
+        if problem is not None:
+            found.append(f"type {problem}")
+    return found
+
+
+def call_matcher(
+    argument_match: str = "exact",
+    options: Mapping[str, Any] | None = None,
+    schemas: Mapping[str, Mapping[str, Any]] | None = None,
+) -> Match:
+    """Whether a call made matches an expected one, under the case's options: names equal,
+    arguments matching (strings read through the text options), and with `schemas` (a
+    `check_types` case's tools) the call's arguments of its tool's types."""
+    if argument_match not in ARGUMENT_MATCHES:
+        raise ValueError(
+            f"argument_match {argument_match!r}: expected one of {', '.join(ARGUMENT_MATCHES)}"
+        )
+    text = _text_reader(options or {})
+
+    def match(made: ToolCall, wanted: ToolCall) -> bool:
+        if made.name != wanted.name:
+            return False
+        if not arguments_match(wanted.arguments, made.arguments, argument_match, text=text):
+            return False
+        return schemas is None or call_type_problem(made, schemas) is None
+
+    return match
 
 
 def calls_score(
@@ -114,19 +209,14 @@ def calls_score(
     *,
     tool_match: str = "ordered",
     argument_match: str = "exact",
+    match: Match | None = None,
 ) -> float:
-    """The score of a trace of calls against one expected list (module docstring)."""
+    """The score of a trace of calls against one expected list (module docstring); `match`
+    (a `call_matcher`) replaces the plain one built from `argument_match`."""
     if tool_match not in TOOL_MATCHES:
         raise ValueError(f"tool_match {tool_match!r}: expected one of {', '.join(TOOL_MATCHES)}")
-    if argument_match not in ARGUMENT_MATCHES:
-        raise ValueError(
-            f"argument_match {argument_match!r}: expected one of {', '.join(ARGUMENT_MATCHES)}"
-        )
-
-    def match(made: ToolCall, wanted: ToolCall) -> bool:
-        return made.name == wanted.name and arguments_match(
-            wanted.arguments, made.arguments, argument_match
-        )
+    if match is None:
+        match = call_matcher(argument_match)
 
     if not actual and not expected:
         return 1.0
@@ -154,12 +244,6 @@ def expected_lists(case: EvalCase) -> list[list[ToolCall]]:
     if case.expected_tool_calls is not None:
         return [[ToolCall.from_value(c) for c in case.expected_tool_calls]]
     return [[ToolCall(name=name) for name in case.expected_tools or ()]]
-
-
-def _show(calls: Sequence[ToolCall]) -> str:
-    return (
-        "[" + ", ".join(call.name if call.arguments is None else str(call) for call in calls) + "]"
-    )
 
 
 @final
@@ -191,17 +275,27 @@ class ToolTraceGrader:
             return Grade.unmeasured_because(
                 "the trace has tool names without arguments, and the case expects arguments"
             )
+        schemas = _schemas(case) if case.options.get("check_types") else None
+        match = call_matcher(argument_match, case.options, schemas)
         scores = [
-            calls_score(actual, calls, tool_match=tool_match, argument_match=argument_match)
-            for calls in candidates
+            calls_score(actual, calls, tool_match=tool_match, match=match) for calls in candidates
         ]
         best = max(range(len(scores)), key=scores.__getitem__)
         value = scores[best]
         if value == 1.0:
             return Grade(value=value)
-        which = f" (best of {len(candidates)}: #{best + 1})" if len(candidates) > 1 else ""
-        mode = "" if tool_match == "ordered" else f" [{tool_match}]"
-        return Grade(
-            value=value,
-            reason=f"called {_show(actual)}, expected {_show(candidates[best])}{which}{mode}",
+        which = f", best of {len(candidates)}: #{best + 1}" if len(candidates) > 1 else ""
+        report = trace_report(
+            actual,
+            candidates[best],
+            tool_match=tool_match,
+            match=match,
+            argument_diff=lambda made, wanted: argument_differences(
+                made,
+                wanted,
+                argument_match=argument_match,
+                options=case.options,
+                schemas=schemas,
+            ),
         )
+        return Grade(value=value, reason=f"tool calls ({tool_match}{which}): {report}")

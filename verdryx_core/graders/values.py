@@ -9,10 +9,13 @@ argument with an empty acceptable value).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 __all__ = ["is_one_of", "is_optional", "members_match", "value_matches"]
+
+#: How strings are read before they are compared (a tool_trace case's text options).
+Text = Callable[[str], str] | None
 
 _ONE_OF_KEYS = (frozenset({"one_of"}), frozenset({"one_of", "optional"}))
 
@@ -31,30 +34,37 @@ def is_optional(expected: Any) -> bool:
 
 
 def members_match(
-    expected: Mapping[str, Any], actual: Mapping[str, Any], *, extra_allowed: bool = False
+    expected: Mapping[str, Any],
+    actual: Mapping[str, Any],
+    *,
+    extra_allowed: bool = False,
+    text: Text = None,
 ) -> bool:
     """An object's members: every expected one present (unless optional) and matching; with
-    `extra_allowed`, members not expected may be there too."""
+    `extra_allowed`, members not expected may be there too. `text` reads both sides of a
+    string comparison, at any depth."""
     for key, want in expected.items():
         if key in actual:
-            if not value_matches(want, actual[key]):
+            if not value_matches(want, actual[key], text=text):
                 return False
         elif not is_optional(want):
             return False
     return extra_allowed or all(key in expected for key in actual)
 
 
-def value_matches(expected: Any, actual: Any) -> bool:
+def value_matches(expected: Any, actual: Any, *, text: Text = None) -> bool:
     if is_one_of(expected):
-        return any(value_matches(option, actual) for option in expected["one_of"])
+        return any(value_matches(option, actual, text=text) for option in expected["one_of"])
     if isinstance(expected, Mapping):
-        return isinstance(actual, Mapping) and members_match(expected, actual)
+        return isinstance(actual, Mapping) and members_match(expected, actual, text=text)
     if isinstance(expected, list | tuple):
         return (
             isinstance(actual, list | tuple)
             and len(expected) == len(actual)
-            and all(value_matches(e, a) for e, a in zip(expected, actual, strict=True))
+            and all(value_matches(e, a, text=text) for e, a in zip(expected, actual, strict=True))
         )
+    if text is not None and isinstance(expected, str) and isinstance(actual, str):
+        return text(expected) == text(actual)
     if isinstance(expected, bool) or isinstance(actual, bool):
         return isinstance(expected, bool) and isinstance(actual, bool) and expected == actual
     if isinstance(expected, int | float) and isinstance(actual, int | float):

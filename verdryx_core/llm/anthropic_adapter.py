@@ -27,6 +27,7 @@ from verdryx_core.cases import ToolCall
 from verdryx_core.errors import ModelCallError
 from verdryx_core.llm.base import CALL_NAMES, Completion, Judgement
 from verdryx_core.llm.call_request import CallRequest, conversation_of
+from verdryx_core.llm.conversation import anthropic_messages
 from verdryx_core.llm.judge_answer import judgement, unreadable_judgement
 from verdryx_core.llm.judge_prompt import reading_from_blocks
 from verdryx_core.llm.prices import PriceBook
@@ -138,7 +139,7 @@ class AnthropicAdapter(RequestAdapter[dict[str, Any]]):
         }
         if request.system is not None:
             params["system"] = request.system
-        params["messages"] = conversation_of(request)
+        params["messages"] = anthropic_messages(conversation_of(request))
         if request.kind != "complete":
             params["tools"] = [dict(tool) for tool in request.tools or ()]
         if request.tool_choice is not None:

@@ -24,6 +24,7 @@ from verdryx_core.cases import ToolCall
 from verdryx_core.errors import UsageError
 from verdryx_core.llm.base import CALL_NAMES, Completion, Judgement
 from verdryx_core.llm.call_request import CallRequest, conversation_of
+from verdryx_core.llm.conversation import openai_messages
 from verdryx_core.llm.judge_answer import judgement
 from verdryx_core.llm.judge_prompt import RECORD_VERDICT, JudgeReading, reading_from_blocks
 from verdryx_core.llm.prices import PriceBook
@@ -100,7 +101,7 @@ def _chat_request(request: CallRequest) -> dict[str, Any]:
     """A call's request in the chat-completions shape: the system prompt as a system message,
     each tool as a function tool, a forced tool as a forced function."""
     messages = [] if request.system is None else [{"role": "system", "content": request.system}]
-    chat: dict[str, Any] = {"messages": [*messages, *conversation_of(request)]}
+    chat: dict[str, Any] = {"messages": [*messages, *openai_messages(conversation_of(request))]}
     if request.kind != "complete":
         chat["tools"] = [openai_tool(tool) for tool in request.tools or ()]
     if request.tool_choice is not None:

@@ -70,7 +70,9 @@ def run_lines(
     cost = run.total_cost_usd
     cost_line = (
         f"tokens: {run.total_tokens}   cost: {fmt_usd(cost)} "
-        f"(model {fmt_usd(run.model_cost_usd)}, judge {fmt_usd(run.judge_cost_usd)})"
+        # A target run's outputs are the agent's: its spend is the target's, not a model's.
+        f"({'target' if run.target else 'model'} {fmt_usd(run.model_cost_usd)}, "
+        f"judge {fmt_usd(run.judge_cost_usd)})"
     )
     passing = sum(1 for score in run.scores if score.passed)
     if cost > 0:

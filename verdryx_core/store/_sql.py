@@ -25,6 +25,8 @@ from verdryx_core.store.rows import (
     RUN_FIELDS,
     SCORE_FIELDS,
     StoreRowError,
+    checks_from_text,
+    checks_text,
     essential,
     repair_command,
     repaired_run,
@@ -45,7 +47,7 @@ RUN_COLUMNS: Final = (
 )
 SCORE_COLUMNS: Final = (
     "run_id, seq, eval_set_id, case_id, value, unmeasured, grader, tokens, cost_usd, "
-    "judge_cost_usd, fingerprint, passed, samples, output, expected, reason"
+    "judge_cost_usd, fingerprint, passed, samples, output, expected, reason, checks"
 )
 #: Keys per IN (...) query: under SQLite's bound-parameter limit.
 _CHUNK: Final = 500
@@ -581,6 +583,7 @@ class SqlStore(Store):
             self.db.text_in(score.output),
             self.db.text_in(score.expected),
             self.db.text_in(score.reason),
+            checks_text(score.checks),
         )
 
     def _score_from_row(self, row: Sequence[Any]) -> Score:
@@ -613,6 +616,7 @@ class SqlStore(Store):
             output=self.db.text_out(row[13]),
             expected=self.db.text_out(row[14]),
             reason=self.db.text_out(row[15]),
+            checks=checks_from_text(row[16]),
         )
 
 

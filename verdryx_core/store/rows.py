@@ -19,11 +19,14 @@ from typing import Any, Final
 
 from verdryx_core.errors import StoreError
 from verdryx_core.limits import MAX_TOTAL_COST_USD, MAX_TOTAL_TOKENS, cost_problem, token_problem
+from verdryx_core.runs import CheckResult
 
 __all__ = [
     "RUN_FIELDS",
     "SCORE_FIELDS",
     "StoreRowError",
+    "checks_from_text",
+    "checks_text",
     "essential",
     "repair_command",
     "repaired_run",
@@ -78,6 +81,7 @@ SCORE_FIELDS: Final = (
     "output",
     "expected",
     "reason",
+    "checks",
 )
 
 _RUN_TEXT: Final = ("judge_model", "agent_id", "label", "vcs_commit", "vcs_branch", "ci_url")
@@ -211,6 +215,54 @@ def _time_problem(value: object, *, nullable: bool) -> str | None:
     return _holds(value, "an ISO-8601 time")
 
 
+def checks_text(checks: Sequence[CheckResult]) -> str | None:
+    """A multi-check case's checks as the `scores.checks` column keeps them: a JSON array
+    (ASCII, so a NUL in a reason is an escape, never a character TEXT cannot hold)."""
+    if not checks:
+        return None
+    return json.dumps([check.to_dict() for check in checks], allow_nan=False)
+
+
+def checks_from_text(value: str | None) -> tuple[CheckResult, ...]:
+    """The column read back (already checked by `_checks_problem`)."""
+    if not value:
+        return ()
+    return tuple(CheckResult.from_dict(item) for item in json.loads(value))
+
+
+def _check_problem(item: object) -> str | None:
+    if not isinstance(item, dict) or not isinstance(item.get("grader"), str):
+        return "an item is not a check (an object with a grader)"
+    weight = item.get("weight", 1.0)
+    if isinstance(weight, bool) or not isinstance(weight, int | float) or not weight > 0:
+        return f"a check's weight is {_shown(weight)}, expected a positive number"
+    value = item.get("value")
+    if value is not None and unit_problem(value) is not None:
+        return f"a check's value {unit_problem(value)}"
+    for name in ("unmeasured", "reason", "on"):
+        if item.get(name) is not None and not isinstance(item[name], str):
+            return f"a check's {name} is {_shown(item[name])}, expected text"
+    if item.get("passed") is not None and not isinstance(item["passed"], bool):
+        return f"a check's passed is {_shown(item['passed'])}, expected true or false"
+    return None
+
+
+def _checks_problem(value: object) -> str | None:
+    if value is None:
+        return None
+    try:
+        items = json.loads(value) if isinstance(value, str) else None
+    except ValueError:
+        items = None
+    if not isinstance(items, list):
+        return f"holds {_shown(value)}, expected a JSON array of checks"
+    for item in items:
+        problem = _check_problem(item)
+        if problem is not None:
+            return problem
+    return None
+
+
 def _samples_problem(value: object) -> str | None:
     if value is None:
         return None
@@ -232,7 +284,7 @@ def _plain_score_row(row: Sequence[Any]) -> bool:
     if len(row) != len(SCORE_FIELDS):
         return False
     (_, _, set_id, case_id, value, unmeasured, grader, tokens, cost, judge_cost) = row[:10]
-    (fingerprint, passed, samples, output, expected, reason) = row[10:]
+    (fingerprint, passed, samples, output, expected, reason, checks) = row[10:]
     return (
         type(set_id) is str
         and type(case_id) is str
@@ -253,6 +305,7 @@ def _plain_score_row(row: Sequence[Any]) -> bool:
         and (output is None or type(output) is str)
         and (expected is None or type(expected) is str)
         and (reason is None or type(reason) is str)
+        and checks is None
     )
 
 
@@ -281,6 +334,7 @@ def _score_columns_problem(row: Sequence[Any]) -> tuple[str, str] | None:
         ("output", _free_text_problem(fields["output"])),
         ("expected", _free_text_problem(fields["expected"])),
         ("reason", _free_text_problem(fields["reason"])),
+        ("checks", _checks_problem(fields["checks"])),
     ]
     for column, problem in checks:
         if problem is not None:
@@ -404,6 +458,10 @@ def repaired_score(row: Sequence[Any]) -> tuple[dict[str, Any], list[str]]:
     if _samples_problem(fields["samples"]) is not None:
         fields["samples"] = None
         changed.append("scores.samples -> NULL")
+    if _checks_problem(fields["checks"]) is not None:
+        # The case's own score and reason (which names every check) are kept.
+        fields["checks"] = None
+        changed.append("scores.checks -> NULL")
     if _count_problem(fields["tokens"], limit=MAX_TOTAL_TOKENS) is not None:
         changed.append(f"scores.tokens {_shown(fields['tokens'])} -> 0")
         fields["tokens"] = 0

@@ -138,6 +138,11 @@ ALTER TABLE runs ADD COLUMN shard_share INTEGER;
 ALTER TABLE baselines ADD COLUMN target TEXT;
 ALTER TABLE baselines ADD COLUMN target_version TEXT;
 """,
+    4: """
+-- A multi-check case's checks, each with its grader, weight, what it read, score and reason
+-- (docs/store.md): a JSON array, NULL for a case of one grader and for every older row.
+ALTER TABLE scores ADD COLUMN checks TEXT;
+""",
 }
 assert max(_MIGRATIONS) == SCHEMA_VERSION
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from verdryx_core.errors import UsageError
@@ -68,14 +68,16 @@ class TargetCache:
     def replaying(self) -> bool:
         return self.enabled and self.mode == "replay"
 
-    def key(self, spec: str, case: TargetCase) -> str:
-        material = {
+    def key(self, spec: str, case: TargetCase, variant: Mapping[str, Any] | None = None) -> str:
+        material: dict[str, Any] = {
             "format": _KEY_FORMAT,
             "kind": "target",
             "target": spec,
             "version": self.version,
             "case": case.to_dict(),
         }
+        if variant is not None:  # only when set: every other key stays what it was
+            material["variant"] = dict(variant)
         text = json.dumps(material, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -113,7 +115,7 @@ class TargetCache:
             with self._lock:
                 self.misses += 1
             return None
-        result = TargetResult.from_dict(data)
+        result = TargetResult.from_dict(data, dialogue=True)
         with self._lock:
             self.hits += 1
             self.saved_usd += result.usage.cost_usd

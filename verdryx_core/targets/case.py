@@ -19,9 +19,11 @@ __all__ = ["TargetCase"]
 class TargetCase:
     """One call's input: which case and repeat, and what the case says.
 
-    `messages` is the conversation so far (`{"role": "user"|"assistant", "content": str}`)
-    when the case carries one; `conversation()` gives it with the prompt as a single user turn
-    otherwise. `tools` are the case's tool definitions, as written in the eval set.
+    `messages` is the conversation so far (`{"role": "user"|"assistant", "content": str}`,
+    with tool turns as written: an assistant's `tool_calls`, `{"role": "tool", "name",
+    "content"}`; in a simulated dialogue, the transcript so far) when the case carries one;
+    `conversation()` gives it with the prompt as a single user turn otherwise. `tools` are
+    the case's tool definitions, as written in the eval set.
     """
 
     id: str

@@ -19,9 +19,11 @@ from verdryx_core.limits import cost_problem, token_problem
 
 __all__ = ["TargetResult", "TargetUsage", "normalise_result"]
 
-_RESULT_KEYS: Final = ("output", "tool_calls", "usage", "metadata")
+_RESULT_KEYS: Final = ("output", "tool_calls", "usage", "metadata", "state", "done")
+#: What verdryx adds to a simulated dialogue's result (docs/scenarios.md): never a target's.
+_DIALOGUE_KEYS: Final = ("transcript", "ended")
 _CALL_KEYS: Final = ("name", "arguments")
-_USAGE_KEYS: Final = ("input_tokens", "output_tokens", "cost_usd")
+_USAGE_KEYS: Final = ("input_tokens", "output_tokens", "cost_usd", "model")
 _PREVIEW: Final = 80
 
 
@@ -42,11 +44,14 @@ def _json_safe(value: object, where: str) -> None:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TargetUsage:
-    """What one target call consumed, as the target reports it (zero when it does not)."""
+    """What one target call consumed, as the target reports it (zero when it does not).
+    With a `model` and no `cost_usd`, the run prices the tokens by its price book
+    (docs/targets.md, "What a target returns")."""
 
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float = 0.0
+    model: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("input_tokens", "output_tokens"):
@@ -71,6 +76,9 @@ class TargetUsage:
         if problem is not None:
             raise TargetResultError(f"usage.cost_usd: {problem}")
         object.__setattr__(self, "cost_usd", float(cost))
+        model = self.model
+        if model is not None and (not isinstance(model, str) or not model.strip()):
+            raise TargetResultError(f"usage.model is {_preview(model)}, expected a model name")
 
     @classmethod
     def coerce(cls, value: object) -> TargetUsage:
@@ -90,11 +98,14 @@ class TargetUsage:
         return cls(**{str(key): item for key, item in value.items()})
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "cost_usd": self.cost_usd,
         }
+        if self.model is not None:
+            data["model"] = self.model
+        return data
 
 
 def _tool_call(value: object, index: int) -> ToolCall:
@@ -140,6 +151,14 @@ class TargetResult:
     tool_calls: tuple[ToolCall, ...] = ()
     usage: TargetUsage = field(default_factory=TargetUsage)
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    #: The agent's end state as it reports it (its order database, say), any JSON value;
+    #: the `final_state` grader compares it with the case's expectation.
+    state: Any = None
+    #: In a simulated dialogue: the agent ends it with this reply (docs/scenarios.md).
+    done: bool = False
+    #: A simulated dialogue's whole transcript and why it ended, set by verdryx.
+    transcript: tuple[Mapping[str, Any], ...] | None = None
+    ended: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.output, str):
@@ -164,6 +183,12 @@ class TargetResult:
         metadata = dict(metadata)
         _json_safe(metadata, "metadata")
         object.__setattr__(self, "metadata", metadata)
+        if self.state is not None:
+            _json_safe(self.state, "state")
+        if not isinstance(self.done, bool):
+            raise TargetResultError(f"done is {_preview(self.done)}, expected true or false")
+        if self.transcript is not None:
+            object.__setattr__(self, "transcript", tuple(dict(m) for m in self.transcript))
 
     @property
     def tool_names(self) -> tuple[str, ...]:
@@ -171,16 +196,28 @@ class TargetResult:
         return tuple(call.name for call in self.tool_calls)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "output": self.output,
             "tool_calls": [call.to_dict() for call in self.tool_calls],
             "usage": self.usage.to_dict(),
             "metadata": dict(self.metadata),
         }
+        # Only when set: a result recorded before them reads back the same.
+        if self.state is not None:
+            data["state"] = self.state
+        if self.done:
+            data["done"] = True
+        if self.transcript is not None:
+            data["transcript"] = [dict(m) for m in self.transcript]
+            data["ended"] = self.ended
+        return data
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> TargetResult:
-        unknown = sorted(str(key) for key in data if key not in _RESULT_KEYS)
+    def from_dict(cls, data: Mapping[str, Any], *, dialogue: bool = False) -> TargetResult:
+        """From a target's dict; `dialogue`: a simulated dialogue's as verdryx recorded it
+        (with its transcript)."""
+        allowed = (*_RESULT_KEYS, *_DIALOGUE_KEYS) if dialogue else _RESULT_KEYS
+        unknown = sorted(str(key) for key in data if key not in allowed)
         if unknown:
             raise TargetResultError(
                 f"the result has unknown key {unknown[0]!r}; expected only "
@@ -196,6 +233,10 @@ class TargetResult:
             tool_calls=data.get("tool_calls") or (),
             usage=data.get("usage"),  # type: ignore[arg-type]  # coerced in __post_init__
             metadata=data.get("metadata") or {},
+            state=data.get("state"),
+            done=data.get("done", False),
+            transcript=data.get("transcript") if dialogue else None,
+            ended=data.get("ended") if dialogue else None,
         )
 
 
@@ -209,5 +250,6 @@ def normalise_result(value: object) -> TargetResult:
         return TargetResult.from_dict(value)
     raise TargetResultError(
         f"the target returned {type(value).__name__} {_preview(value)}; expected a string, a "
-        "TargetResult or a dict with output (and optionally tool_calls, usage, metadata)"
+        "TargetResult or a dict with output (and optionally tool_calls, usage, metadata, state, "
+        "done)"
     )

@@ -100,7 +100,7 @@ class TargetOutcome:
         return cls(
             case_id=str(data["case_id"]),
             repeat=int(data.get("repeat", 0)),
-            result=None if result is None else TargetResult.from_dict(result),
+            result=None if result is None else TargetResult.from_dict(result, dialogue=True),
             error=data.get("error"),
             error_kind=data.get("error_kind"),
             latency_s=float(data.get("latency_s", 0.0)),
@@ -184,7 +184,7 @@ class TargetRunner:
                 )
                 return future
         elif self.cache is not None:
-            call.cache_key = self.cache.key(target.spec, case)
+            call.cache_key = self.cache.key(target.spec, case, target.variant)
             known = self._from_cache(call)
             if known is not None:
                 future.set_running_or_notify_cancel()
@@ -383,6 +383,9 @@ class TargetRunner:
         )
 
     def _raised(self, call: _Call, exc: BaseException, started: float) -> TargetOutcome:
+        if isinstance(exc, TargetResultError):  # a dialogue's turn returned a bad value
+            error = f"target {call.target.spec} returned a bad result: {exc}"
+            return self._error(call, error, "bad_result", time.perf_counter() - started)
         error = f"target {call.target.spec} raised {_describe(exc)}"
         if not call.target.takes_text and "TargetCase" in str(exc):
             # A function written for a prompt, given the case object (docs/targets.md).

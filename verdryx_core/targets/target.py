@@ -5,7 +5,7 @@ annotated `str`, the case's text (docs/targets.md, "A plain function")."""
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,6 +56,9 @@ class Target:
     function: Callable[..., Any]
     is_async: bool
     takes_text: bool = False
+    #: What else its results depend on, for the cache key: a dialogue's user
+    #: (verdryx_core.targets.dialogue); None for a target called once per case.
+    variant: Mapping[str, Any] | None = None
 
     def argument(self, case: TargetCase) -> Any:
         """What one call passes: the case, or its text for a `str` target."""

@@ -136,6 +136,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="cache the target's results under this version (unset: never cached)",
     )
     parser.add_argument(
+        "--user-model",
+        default="stub",
+        metavar="MODEL",
+        help="who plays a case's simulated user with a persona: stub (offline, "
+        "deterministic; default) or a model id (docs/scenarios.md)",
+    )
+    parser.add_argument(
         "--timeout",
         type=_seconds,
         default=DEFAULT_TIMEOUT_S,
@@ -172,6 +179,7 @@ def settings_from(args: argparse.Namespace) -> EvalSettings:
         call_timeout=args.timeout,
         target=args.target or None,
         target_version=args.target_version or None,
+        user_model=args.user_model or "stub",
         target_root=Path.cwd(),
         keep_workspaces=args.keep_workspaces,
     )

@@ -123,8 +123,8 @@ def structured_output(score: Score) -> Any:
     """A tool trace's stored text as the list it was: `{"name", "arguments"}` objects (stored
     as their JSON, joined), or names (stored joined by ", "); other outputs as stored."""
     text = score.output
-    if score.grader != "tool_trace" or text is None:
-        return text
+    if score.grader != "tool_trace" or text is None or text.startswith("[transcript]\n"):
+        return text  # a simulated dialogue's is its transcript (docs/scenarios.md)
     if not text.strip():
         return []
     if text.lstrip().startswith("{"):

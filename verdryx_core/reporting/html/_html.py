@@ -33,6 +33,7 @@ from verdryx_core.reporting.html._svg import (
 from verdryx_core.reporting.naturalsort import score_order
 from verdryx_core.reporting.summary import fmt_score, fmt_usd
 from verdryx_core.runs import Score
+from verdryx_core.untrusted.text import printable
 from verdryx_core.version import __version__
 
 __all__ = ["build_report_html"]
@@ -570,14 +571,56 @@ def _details(score: Score) -> str:
         ("expected", score.expected),
         ("reason", score.reason),
     ):
-        if text:
+        if text and title == "output" and text.startswith(_TRANSCRIPT):
+            parts.append(f"<dt>transcript</dt><dd>{_dialogue(_cut(text))}</dd>")
+        elif text:
             parts.append(f"<dt>{title}</dt><dd><pre>{esc(_cut(text))}</pre></dd>")
     if score.samples:
         samples = ", ".join(f"{value:.2f}" for value in score.samples)
         parts.append(f"<dt>samples</dt><dd>{esc(samples)}</dd>")
+    if score.checks:
+        parts.append(f"<dt>checks</dt><dd>{_checks_table(score)}</dd>")
     if not parts:
         return '<span class="note">nothing recorded</span>'
     return f"<details><summary>view</summary><dl>{''.join(parts)}</dl></details>"
+
+
+#: How a simulated dialogue's stored output begins (`verdryx_core.cases.transcript_text`).
+_TRANSCRIPT: Final = "[transcript]\n"
+_TURN_ROLES: Final = ("user", "assistant", "tool")
+
+
+def _dialogue(text: str) -> str:
+    """A transcript as one block per turn, its role in bold: the agent's and the user's words
+    through the printable rule, then escaped."""
+    turns: list[str] = []
+    for line in text[len(_TRANSCRIPT) :].split("\n"):
+        role, _, rest = line.partition(":")
+        head = role.split(" ", 1)[0]
+        if head in _TURN_ROLES and not line.startswith(" "):
+            turns.append(f"<b>{esc(role)}</b>:{esc(printable(rest, keep_newlines=False))}")
+        else:
+            turns.append(esc(printable(line, keep_newlines=False)))
+    return "<pre>" + "\n".join(turns) + "</pre>"
+
+
+def _checks_table(score: Score) -> str:
+    """A multi-check case's checks: what each read, its score and weight, and why."""
+    rows = []
+    for number, check in enumerate(score.checks, start=1):
+        shown = "unmeasured" if check.value is None else f"{check.value:.3f}"
+        why = check.unmeasured or check.reason or ""
+        rows.append(
+            f'<tr><td class="num">{number}</td><td>{esc(check.grader)}</td>'
+            f'<td>{esc(check.on or "")}</td><td class="num">{esc(shown)}</td>'
+            f'<td class="num">{esc(f"{check.weight:g}")}</td>'
+            f"<td><pre>{esc(_cut(why))}</pre></td></tr>"
+        )
+    return (
+        '<table class="checks"><thead><tr><th class="num">#</th><th>grader</th><th>on</th>'
+        '<th class="num">score</th><th class="num">weight</th><th>reason</th></tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
 
 
 def _cut(text: str) -> str:

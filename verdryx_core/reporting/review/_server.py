@@ -1,0 +1,168 @@
+"""The review server: the stdlib's HTTP server on 127.0.0.1 only, one page and one route that
+appends a label (docs/calibrating-the-judge.md, "Labelling in the browser").
+
+Labels are appended to the labels file one whole line at a time (`append_label`), under a
+lock so two clicks at once never interleave; the page is rebuilt from the file on every
+load, so a reload shows what is labelled.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+from collections.abc import Mapping, Sequence
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, Final
+
+from verdryx_core.gating.calibration.labels import (
+    Label,
+    LabelError,
+    append_label,
+    read_labels,
+)
+from verdryx_core.gating.calibration.samples import JudgedSample
+from verdryx_core.reporting.review._page import review_items, review_page
+from verdryx_core.untrusted.json_input import parse_json
+
+__all__ = ["ReviewServer"]
+
+#: The only address served: the page writes files, so it is never reachable from elsewhere.
+HOST: Final = "127.0.0.1"
+#: The largest label request read (a note is a sentence, not a file).
+MAX_BODY: Final = 64 * 1024
+
+
+class ReviewServer:
+    """Serves the review page of `samples` until `close`; `port` 0 picks a free one."""
+
+    def __init__(
+        self,
+        samples: Sequence[JudgedSample],
+        labels_path: Path,
+        *,
+        prompts: Mapping[str, str] | None = None,
+        title: str = "verdryx review",
+        labeler: str = "",
+        port: int = 0,
+    ) -> None:
+        self.samples = list(samples)
+        self.labels_path = labels_path
+        self.prompts = dict(prompts or {})
+        self.title = title
+        self.labeler = labeler
+        self.token = secrets.token_urlsafe(24)
+        self._known = {(s.eval_set_id, s.case_id, s.output_sha256) for s in self.samples}
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self.httpd = ThreadingHTTPServer((HOST, port), _handler(self))
+
+    @property
+    def url(self) -> str:
+        return f"http://{HOST}:{self.httpd.server_address[1]}/"
+
+    def labels(self) -> list[Label]:
+        return read_labels([self.labels_path]) if self.labels_path.exists() else []
+
+    def page(self) -> str:
+        items = review_items(self.samples, self.labels(), self.prompts)
+        return review_page(items, title=self.title, token=self.token)
+
+    def add(self, body: Any) -> int:
+        """Append the label `body` asks for; the count of judged samples now labelled."""
+        if not isinstance(body, dict):
+            raise LabelError("the request: expected a JSON object")
+        key = (body.get("eval_set_id"), body.get("case_id"), body.get("output_sha256"))
+        if key not in self._known:
+            raise LabelError("the request: no judged sample of this run has that case and output")
+        value = body.get("label")
+        if value not in ("pass", "fail", "skip"):
+            raise LabelError("the request: field 'label': expected pass, fail or skip")
+        note = body.get("note") or ""
+        if not isinstance(note, str):
+            raise LabelError("the request: field 'note': expected a string")
+        label = Label(
+            eval_set_id=str(key[0]),
+            case_id=str(key[1]),
+            output_sha256=str(key[2]),
+            label=value,
+            labeler=self.labeler,
+            note=note[:2000],
+        )
+        with self._lock:
+            append_label(self.labels_path, label)
+            labelled = {(x.eval_set_id, x.case_id, x.output_sha256) for x in self.labels()}
+        return len(labelled & self._known)
+
+    def start(self) -> ReviewServer:
+        """Serve in a background thread (tests, and the command until Ctrl-C)."""
+        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        if self._thread is not None:
+            self._thread.join()
+
+    def __enter__(self) -> ReviewServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _handler(server: ReviewServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass  # the command prints what matters; a request log would drown it
+
+        def _send(self, status: HTTPStatus, body: bytes, kind: str) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Cache-Control", "no-store")
+            self.send_header("X-Content-Type-Options", "nosniff")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self) -> None:
+            if self.path != "/":
+                self._send(HTTPStatus.NOT_FOUND, b"not found", "text/plain; charset=utf-8")
+                return
+            try:
+                page = server.page()
+            except LabelError as exc:
+                self._send(
+                    HTTPStatus.INTERNAL_SERVER_ERROR, str(exc).encode(), "text/plain; charset=utf-8"
+                )
+                return
+            self._send(HTTPStatus.OK, page.encode("utf-8"), "text/html; charset=utf-8")
+
+        def do_POST(self) -> None:
+            plain = "text/plain; charset=utf-8"
+            if self.path != "/label":
+                self._send(HTTPStatus.NOT_FOUND, b"not found", plain)
+                return
+            if not secrets.compare_digest(self.headers.get("X-Verdryx-Token", ""), server.token):
+                self._send(HTTPStatus.FORBIDDEN, b"missing or wrong token", plain)
+                return
+            try:
+                length = int(self.headers.get("Content-Length", "0"))
+            except ValueError:
+                length = -1
+            if not 0 < length <= MAX_BODY:
+                self._send(HTTPStatus.BAD_REQUEST, b"a label request is 1 byte to 64 KiB", plain)
+                return
+            try:
+                labelled = server.add(parse_json(self.rfile.read(length), allow_nan=False))
+            except (ValueError, LabelError) as exc:
+                self._send(HTTPStatus.BAD_REQUEST, str(exc).encode("utf-8", "replace"), plain)
+                return
+            self._send(HTTPStatus.OK, b'{"labelled": %d}' % labelled, "application/json")
+
+    return Handler
