@@ -310,6 +310,13 @@ OPTIONS: Final = (
         "bool",
     ),
     _Option(
+        "verdryx_unsafe_exec",
+        "run exec cases without kernel isolation where the machine offers none (default: "
+        "refused there)",
+        False,
+        "bool",
+    ),
+    _Option(
         "verdryx_label",
         "a free label stored with this run (shown by verdryx runs/show and the report)",
         metavar="TEXT",
@@ -392,6 +399,7 @@ class Settings:
     target_version: str | None = None
     user_model: str = "stub"
     timeout: float = 120.0
+    unsafe_exec: bool = False
     keep_workspaces: bool = False
 
     @property
@@ -426,6 +434,7 @@ def eval_settings(
         min_score=settings.min_score,
         agent_id=settings.agent_id,
         batch=settings.batch,
+        unsafe_exec=settings.unsafe_exec,
         call_timeout=settings.timeout,
         target=settings.target,
         target_version=settings.target_version,
@@ -551,6 +560,7 @@ def read_settings(config: pytest.Config, env: Mapping[str, str] | None = None) -
         target_version=get("verdryx_target_version"),
         user_model=get("verdryx_user_model") or "stub",
         timeout=get("verdryx_timeout"),
+        unsafe_exec=get("verdryx_unsafe_exec"),
         keep_workspaces=get("verdryx_keep_workspaces"),
     )
 

@@ -27,7 +27,7 @@ from pytest_verdryx.exports import check_exports
 from pytest_verdryx.finish import SessionEnd, finish_session
 from pytest_verdryx.fixture import custom_case_identity
 from pytest_verdryx.items import EvalCaseItem
-from pytest_verdryx.options import Settings, eval_settings, worded
+from pytest_verdryx.options import FLAGS, Settings, eval_settings, worded
 from pytest_verdryx.prefetch import PrefetchCalls
 from pytest_verdryx.scoring import SCORING_KEY, ItemScoring
 from pytest_verdryx.shard import check_shard_settings, split_items
@@ -36,6 +36,7 @@ from pytest_verdryx.terminal import write_summary
 from pytest_verdryx.xdist import PAYLOAD_KEY, XdistHooks
 from verdryx_core.errors import UsageError, VerdryxError
 from verdryx_core.evaluation import Evaluation
+from verdryx_core.evaluation.exec_notes import run_notes
 from verdryx_core.gating.baselines import check_label, find_baseline
 from verdryx_core.gating.comparison import check_models
 from verdryx_core.leftover_threads import exit_past_leftover_threads, threads_now
@@ -286,6 +287,23 @@ class VerdryxSession:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
+        # An xdist worker's error here would crash it: there each pass@K case short of
+        # samples is unmeasured, with the reason, when it is scored.
+        worker = self.context.is_worker
+        cases = [] if worker else [item for item in session.items if isinstance(item, EvalCaseItem)]
+        try:
+            # Before anything runs: a pass@K case needs K repeats (docs/options.md).
+            self.context.evaluation.check_aggregates((item.evalset, item.case) for item in cases)
+            self.context.messages.extend(
+                run_notes(
+                    (item.case for item in cases),
+                    repeat=self.settings.repeat,
+                    unsafe_exec=self.settings.unsafe_exec,
+                    flags=FLAGS,
+                )
+            )
+        except VerdryxError as exc:
+            raise _usage_error(exc) from None
         state = self.context.state
         state.order = {item.nodeid: index for index, item in enumerate(session.items)}
         state.expected = {

@@ -44,6 +44,7 @@ GRADER_KINDS: Final = (
     "json",
     "numeric",
     "f1",
+    "exec",
     "final_state",
 )
 
@@ -67,6 +68,9 @@ OPTION_FIELDS: Final = (
     "relative",
     "argument_match",
     "tool_match",
+    "tests",
+    "command",
+    "timeout",
     "check_types",
     "options",
 )
@@ -312,6 +316,9 @@ class EvalCase:
     metadata: Mapping[str, Any] | None = None
     #: `module:callable` of the agent under test (the set's value when the case has none).
     target: str | None = None
+    #: How repeated samples make one value: `mean` (None: the default), `all`, `any`,
+    #: `pass@K` (verdryx_core.evaluation.aggregate).
+    aggregate: str | None = None
     #: A simulated user (`{"turns"}` or `{"persona", "goal"}`, with `max_turns`): the target
     #: is then driven through a dialogue (docs/scenarios.md, "Simulated users").
     user: Mapping[str, Any] | None = None
@@ -371,6 +378,7 @@ class EvalCase:
             "messages": [dict(m) for m in self.messages] if self.messages is not None else None,
             "metadata": self.metadata,
             "target": self.target,
+            "aggregate": self.aggregate,
             "user": dict(self.user) if self.user is not None else None,
             "combine": None if self.combine == "mean" else self.combine,
             # The content the agent starts from, never where it lies on this machine.
@@ -412,7 +420,7 @@ class EvalCase:
         data.update(self.options)
         if self.checks is not None:
             data["checks"] = [check.to_dict() for check in self.checks]
-        for name in ("system", "metadata", "target", "user"):
+        for name in ("system", "metadata", "target", "user", "aggregate"):
             value = getattr(self, name)
             if value is not None:
                 data[name] = value
@@ -463,6 +471,7 @@ class EvalCase:
             messages=tuple(messages) if messages is not None else None,
             metadata=data.get("metadata"),
             target=data.get("target"),
+            aggregate=data.get("aggregate"),
             user=data.get("user"),
             combine=data.get("combine") or "mean",
             workspace=data.get("workspace"),

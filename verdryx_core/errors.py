@@ -80,6 +80,7 @@ CLI_FLAGS: Final[Mapping[str, str]] = {
     "typed_key_file": "--typed-key-file",
     "typed_template": "--typed-template",
     "typed_url": "--typed-url",
+    "unsafe_exec": "--unsafe-exec",
     "user_model": "--user-model",
 }
 

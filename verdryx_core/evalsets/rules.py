@@ -22,6 +22,7 @@ from verdryx_core.errors import EvalSetError
 from verdryx_core.evalsets.conversation import check_messages, check_user
 from verdryx_core.evalsets.workspace import resolve_workspace
 from verdryx_core.graders.check_parts import on_problem
+from verdryx_core.graders.execution import is_test_path
 from verdryx_core.graders.plugins import case_problem, field_owners, usable_in_checks
 from verdryx_core.graders.regex import compile_pattern
 from verdryx_core.graders.registry import (
@@ -44,6 +45,7 @@ OPTIONS_BY_GRADER: Final[Mapping[str, frozenset[str]]] = {
     "numeric": frozenset({"tolerance", "relative"}),
     # The text options compare string arguments (docs/graders.md, "Tool traces").
     "tool_trace": frozenset({"argument_match", "tool_match", "check_types", *TEXT_OPTIONS}),
+    "exec": frozenset({"tests", "command", "timeout"}),
 }
 _CUSTOM_OPTIONS: Final = frozenset({"options"})
 _TOOL_FIELDS: Final = ("tools", "expected_tools", "expected_tool_calls", "expected_tool_calls_any")
@@ -70,6 +72,7 @@ _CORE_FIELDS: Final = frozenset(
         "messages",
         "metadata",
         "target",
+        "aggregate",
         "user",
         "combine",
         "workspace",
@@ -128,7 +131,7 @@ def effective_case(
     if "grader" not in merged and "checks" not in merged and "grader" in defaults:
         merged["grader"] = defaults["grader"]
     grader = merged.get("grader", "exact")
-    for name in ("min_score", "system", "required", "workspace", "cluster"):
+    for name in ("min_score", "system", "required", "workspace", "cluster", "aggregate"):
         if name in defaults:
             merged.setdefault(name, defaults[name])
     checks = merged.get("checks")
@@ -328,8 +331,52 @@ def _check_grading(
         raise fail(f"{prefix}rubric", "grader 'llm_judge' requires a non-empty 'rubric'")
     if "schema" in spec:
         _check_json_schema(spec["schema"], lambda m: fail(f"{prefix}schema", m))
+    if grader == "exec":
+        _check_exec(spec, fail, prefix, in_check=in_check)
     if in_check and "rubric" in spec and grader != "llm_judge":
         raise fail(f"{prefix}rubric", f"only valid with grader 'llm_judge' (this is {grader!r})")
+
+
+def _check_exec(spec: Mapping[str, Any], fail: Any, prefix: str, *, in_check: bool) -> None:
+    """An exec case (or check) runs `tests` or a `command`, exactly one; a test file named
+    by path is read from the case's workspace (docs/workspaces-and-execution.md)."""
+    given = [name for name in ("tests", "command") if name in spec]
+    if not given:
+        raise fail(
+            f"{prefix}tests",
+            "grader 'exec' requires 'tests' (Python test code, or a .py file in the "
+            "workspace) or 'command' (an argv list)",
+        )
+    if len(given) > 1:
+        raise fail(f"{prefix}command", "give one of 'tests' and 'command', not both")
+    if "tests" in spec:
+        tests = spec["tests"]
+        if not isinstance(tests, str) or not tests.strip():
+            raise fail(f"{prefix}tests", "expected non-empty text: test code, or a .py path")
+        if is_test_path(tests):
+            if "workspace" not in spec and not in_check:
+                raise fail(
+                    f"{prefix}tests",
+                    f"{tests.strip()!r} names a test file, and the case has no 'workspace' to "
+                    "read it from; give the test code itself, or a workspace holding the file",
+                )
+            if Path(tests.strip()).is_absolute() or ".." in Path(tests.strip()).parts:
+                raise fail(f"{prefix}tests", "a test file is a path inside the workspace")
+    command = spec.get("command")
+    if command is not None and (
+        not isinstance(command, list)
+        or not command
+        or not all(isinstance(part, str) and part for part in command)
+    ):
+        raise fail(f"{prefix}command", "expected a non-empty list of non-empty strings (argv)")
+    timeout = spec.get("timeout")
+    if timeout is not None and (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not math.isfinite(timeout)
+        or not 0 < timeout <= 3600
+    ):
+        raise fail(f"{prefix}timeout", f"expected seconds in (0, 3600], got {timeout!r}")
 
 
 def check_case(

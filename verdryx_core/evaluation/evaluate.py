@@ -23,8 +23,15 @@ from pathlib import Path
 from typing import Any
 
 from verdryx_core.cases import EvalCase
-from verdryx_core.errors import RunNotStoredError, StoreError, UsageError, VerdryxError
+from verdryx_core.errors import (
+    RunNotStoredError,
+    StoreError,
+    UsageError,
+    VerdryxError,
+    located,
+)
 from verdryx_core.evalsets.load import EvalSet, check_unique_ids, load_evalsets
+from verdryx_core.evaluation.aggregate import aggregate_k, samples_problem
 from verdryx_core.evaluation.calls import CallTally, ModelCalls
 from verdryx_core.evaluation.prefetch import Work, start_prefetch
 from verdryx_core.evaluation.saving import save_run
@@ -149,7 +156,12 @@ class Evaluation:
                 users = UserModel(settings.user_model, calls.adapter(settings.user_model))
             live = self._target_output(settings, fallback=live, users=users)
         judge = calls.adapter(judge_name) if needs_judge and judge_name is not None else None
-        graders = build_graders(judge=judge, flags=settings.flags, plug_in=self.plug_in)
+        graders = build_graders(
+            judge=judge,
+            flags=settings.flags,
+            plug_in=self.plug_in,
+            unsafe_exec=settings.unsafe_exec,
+        )
         graders.prepare({case.grader for case in cases})
         return CaseScorer(
             graders=graders,
@@ -206,6 +218,20 @@ class Evaluation:
         if settings.built_target is None:
             Target.load(settings.target, rootdir=settings.target_root)
         TargetCache(None, mode=settings.cache, version=settings.target_version)
+
+    def check_aggregates(self, cases: Iterable[tuple[EvalSet, EvalCase]]) -> None:
+        """At start: each `pass@K` case gets at least K samples from the run's repeats (a
+        UsageError naming the file, the case and the field)."""
+        repeat = self.settings.repeat
+        for evalset, case in cases:
+            problem = samples_problem(case.aggregate, repeat)
+            if problem is not None:
+                place = str(evalset.path) if evalset.path is not None else evalset.id
+                k = aggregate_k(case.aggregate)
+                raise UsageError(
+                    located(place, f"{problem} (repeat {repeat})", case=case.id, field="aggregate"),
+                    hint=f"pass {{repeat}} {k} or more",
+                )
 
     def uses_target(self, case: EvalCase) -> bool:
         """Whether `case`'s output comes from the agent under test."""
@@ -376,6 +402,7 @@ def _evaluate(
     evaluation = Evaluation(settings, store=store)
     evaluation.check_target()
     evaluation.check_graders()
+    evaluation.check_aggregates((evalset, case) for evalset in sets for case in evalset.cases)
     work = [evaluation.work(evalset, case) for evalset in sets for case in evalset.cases]
     try:
         scores, errors, interrupted = _score_in_order(evaluation, work, progress)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from verdryx_core.cases import CaseOutput, EvalCase, expected_text, output_text
+from verdryx_core.evaluation.aggregate import aggregate, samples_problem
 from verdryx_core.evaluation.settings import DEFAULT_MIN_SCORE
 from verdryx_core.evaluation.sources import OutputSource, source_for
 from verdryx_core.evaluation.workspaces import Workspaces
@@ -119,12 +120,23 @@ class CaseScorer:
                 latency_s=latency,
                 workspaces=kept,
             )
-        value = math.fsum(measured) / len(measured)
+        bar = pass_bar(
+            case.min_score,
+            self.min_score,
+            grader_default=getattr(grader, "default_min_score", None),
+        )
+        problem = samples_problem(case.aggregate, len(measured))
+        if problem is not None:
+            return self._score(
+                case, context, grader=grader, value=None, unmeasured=problem, tokens=tokens,
+                cost_usd=model_cost, judge_cost_usd=judge_cost, output=last.output,
+            )  # fmt: skip
+        value = aggregate(measured, [sample >= bar for sample in measured], case.aggregate)
         return self._score(
             case,
             context,
             grader=grader,
-            value=min(1.0, max(0.0, value)),  # guards float sums only; each sample is in [0, 1]
+            value=value,
             tokens=tokens,
             cost_usd=model_cost,
             judge_cost_usd=judge_cost,

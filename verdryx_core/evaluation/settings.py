@@ -63,6 +63,9 @@ class EvalSettings:
     #: The pass bar of cases without their own `min_score` (None: each grader's own bar).
     min_score: float | None = None
     agent_id: str | None = None
+    #: Run exec cases without kernel isolation where the machine offers none
+    #: (docs/workspaces-and-execution.md); otherwise they are refused there.
+    unsafe_exec: bool = False
     #: Send the model and judge calls as Message Batches before scoring (docs/sharding.md).
     batch: bool = False
     #: Leave every case's workspace folder in place after grading (the scores name them).

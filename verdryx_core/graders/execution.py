@@ -1,0 +1,191 @@
+"""`exec`: run the case's tests against what the agent wrote, in a sandbox
+(docs/workspaces-and-execution.md, "Running the tests: the exec grader").
+
+The case gives `tests` (inline Python test code, or a `.py` path in its workspace) or
+`command` (an argv list), and optionally `timeout` (seconds, default 30). A text output is
+written to `solution.py` beside the tests (in a workspace: unless the agent left one). The
+score is the fraction of tests that passed (pytest's JUnit XML, read back), or 1.0 / 0.0 by
+the command's exit code; the first failure's message is the reason.
+
+What the code does is the case's result, never the session's: a timeout, a limit reached,
+a crash score 0.0 with the reason. A sandbox that cannot start is the case's error.
+Without isolation the grader refuses (unmeasured, naming `--verdryx-unsafe-exec`) unless
+the run allows unsafe execution.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import shutil
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar, Final, final
+
+from verdryx_core.cases import EvalCase, output_text
+from verdryx_core.errors import CLI_FLAGS, GraderError, word_hint
+from verdryx_core.graders.base import Grade, GradeContext
+from verdryx_core.graders.junit import read_junit
+from verdryx_core.sandbox import Finished, Isolation, Limits, detect_isolation, run_sandboxed
+
+__all__ = ["DEFAULT_EXEC_TIMEOUT_S", "ExecGrader", "is_test_path", "solution_text"]
+
+DEFAULT_EXEC_TIMEOUT_S: Final = 30.0
+_SOLUTION: Final = "solution.py"
+_TESTS: Final = "test_solution.py"
+_JUNIT: Final = ".verdryx-junit.xml"
+_MAX_REASON: Final = 500
+#: A fenced block of code (```python ... ```): a model's answer often wraps its code in one.
+_FENCE: Final = re.compile(r"```[ \t]*(?:python|py)?[ \t]*\n(.*?)```", re.DOTALL)
+#: The signals the limits send, in the words of the limit.
+_LIMIT_SIGNALS: Final[Mapping[str, str]] = {
+    "SIGXCPU": "the CPU time limit",
+    "SIGXFSZ": "the file size limit",
+    "SIGKILL": "killed",
+    "SIGSEGV": "a crash (memory limit?)",
+}
+
+
+def is_test_path(tests: str) -> bool:
+    """Whether `tests` names a file in the workspace (one line ending in .py) rather than
+    holding the test code itself."""
+    return "\n" not in tests and tests.strip().endswith(".py")
+
+
+def solution_text(output: Any) -> str:
+    """The code of an output: the first fenced Python block when there is one, else all
+    of it."""
+    text = output_text(output) or ""
+    found = _FENCE.search(text)
+    return found.group(1) if found else text
+
+
+@final
+class ExecGrader:
+    kind: ClassVar[str] = "exec"
+    #: A solution passes when every test passes.
+    default_min_score: ClassVar[float] = 1.0
+    #: A run takes a process (seconds of it): exec cases run in the bounded pool, side by
+    #: side under `--verdryx-concurrency`, as remote calls do.
+    remote: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        *,
+        unsafe: bool = False,
+        flags: Mapping[str, str] = CLI_FLAGS,
+        isolation: Isolation | None = None,
+    ) -> None:
+        self.isolation = detect_isolation() if isolation is None else isolation
+        self.unsafe = unsafe
+        self._flags = flags
+
+    def grade(self, case: EvalCase, output: Any, context: GradeContext) -> Grade:
+        if not self.isolation.isolated and not self.unsafe:
+            return Grade.unmeasured_because(
+                word_hint(
+                    "exec cases run untrusted code, and this machine offers no isolation "
+                    "(bubblewrap or unshare; VERDRYX_SANDBOX=none forces none): install "
+                    "bubblewrap, or pass {unsafe_exec} to run it unisolated",
+                    self._flags,
+                )
+            )
+        options = case.options
+        timeout = float(options.get("timeout", DEFAULT_EXEC_TIMEOUT_S))
+        limits = Limits(wall_s=timeout, cpu_s=math.ceil(timeout))
+        own = context.workspace is None
+        workdir = Path(tempfile.mkdtemp(prefix="verdryx-case-")) if own else context.workspace
+        assert workdir is not None
+        try:
+            code = solution_text(output)
+            solution = workdir / _SOLUTION
+            if code and (own or not solution.exists()):
+                solution.write_text(code, encoding="utf-8")
+            command = options.get("command")
+            if command is not None:
+                return self._by_exit_code(case, [str(part) for part in command], workdir, limits)
+            return self._by_tests(case, str(options["tests"]), workdir, limits)
+        finally:
+            if own:
+                shutil.rmtree(workdir, ignore_errors=True)
+            else:
+                (workdir / _JUNIT).unlink(missing_ok=True)
+
+    def _run(self, case: EvalCase, argv: Sequence[str], workdir: Path, limits: Limits) -> Finished:
+        # The run's own Python (and its console scripts) first: `python -m pytest` in a
+        # command finds the packages verdryx runs with.
+        path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
+        env = {"PATH": path, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+        try:
+            finished = run_sandboxed(
+                argv, workdir=workdir, isolation=self.isolation, limits=limits, env=env
+            )
+        except OSError as exc:
+            raise GraderError(
+                f"exec case {case.id!r}: the sandbox could not start: {exc}"
+            ) from None
+        head = finished.output.lstrip()
+        # The tools' own complaints before the code started (unshare also says
+        # "sigprocmask" when the code it forked was killed by a limit: the code's doing).
+        if (
+            finished.exit_code == 1
+            and head.startswith(("bwrap:", "unshare:", "prlimit:", "setpriv:"))
+            and "sigprocmask" not in head
+        ):
+            first = head.splitlines()[0]
+            raise GraderError(f"exec case {case.id!r}: the sandbox failed: {first}")
+        return finished
+
+    def _by_exit_code(
+        self, case: EvalCase, argv: list[str], workdir: Path, limits: Limits
+    ) -> Grade:
+        finished = self._run(case, argv, workdir, limits)
+        if finished.exit_code == 0 and not finished.timed_out:
+            return Grade(value=1.0, reason=_cut(f"{argv[0]} exited 0"))
+        return Grade(value=0.0, reason=_cut(_why_ended(finished, argv[0])))
+
+    def _by_tests(self, case: EvalCase, tests: str, workdir: Path, limits: Limits) -> Grade:
+        if is_test_path(tests):
+            target = tests.strip()
+        else:
+            (workdir / _TESTS).write_text(tests, encoding="utf-8")
+            target = _TESTS
+        argv = [
+            sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+            f"--rootdir={workdir}", f"--junitxml={workdir / _JUNIT}", target,
+        ]  # fmt: skip
+        finished = self._run(case, argv, workdir, limits)
+        results = None if finished.timed_out else read_junit(workdir / _JUNIT)
+        if results is None:
+            return Grade(value=0.0, reason=_cut(_why_ended(finished, "pytest")))
+        if results.ran == 0:
+            return Grade(value=0.0, reason="no test ran (none collected, or all skipped)")
+        value = results.passed / results.ran
+        reason = f"{results.passed} of {results.ran} tests passed"
+        if results.first_failure:
+            reason += f"; {results.first_failure}"
+        return Grade(value=value, reason=_cut(reason))
+
+
+def _why_ended(finished: Finished, what: str) -> str:
+    if finished.timed_out:
+        return f"timed out after {finished.seconds:.1f} s (wall clock); stopped"
+    name = finished.signal_name
+    if name is None and finished.exit_code > 128:
+        # The namespace tools report the code's death by a signal as 128 + the signal.
+        name = Finished(
+            exit_code=128 - finished.exit_code, timed_out=False, output="", seconds=0
+        ).signal_name
+    tail = " ".join(finished.output.strip().splitlines()[-3:])
+    if name is not None:
+        why = f"{what} was stopped by {name} ({_LIMIT_SIGNALS.get(name, 'a signal')})"
+    else:
+        why = f"{what} exited {finished.exit_code}"
+    return f"{why}: {tail}" if tail else why
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= _MAX_REASON else text[: _MAX_REASON - 3] + "..."
