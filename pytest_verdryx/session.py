@@ -292,8 +292,12 @@ class VerdryxSession:
         worker = self.context.is_worker
         cases = [] if worker else [item for item in session.items if isinstance(item, EvalCaseItem)]
         try:
-            # Before anything runs: a pass@K case needs K repeats (docs/options.md).
-            self.context.evaluation.check_aggregates((item.evalset, item.case) for item in cases)
+            # Before anything runs: a pass@K case needs K repeats (docs/options.md); under
+            # --verdryx-repeat=auto the allocation gives each at least K.
+            if not self.settings.repeat_auto:
+                self.context.evaluation.check_aggregates(
+                    (item.evalset, item.case) for item in cases
+                )
             self.context.messages.extend(
                 run_notes(
                     (item.case for item in cases),
@@ -321,17 +325,20 @@ class VerdryxSession:
     def _allocate(self, session: pytest.Session) -> None:
         """`--verdryx-repeat=auto`: each case's samples from the baseline's per-case variance
         (docs/statistics.md). Every process computes it from the same items and baseline."""
+        from verdryx_core.evaluation.aggregate import aggregate_k
         from verdryx_core.gating.allocation import allocate
 
-        keys = [
-            f"{item.evalset.id}::{item.case.id}"
-            for item in session.items
-            if isinstance(item, EvalCaseItem)
-        ]
+        items = [item for item in session.items if isinstance(item, EvalCaseItem)]
+        keys = [f"{item.evalset.id}::{item.case.id}" for item in items]
+        floors = {
+            key: k
+            for key, item in zip(keys, items, strict=True)
+            if (k := aggregate_k(item.case.aggregate)) is not None
+        }
         context = self.context
         budget = self.settings.max_samples or 3 * len(keys)
         baseline = context.baseline.case_map() if context.baseline is not None else {}
-        allocation = allocate(keys, baseline, budget)
+        allocation = allocate(keys, baseline, budget, floors=floors)
         if context.baseline is None:
             allocation = dataclasses.replace(
                 allocation,

@@ -139,6 +139,14 @@ def test_the_plugin_checks_k_at_start_and_shows_the_rule(pytester: pytest.Pytest
     ran.stdout.fnmatch_lines(["*aggregate over 5 sample(s) per case: pass@2 4 case(s)*"])
     # pass@2 of 2 in 5 is 0.7, above the bar; 1 in 5 is 0.4, below it.
     ran.assert_outcomes(passed=2, failed=2)
+    # Under auto repeats a pass@K case is given its K samples whatever the budget.
+    auto = pytester.runpytest(
+        "--verdryx-repeat=auto", "--verdryx-max-samples=4", "--no-verdryx-store",
+        "-p", "no:cacheprovider",
+    )  # fmt: skip
+    auto.stdout.fnmatch_lines(["*samples: 2 x 4 cases*"])
+    # Samples 0 and 1: "always" 2 of 2 and "twice" 1 of 2 give pass@2 = 1.0; the others 0.
+    auto.assert_outcomes(passed=2, failed=2)
 
 
 def test_under_xdist_a_case_short_of_samples_is_unmeasured(pytester: pytest.Pytester) -> None:

@@ -284,6 +284,27 @@ def test_allocation_without_baseline_samples_is_uniform_and_says_why() -> None:
     assert allocation.words() == "samples: 3 x 10 cases"
 
 
+def test_a_pass_at_k_case_gets_its_k_samples_first_with_or_without_baseline_samples() -> None:
+    """A `pass@K` case needs K samples whatever its variance: given first, out of the budget."""
+    rng = np.random.default_rng(5)
+    p = _mostly_stable(rng, 50)
+    samples = (rng.random((50, 3)) < p[:, None]).astype(float)
+    keys = [f"s::c{i}" for i in range(50)]
+    stable = next(
+        key for key, row in zip(keys, samples.tolist(), strict=True) if len(set(row)) == 1
+    )
+    floors = {stable: 5, "s::c0": 4}
+    allocation = allocate(keys, _baseline_of(p, samples).case_map(), 150, floors=floors)
+    assert allocation.total == 150
+    assert all(allocation(key) >= floor for key, floor in floors.items())
+    assert all(allocation(key) >= 1 for key in keys)
+    cases = tuple(BaselineCase(eval_set_id="s", case_id=f"c{i}", value=1.0) for i in range(10))
+    uniform = allocate(
+        [f"s::c{i}" for i in range(10)], _baseline(cases).case_map(), 20, floors={"s::c1": 6}
+    )
+    assert uniform("s::c1") == 6 and uniform("s::c2") == 2 and uniform.fallback is not None
+
+
 def _run(values: dict[str, tuple[float, ...]]) -> EvalRun:
     scores = tuple(
         Score(

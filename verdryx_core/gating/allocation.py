@@ -62,10 +62,20 @@ class Allocation:
         return "samples: " + ", ".join(parts)
 
 
-def allocate(keys: Sequence[str], baseline: Mapping[str, BaselineCase], budget: int) -> Allocation:
-    """Split `budget` samples over the cases `keys` by the baseline's per-case variance."""
+def allocate(
+    keys: Sequence[str],
+    baseline: Mapping[str, BaselineCase],
+    budget: int,
+    *,
+    floors: Mapping[str, int] | None = None,
+) -> Allocation:
+    """Split `budget` samples over the cases `keys` by the baseline's per-case variance.
+
+    `floors` are samples a case needs whatever its variance (a `pass@K` case needs K); they
+    are given first, out of the budget, and the rest is allocated as usual."""
     if not keys:
         return Allocation(repeats={})
+    floor = {key: max(1, min(MAX_REPEAT, (floors or {}).get(key, 1))) for key in keys}
     sampled = {
         key: case.samples
         for key in keys
@@ -74,7 +84,7 @@ def allocate(keys: Sequence[str], baseline: Mapping[str, BaselineCase], budget: 
     if not sampled:
         each = max(1, min(MAX_REPEAT, budget // len(keys)))
         return Allocation(
-            repeats=dict.fromkeys(keys, each),
+            repeats={key: max(each, floor[key]) for key in keys},
             fallback=(
                 "the baseline keeps no per-case variance (no case sampled twice, or saved "
                 f"before verdryx kept samples): {each} sample{'s' if each != 1 else ''} each"
@@ -83,11 +93,15 @@ def allocate(keys: Sequence[str], baseline: Mapping[str, BaselineCase], budget: 
     spreads = _shrunk_sd(sampled)
     typical = math.sqrt(math.fsum(value * value for value in spreads.values()) / len(spreads))
     sd = {key: spreads.get(key, typical) for key in keys}
-    repeats = dict.fromkeys(keys, 1)
+    repeats = dict(floor)
     # Max-heap of the variance one more sample removes: s^2 / (n (n + 1)).
-    heap = [(-(s * s) / 2, index, key) for index, (key, s) in enumerate(sd.items()) if s > 0]
+    heap = [
+        (-(s * s) / (repeats[key] * (repeats[key] + 1)), index, key)
+        for index, (key, s) in enumerate(sd.items())
+        if s > 0 and repeats[key] < MAX_REPEAT
+    ]
     heapq.heapify(heap)
-    left = budget - len(keys)
+    left = budget - sum(repeats.values())
     while left > 0 and heap:
         _, index, key = heapq.heappop(heap)
         repeats[key] += 1
