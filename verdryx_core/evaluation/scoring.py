@@ -125,13 +125,17 @@ class CaseScorer:
             self.min_score,
             grader_default=getattr(grader, "default_min_score", None),
         )
-        problem = samples_problem(case.aggregate, len(measured))
-        if problem is not None:
-            return self._score(
-                case, context, grader=grader, value=None, unmeasured=problem, tokens=tokens,
-                cost_usd=model_cost, judge_cost_usd=judge_cost, output=last.output,
-            )  # fmt: skip
-        value = aggregate(measured, [sample >= bar for sample in measured], case.aggregate)
+        if case.aggregate is None or case.aggregate == "mean":
+            # Nearly every case: the mean, each sample in [0, 1] (the clamp guards float sums).
+            value = min(1.0, max(0.0, math.fsum(measured) / len(measured)))
+        else:
+            problem = samples_problem(case.aggregate, len(measured))
+            if problem is not None:
+                return self._score(
+                    case, context, grader=grader, value=None, unmeasured=problem, tokens=tokens,
+                    cost_usd=model_cost, judge_cost_usd=judge_cost, output=last.output,
+                )  # fmt: skip
+            value = aggregate(measured, [sample >= bar for sample in measured], case.aggregate)
         return self._score(
             case,
             context,
