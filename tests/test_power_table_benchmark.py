@@ -41,3 +41,18 @@ def test_power_table_smoke_run() -> None:
         assert 0 <= values[6] <= 100  # the plan's predicted power
     assert re.search(r"^(PASS|MISSED): clustered false alarms", out, re.M), out
     assert "elapsed" in out
+
+
+def test_power_table_replay_smoke_run() -> None:
+    """benchmarks/power_table_replay.py replays the table's stable cells through the core."""
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "power_table_replay.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    for name in ("uniform x 3", "auto"):
+        assert re.search(rf"^{name}\s+false alarms" + RATE, result.stdout, re.M), result.stdout
+    assert re.search(r"^(PASS|MISSED): false alarms at most 5%", result.stdout, re.M)
