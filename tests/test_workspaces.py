@@ -117,7 +117,10 @@ def test_a_folder_and_inline_files_load_and_the_fingerprint_follows_the_content(
         ({"files": {"../x": "a"}}, "workspace.files['../x']", "climbs out"),
         ({"files": {"/x": "a"}}, "workspace.files['/x']", "is absolute"),
         ({"files": {"a": "1", "a/b": "2"}}, "workspace.files['a/b']", "is inside 'a'"),
-        ({"folder": "repo"}, "workspace.files", "required but missing"),
+        # The key written is named (a typo is what needs fixing), with the one it may mean.
+        ({"folder": "repo"}, "workspace.folder", "not a known field"),
+        ({"file": {"a": "1"}}, "workspace.file", "did you mean 'files'?"),
+        ({}, "workspace.files", "required but missing"),
     ],
 )
 def test_a_bad_workspace_is_one_line_naming_file_case_and_field(

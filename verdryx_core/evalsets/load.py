@@ -202,8 +202,13 @@ def _check_schema(
     errors = list(_validator().iter_errors(data))
     if not errors:
         return
-    # Report the first case in file order, so the message points where a reader looks first.
-    error = min(errors, key=lambda e: (_sort_key(e), -len(e.absolute_path)))
+    # Report the first case in file order, so the message points where a reader looks first;
+    # at one place, an unknown key before a missing one (`{"folder": ...}` for `{"files":
+    # ...}`: the key written is what the reader needs to fix).
+    error = min(
+        errors,
+        key=lambda e: (_sort_key(e), -len(e.absolute_path), e.validator != "additionalProperties"),
+    )
     location = list(error.absolute_path)
     case: str | None = None
     line = header_line
