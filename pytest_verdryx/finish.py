@@ -117,7 +117,7 @@ def finish_session(
     )
     if settings.store:
         _store(end)
-    case_labels = _case_labels(session)
+    case_labels = _case_labels(context)
     if (
         settings.labels
         or case_labels
@@ -256,25 +256,15 @@ def _labels_paths(end: SessionEnd) -> list[Path]:
     return sorted(path.rglob("*.labels.jsonl")) if path.is_dir() else [path]
 
 
-def _case_labels(session: pytest.Session) -> list[Label]:
-    """The `human_label` of the selected cases (docs/evalset-reference.md)."""
-    from verdryx_core.gating.calibration.labels import Label, output_sha256
+def _case_labels(context: SessionContext) -> list[Label]:
+    """The `human_label` of the selected cases (docs/evalset-reference.md), as gathered where
+    the items were collected (every worker, under xdist)."""
+    from verdryx_core.gating.calibration.labels import Label
 
-    labels = []
-    for item in session.items:
-        case, evalset = getattr(item, "case", None), getattr(item, "evalset", None)
-        human = getattr(case, "human_label", None)
-        output = getattr(case, "output", None)
-        if human is not None and isinstance(output, str) and evalset is not None:
-            labels.append(
-                Label(
-                    eval_set_id=evalset.id,
-                    case_id=case.id,  # type: ignore[union-attr]
-                    output_sha256=output_sha256(output),
-                    label=human,
-                )
-            )
-    return labels
+    return [
+        Label(eval_set_id=set_id, case_id=case_id, output_sha256=sha, label=label)
+        for (set_id, case_id, sha), label in context.state.human_labels.items()
+    ]
 
 
 def _check_judge(end: SessionEnd, case_labels: list[Label]) -> None:

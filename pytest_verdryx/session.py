@@ -319,6 +319,7 @@ class VerdryxSession:
         state.targets = self.context.evaluation.targets_of(
             item.case for item in session.items if isinstance(item, EvalCaseItem)
         )
+        state.human_labels = _human_labels(session.items)
         if self.settings.repeat_auto:
             self._allocate(session)
 
@@ -475,3 +476,25 @@ class VerdryxSession:
 
     def close(self) -> None:
         self.context.store.close()
+
+
+def _human_labels(items: list[pytest.Item]) -> dict[tuple[str, str, str], str | float]:
+    """The `human_label` of each selected case with a recorded text output, keyed as the
+    labels files are matched (docs/calibrating-the-judge.md)."""
+    labelled = [
+        item
+        for item in items
+        if isinstance(item, EvalCaseItem)
+        and item.case.human_label is not None
+        and isinstance(item.case.output, str)
+    ]
+    if not labelled:
+        return {}
+    from verdryx_core.gating.calibration.labels import output_sha256
+
+    labels: dict[tuple[str, str, str], str | float] = {}
+    for item in labelled:
+        label = item.case.human_label
+        if label is not None:
+            labels[(item.evalset.id, item.case.id, output_sha256(str(item.case.output)))] = label
+    return labels

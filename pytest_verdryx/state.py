@@ -52,6 +52,9 @@ class SessionState:
     #: Calls made ahead that ended after the stop: paid for, scored by no item.
     unscored_calls: int = 0
     unscored_cost_usd: float = 0.0
+    #: The selected cases' `human_label`s: (eval set id, case id, output sha256) -> label.
+    #: Gathered where the items are (a worker, under xdist) and sent with the scores.
+    human_labels: dict[tuple[str, str, str], str | float] = field(default_factory=dict)
 
     @property
     def active(self) -> bool:
@@ -96,6 +99,7 @@ class SessionState:
             "calls_given_up": self.calls_given_up,
             "unscored_calls": self.unscored_calls,
             "unscored_cost_usd": self.unscored_cost_usd,
+            "human_labels": [[*key, label] for key, label in self.human_labels.items()],
         }
 
     def merge(self, payload: Mapping[str, Any]) -> None:
@@ -114,3 +118,5 @@ class SessionState:
         self.calls_given_up += int(payload.get("calls_given_up", 0))
         self.unscored_calls += int(payload.get("unscored_calls", 0))
         self.unscored_cost_usd += float(payload.get("unscored_cost_usd", 0.0))
+        for set_id, case_id, sha, label in payload.get("human_labels", ()):
+            self.human_labels[(set_id, case_id, sha)] = label

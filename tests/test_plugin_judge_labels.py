@@ -78,3 +78,29 @@ def test_labels_give_a_judge_block_and_the_correction_refuses_with_too_few(
     assert broken.ret == pytest.ExitCode.USAGE_ERROR
     broken.stdout.fnmatch_lines(["*ERROR: *team.labels.jsonl:1: field 'case_id': missing*"])
     assert "Traceback" not in broken.stdout.str()
+
+
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist-2"])
+def test_cases_human_labels_count_under_xdist_too(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    # Under -n the controller collects no item: the workers send the labels with the scores.
+    cases = [
+        {
+            "id": f"c{index}",
+            "prompt": "help me",
+            "grader": "llm_judge",
+            "rubric": "polite",
+            "output": output,
+            "human_label": verdict,
+        }
+        for index, (output, verdict) in enumerate(
+            zip(OUTPUTS, ["pass", "fail", "fail"], strict=True)
+        )
+    ]
+    write_evalset(pytester.path, "support", "support", cases)
+    result = pytester.runpytest("--no-verdryx-store", "--verdryx-judge=stub", *xdist)
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(
+        ["*judge vs labels: n 3, agreement 33%, kappa 0.00*, TPR 1.00, TNR 0.00"]
+    )
