@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Any, Final
 
-__all__ = ["file_path_problem", "resolve_workspace"]
+__all__ = ["file_path_problem", "resolve_workspace", "spelling_problem"]
 
 _DRIVE: Final = re.compile(r"^[A-Za-z]:")
 
@@ -24,18 +24,29 @@ _DRIVE: Final = re.compile(r"^[A-Za-z]:")
 Fail = Callable[[str, str], Exception]
 
 
-def file_path_problem(path: str) -> str | None:
-    """Why `path` cannot name a file inside a workspace, or None."""
-    if not path or str(PurePosixPath(path)) == ".":
-        return f"{path!r} names the workspace itself; give a file's path relative to it"
+def spelling_problem(path: str, *, base: str) -> str | None:
+    """Why `path`, as written, could lead outside `base` (the folder it is relative to, named
+    as a message says it): a NUL, a backslash (Windows reads one as a separator, so `..\\x`
+    would climb out there), an absolute path, a `..` step. None when its spelling is safe.
+    The one rule for paths that agent work is read under: workspaces and contract paths."""
     if "\x00" in path:
         return "contains a NUL character"
     if "\\" in path:
         return f"{path!r} contains a backslash; use '/' as the separator"
     if path.startswith("/") or _DRIVE.match(path):
-        return f"{path!r} is absolute; give a path relative to the workspace"
+        return f"{path!r} is absolute; give a path relative to {base}"
     if ".." in PurePosixPath(path).parts:
-        return f"{path!r} climbs out with '..'; give a path inside the workspace"
+        return f"{path!r} climbs out with '..'; give a path inside {base}"
+    return None
+
+
+def file_path_problem(path: str) -> str | None:
+    """Why `path` cannot name a file inside a workspace, or None."""
+    if not path or str(PurePosixPath(path)) == ".":
+        return f"{path!r} names the workspace itself; give a file's path relative to it"
+    problem = spelling_problem(path, base="the workspace")
+    if problem is not None:
+        return problem
     if path.endswith("/"):
         return f"{path!r} ends with '/'; name a file, not a folder"
     return None

@@ -8,31 +8,20 @@ way, that leads outside the base path is an error). Neither ever reads outside.
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path, PurePosixPath
-from typing import Final
 
 from verdryx_core.addons.errors import CheckError
+from verdryx_core.evalsets.workspace import spelling_problem
 
 __all__ = ["lexical_problem", "normalize", "resolve_under"]
 
-_DRIVE: Final = re.compile(r"^[A-Za-z]:")
-
 
 def lexical_problem(path: str) -> str | None:
-    """Why `path` can never be a contract path, or None when its spelling is acceptable."""
+    """Why `path` can never be a contract path, or None when its spelling is acceptable (the
+    rule workspaces follow too: `verdryx_core.evalsets.workspace.spelling_problem`)."""
     if not path:
         return "is empty; give a path relative to the base path"
-    if "\x00" in path:
-        return "contains a NUL character"
-    if "\\" in path:
-        # Windows reads '\' as a separator, so '..\x' would escape there: one spelling only.
-        return f"{path!r} contains a backslash; use '/' as the separator"
-    if path.startswith("/") or _DRIVE.match(path):
-        return f"{path!r} is absolute; give a path relative to the base path"
-    if ".." in PurePosixPath(path).parts:
-        return f"{path!r} climbs out with '..'; give a path inside the base path"
-    return None
+    return spelling_problem(path, base="the base path")
 
 
 def normalize(path: str) -> str:
