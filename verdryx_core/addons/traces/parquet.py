@@ -16,6 +16,7 @@ from verdryx_core.addons.traces.reduction import (
     RunReducer,
 )
 from verdryx_core.addons.traces.runs import reduced_records
+from verdryx_core.addons.traces.totals import KeySpaceExceeded, RunTotals
 
 __all__ = [
     "BATCH_ROWS",
@@ -154,8 +155,17 @@ def _row_group(
 def reduce_traces(
     path: str | Path, *, detail: bool = False, keep_loose: bool = True, ordered: bool = True
 ) -> ReducedRuns:
-    """Stream a trace file or directory through the run reduction (see `RunReducer`)."""
+    """Stream a trace file or directory through the run reduction (see `RunReducer`;
+    without detail or order, `RunTotals`: a run is then a cost and a tag, which one hash
+    aggregation computes faster and in less memory, whatever the layout)."""
     files = trace_files(path)
+    if not detail and not ordered:
+        rows = _row_count(files)
+        if rows is not None:
+            try:
+                return _totals(files, rows, keep_loose=keep_loose)
+            except KeySpaceExceeded:
+                pass  # a step, row count or tag too large for its key: the general reduction
     reducer = RunReducer(detail=detail, keep_loose=keep_loose, ordered=ordered)
     columns = DETAIL_COLUMNS if detail else COST_COLUMNS
     batches = iter_trace_batches(
@@ -172,6 +182,34 @@ def reduce_traces(
         prepared.close()  # first: its thread stops pulling from `decoded`
         decoded.close()
     return reducer.finish()
+
+
+def _row_count(files: Sequence[Path]) -> int | None:
+    """The trace's rows from the segments' footers, or None when one cannot be read (the
+    reduction that reads it then names the file and what is wrong)."""
+    _, _, pq = require_pyarrow("reading Parquet traces")
+    import pyarrow
+
+    try:
+        return sum(pq.read_metadata(file).num_rows for file in files)
+    except (pyarrow.ArrowException, OSError):
+        return None
+
+
+def _totals(files: Sequence[Path], rows: int, *, keep_loose: bool) -> ReducedRuns:
+    totals = RunTotals(rows=rows, keep_loose=keep_loose)
+    batches = iter_trace_batches(
+        files, COST_COLUMNS, run_dictionary=lambda: totals.wants_run_dictionary
+    )
+    # The same three stages: decode, check and key a row group (`prepare`), and the hash
+    # aggregation (`reduce`, here).
+    decoded = read_ahead(batches)
+    keyed = read_ahead(totals.prepare(batch, source=where) for where, batch in decoded)
+    try:
+        return totals.reduce(keyed)
+    finally:
+        keyed.close()  # first: its thread stops pulling from `decoded`
+        decoded.close()
 
 
 def read_parquet(path: str | Path) -> list[dict[str, Any]]:
