@@ -49,6 +49,8 @@ _SCATTERED_SHARE: Final = 0.5
 #: Batches handed to the aggregation and not yet consumed, at most (see `_rows_of`).
 _IN_FLIGHT: Final = 2
 _HOLD_SECONDS: Final = 5.0
+#: How often a waiting thread looks up (for Ctrl-C, or a stopped aggregation).
+_POLL_SECONDS: Final = 0.05
 
 #: Sums of int64 costs below this are exact in float64, so numpy's bincount can add them.
 _FLOAT_EXACT: Final = float(2**53)
@@ -56,6 +58,10 @@ _FLOAT_EXACT: Final = float(2**53)
 
 class KeySpaceExceeded(Exception):
     """A call's step, row or tag does not fit its bits of the aggregation key."""
+
+
+class _Stopped(Exception):
+    """Raised in the aggregation's source when the caller was interrupted."""
 
 
 class _Batch:
@@ -91,6 +97,9 @@ class RunTotals(BatchColumns):
             [("run_id", pa.string()), ("cost", pa.int64()), ("last", pa.int64())]
         )
         self._run_dictionary = True
+        self._stop = threading.Event()
+        self._source_done = threading.Event()
+        self._source_freed = threading.Event()
 
     @property
     def wants_run_dictionary(self) -> bool:
@@ -188,10 +197,48 @@ class RunTotals(BatchColumns):
         return values.take(pa.array(used, type=pa.int64())), totals[used], best[used]
 
     def reduce(self, prepared: Iterable[_Batch | None]) -> ReducedRuns:
-        """Aggregate prepared batches (in read order) into the reduced runs."""
+        """Aggregate prepared batches (in read order) into the reduced runs.
+
+        The plan runs on a worker while this thread waits in short, interruptible steps:
+        blocked inside the plan, it would take Ctrl-C only when Python code next ran on it,
+        and lose it there (in a buffer's finalizer, say). On an interruption the plan's
+        source stops at its next batch and the worker ends before this raises."""
+        outcome: dict[str, Any] = {}
+        worker = threading.Thread(
+            target=self._run_plan,
+            args=(prepared, outcome),
+            name="verdryx-trace-aggregation",
+            daemon=True,
+        )
+        worker.start()
+        try:
+            while worker.is_alive():
+                worker.join(_POLL_SECONDS)
+        except BaseException:
+            self._halt(worker)
+            raise
+        if "error" in outcome:
+            self._halt(worker)
+            raise outcome["error"]
+        return self._result(outcome["runs"])
+
+    def _halt(self, worker: threading.Thread) -> None:
+        """Stop the plan and wait until its source has left the batches' generator: the
+        plan can end while its reader thread is still inside it, and the caller closes
+        that generator next (and may exit the interpreter, which must find no thread of
+        Arrow's running Python code, nor a reader of Arrow's still to free)."""
+        self._stop.set()
+        worker.join()
+        self._source_done.wait(_HOLD_SECONDS)
+        self._source_freed.wait(_HOLD_SECONDS)
+
+    def _run_plan(self, prepared: Iterable[_Batch | None], outcome: dict[str, Any]) -> None:
         from pyarrow import acero
 
-        reader = self._pa.RecordBatchReader.from_batches(self._schema, self._rows_of(prepared))
+        source = self._rows_of(prepared)
+        weakref.finalize(source, self._source_freed.set)
+        reader = self._pa.RecordBatchReader.from_batches(self._schema, source)
+        del source  # the reader holds it; freed with the reader, on whichever thread
         plan = acero.Declaration.from_sequence(
             [
                 acero.Declaration(
@@ -206,9 +253,17 @@ class RunTotals(BatchColumns):
                 ),
             ]
         )
-        # One thread: reading and preparing run on their own threads beside it, and a
-        # parallel aggregation spends more CPU merging per-thread tables than it saves.
-        return self._result(plan.to_table(use_threads=False))
+        try:
+            # One thread: reading and preparing run on their own thread beside it, and a
+            # parallel aggregation spends more CPU merging per-thread tables than it saves.
+            outcome["runs"] = plan.to_table(use_threads=False)
+        except BaseException as exc:  # raised by `reduce`, on the caller's thread
+            outcome["error"] = exc
+        finally:
+            # Released here, on this thread: kept alive by the error's traceback, the
+            # reader (which wraps a Python generator) could be freed while the interpreter
+            # shuts down, which pyarrow does not survive.
+            del plan, reader
 
     def reduce_batches(self, batches: Iterable[tuple[str, Any]]) -> ReducedRuns:
         """Prepare and aggregate `(source, record batch)` pairs, in read order."""
@@ -220,17 +275,31 @@ class RunTotals(BatchColumns):
         is handed over only once fewer than `_IN_FLIGHT` are still held (a batch's cost
         array is freed when the aggregation is done with it)."""
         slots = threading.Semaphore(_IN_FLIGHT)
-        for item in prepared:
-            if item is None:
-                continue
-            loose = item.loose
-            if loose["tag"].size:
-                self._add_loose(np.arange(loose["tag"].size), loose)
-            if item.rows is not None:
-                # Bounded wait: should a batch outlive its aggregation, reading goes on.
-                if slots.acquire(timeout=_HOLD_SECONDS):
-                    weakref.finalize(item.cost, slots.release)
-                yield item.rows
+        try:
+            for item in prepared:
+                if self._stop.is_set():
+                    raise _Stopped
+                if item is None:
+                    continue
+                loose = item.loose
+                if loose["tag"].size:
+                    self._add_loose(np.arange(loose["tag"].size), loose)
+                if item.rows is not None:
+                    if self._acquire(slots):
+                        weakref.finalize(item.cost, slots.release)
+                    yield item.rows
+        finally:
+            self._source_done.set()
+
+    def _acquire(self, slots: threading.Semaphore) -> bool:
+        """A slot for one more batch; False after `_HOLD_SECONDS` (should a batch outlive
+        its aggregation, reading goes on rather than waiting forever)."""
+        for _ in range(round(_HOLD_SECONDS / _POLL_SECONDS)):
+            if slots.acquire(timeout=_POLL_SECONDS):
+                return True
+            if self._stop.is_set():
+                raise _Stopped
+        return False
 
     def _result(self, runs: Any) -> ReducedRuns:
         pc = self._pc
