@@ -94,10 +94,14 @@ def compare_stored(
         return checked(name, result, gate, flags=flags)
     current = pairs.current[matched][order]
     base = pairs.baseline[matched][order]
+    matched_keys = None
+    if deltas:
+        unordered = keys_of(matched)
+        matched_keys = [unordered[index] for index in order.tolist()]
     try:
         result = matched_result(
             baseline,
-            keys=[keys_of(matched)[index] for index in order.tolist()] if deltas else None,
+            keys=matched_keys,
             pooled=current,
             base_values=base,
             base_scores=base,

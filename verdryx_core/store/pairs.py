@@ -2,15 +2,17 @@
 
 What the gate needs of 50,000 cases a side is four numbers a case: the baseline case it
 pairs with, the two scores, and whether the case was edited since. Read that way, in
-SQLite's own join, it costs a tenth of building every score and baseline case as objects
-(`load_run`, `get_baseline`), which also decode the free text, checks and costs the gate
-never reads (docs/statistics.md, "Reproducibility and speed").
+SQLite's own join, it costs a small part of building every score and baseline case as
+objects (`load_run`, `get_baseline`), which also decode the free text, checks and costs
+the gate never reads (docs/statistics.md, "Reproducibility and speed").
 
-Only plain rows are read so: text ids with no `:` in the eval set id (the key
-`set::case` is then the pair of columns), a score in [0, 1] or NULL with an unmeasured
-reason, a text fingerprint, no samples, no cluster. A run or baseline with any other row
-in what the gate reads (a broken one, a sampled or clustered case) gets None, and the caller
-reads it as objects, which names a broken row by run, case and column.
+Only plain rows are read so: text ids with no `:` in the eval set id (the key `set::case`
+is then the pair of columns), a score in [0, 1] or NULL with an unmeasured reason, a text
+fingerprint, no samples, no cluster. A run or baseline with any other row in those
+columns (a broken one, a sampled or clustered case) gets None, and the caller reads it as
+objects, which names a broken row by run, case and column. The columns the gate does not
+read (token counts, costs, `passed`, free text, per-check results) are not checked here:
+`verdryx show`, `runs` and `report` name a broken one (docs/store.md).
 """
 
 from __future__ import annotations
@@ -27,17 +29,21 @@ if TYPE_CHECKING:
 
 __all__ = ["ScorePairs", "read_score_pairs"]
 
-#: A score row the gate reads as it is: ids, score or reason, fingerprint; no samples, no
-#: cluster (every row it accepts, `rows.score_problem` accepts in these columns too).
+#: A score row the gate reads as it is: case id, score or reason, fingerprint; no samples,
+#: no cluster (every row it accepts, `rows.score_problem` accepts in these columns too).
+#: The eval set ids are checked once each, by `read_score_pairs`.
 _PLAIN_SCORE: Final = """(
-    typeof(s.eval_set_id) = 'text' AND typeof(s.case_id) = 'text'
-    AND instr(s.eval_set_id, ':') = 0 AND typeof(s.fingerprint) = 'text'
+    typeof(s.case_id) = 'text' AND typeof(s.fingerprint) = 'text'
     AND ((typeof(s.value) = 'real' AND s.value BETWEEN 0 AND 1 AND s.unmeasured IS NULL)
          OR (s.value IS NULL AND typeof(s.unmeasured) = 'text'))
     AND s.samples IS NULL AND s.cluster IS NULL)"""
+#: A baseline case the gate reads as it is: text ids, no `:` in the eval set id, a score in
+#: [0, 1], a text fingerprint, no samples, no cluster. Every case is checked, not only the
+#: matched ones, as `get_baseline` checks them all.
 _PLAIN_CASE: Final = """(
-    typeof(b.value) IN ('real', 'integer') AND b.value BETWEEN 0 AND 1
-    AND typeof(b.fingerprint) = 'text' AND b.samples IS NULL AND b.cluster IS NULL)"""
+    typeof(eval_set_id) = 'text' AND instr(eval_set_id, ':') = 0 AND typeof(case_id) = 'text'
+    AND typeof(value) IN ('real', 'integer') AND value BETWEEN 0 AND 1
+    AND typeof(fingerprint) = 'text' AND samples IS NULL AND cluster IS NULL)"""
 
 #: One row per score of the run, in collection order: the baseline case of the same eval
 #: set and case id (its rowid, NULL: none), the two scores, and a code: 0 plain, 1 edited
@@ -47,7 +53,6 @@ _PAIRS: Final = f"""
 SELECT s.seq, b.rowid, CAST(s.value AS REAL), CAST(b.value AS REAL),
     CASE WHEN NOT {_PLAIN_SCORE} THEN 2
          WHEN b.rowid IS NULL THEN 0
-         WHEN NOT {_PLAIN_CASE} THEN 2
          WHEN b.fingerprint <> '' AND s.fingerprint <> '' AND b.fingerprint <> s.fingerprint
          THEN 1
          ELSE 0 END
@@ -89,18 +94,23 @@ def read_score_pairs(
     key is scored twice."""
     import numpy as np
 
-    scored = db.rows("SELECT DISTINCT eval_set_id FROM scores WHERE run_id = ?", (run_id,))
-    sets = sorted(set(eval_sets) | {row[0] for row in scored if isinstance(row[0], str)})
+    scored = [
+        row[0]
+        for row in db.rows("SELECT DISTINCT eval_set_id FROM scores WHERE run_id = ?", (run_id,))
+    ]
+    # `a::b` + `c` and `a` + `b::c` are one key `a::b::c`: only the objects compare them so.
+    if not all(isinstance(name, str) and ":" not in name for name in scored):
+        return None
+    sets = sorted(set(eval_sets) | set(scored))
     in_sets = f"eval_set_id IN ({marks(len(sets))})" if sets else "0"
     counts = db.rows(
-        f"SELECT coalesce(sum({in_sets}), 0), "
-        "coalesce(sum(typeof(eval_set_id) <> 'text' OR instr(eval_set_id, ':') > 0), 0) "
+        f"SELECT coalesce(sum({in_sets}), 0), coalesce(sum(NOT {_PLAIN_CASE}), 0) "
         "FROM baseline_cases WHERE baseline_id = ?",
         (*sets, baseline_id),
     )
-    cases_in_sets, odd_sets = counts[0]
-    if odd_sets:
-        return None  # `a::b` + `c` and `a` + `b::c` are one key: only objects compare them
+    cases_in_sets, not_plain = counts[0]
+    if not_plain:
+        return None
     rows = db.rows(_PAIRS, (baseline_id, run_id))
     table = np.array(rows, dtype=np.float64).reshape(len(rows), 5)
     code = table[:, 4].astype(np.int8)

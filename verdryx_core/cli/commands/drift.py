@@ -24,7 +24,7 @@ from verdryx_core.errors import UsageError
 from verdryx_core.gating.compare import GateOutcome, compare
 from verdryx_core.gating.stored import compare_stored
 from verdryx_core.runs import Baseline, EvalRun
-from verdryx_core.store import RunSummary, Store
+from verdryx_core.store import RunSummary, Store, StoreRowError
 
 NAME = "drift"
 HELP = "compare the newest run (or --run) with a baseline; exits 1 on a regressed verdict"
@@ -65,22 +65,23 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _from_arrays(store: Store, args: argparse.Namespace) -> tuple[str, GateOutcome] | None:
-    """The gate of the newest run from the store's arrays, without reading either side's
-    rows as objects (`compare_stored`); None when only the objects can answer it, or a
-    run is named (`--run`), or the baseline is a committed file."""
-    if args.run:
-        return None
+    """The gate from the store's arrays, without reading either side's rows as objects
+    (`compare_stored`); None when only the objects can answer it or say what is wrong (a
+    committed baseline file, an unknown or unreadable run, a row that is not plain)."""
     baseline = store.get_baseline(args.baseline, cases=False)
     sets = None if baseline is None else store.baseline_eval_sets(baseline.id)
     if baseline is None or sets is None:
         return None
-    newest = _newest(store, sets)
-    if not newest:
-        return None  # the objects' path says what is missing
-    outcome = compare_stored(
-        store, newest[0], baseline, gate=policy_from(args), deltas=not args.json
-    )
-    return None if outcome is None else (newest[0].id, outcome)
+    if args.run:
+        run_id = store.run_id_for(args.run)
+        unreadable: list[StoreRowError] = []  # named by the objects' path, if it is this one
+        runs = [summary for summary in store.list_runs(broken=unreadable) if summary.id == run_id]
+    else:
+        runs = _newest(store, sets)
+    if not runs:
+        return None
+    outcome = compare_stored(store, runs[0], baseline, gate=policy_from(args), deltas=not args.json)
+    return None if outcome is None else (runs[0].id, outcome)
 
 
 def _newest(store: Store, sets: set[str]) -> list[RunSummary]:
