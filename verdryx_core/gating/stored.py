@@ -20,7 +20,6 @@ from verdryx_core.gating.compare import GateOutcome, GatePolicy, checked, refuse
 from verdryx_core.gating.comparison import matched_result, run_changes, unmatched_result
 from verdryx_core.runs import Baseline
 from verdryx_core.store import RunSummary, Store
-from verdryx_core.store.pairs import EDITED, PLAIN
 
 __all__ = ["compare_stored"]
 
@@ -59,18 +58,18 @@ def compare_stored(
         return None
     has_case = pairs.case_row >= 0
     measured = ~np.isnan(pairs.current)
-    matched = has_case & measured & (pairs.code == PLAIN)
-    edited = has_case & measured & (pairs.code == EDITED)
+    matched = has_case & measured & ~pairs.edited
+    edited = has_case & measured & pairs.edited
     unmeasured = has_case & ~measured
     added = ~has_case & measured
     # Matched cases in the baseline's case order, as `Baseline.case_map` iterates them: the
     # bootstrap draws positions, so the order is part of the numbers.
     order = np.argsort(pairs.case_row[matched], kind="stable")
     named = added | edited | unmeasured | (matched if deltas else np.zeros_like(matched))
-    keys = store.score_keys(run.id, pairs.seq[named].tolist()) if named.any() else {}
+    keys = store.score_keys(run.id, np.flatnonzero(named).tolist()) if named.any() else {}
 
     def keys_of(rows: np.ndarray) -> list[str]:
-        return [keys[seq] for seq in pairs.seq[rows].tolist()]
+        return [keys[position] for position in np.flatnonzero(rows).tolist()]
 
     removed: list[str] = []
     if pairs.cases_in_sets > int(has_case.sum()):

@@ -292,8 +292,9 @@ class Store(abc.ABC):
         objects (`load_run`, `get_baseline`)."""
         return None
 
-    def score_keys(self, run_id: str, seqs: Sequence[int]) -> dict[int, str]:
-        """`set::case` of the run's scores at these positions (`ScorePairs.seq`)."""
+    def score_keys(self, run_id: str, positions: Sequence[int]) -> dict[int, str]:
+        """`set::case` of the run's scores at these positions in collection order (the
+        order of `ScorePairs`)."""
         raise NotImplementedError
 
     def baseline_keys(self, baseline_id: str, eval_sets: Collection[str]) -> list[tuple[int, str]]:

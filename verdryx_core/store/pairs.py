@@ -37,34 +37,32 @@ _PLAIN_SCORE: Final = """(
     AND ((typeof(s.value) = 'real' AND s.value BETWEEN 0 AND 1 AND s.unmeasured IS NULL)
          OR (s.value IS NULL AND typeof(s.unmeasured) = 'text'))
     AND s.samples IS NULL AND s.cluster IS NULL)"""
-#: A baseline case the gate reads as it is: text ids, no `:` in the eval set id, a score in
-#: [0, 1], a text fingerprint, no samples, no cluster. Every case is checked, not only the
-#: matched ones, as `get_baseline` checks them all.
+#: A baseline case the gate reads as it is: a text case id, a score in [0, 1], a text
+#: fingerprint, no samples, no cluster (its eval set id is checked once, with the others).
 _PLAIN_CASE: Final = """(
-    typeof(eval_set_id) = 'text' AND instr(eval_set_id, ':') = 0 AND typeof(case_id) = 'text'
-    AND typeof(value) IN ('real', 'integer') AND value BETWEEN 0 AND 1
-    AND typeof(fingerprint) = 'text' AND samples IS NULL AND cluster IS NULL)"""
+    typeof(b.case_id) = 'text' AND typeof(b.value) IN ('real', 'integer')
+    AND b.value BETWEEN 0 AND 1 AND typeof(b.fingerprint) = 'text'
+    AND b.samples IS NULL AND b.cluster IS NULL)"""
 
-#: One row per score of the run, in collection order: the baseline case of the same eval
-#: set and case id (its rowid, NULL: none), the two scores, and a code: 0 plain, 1 edited
-#: since the baseline (both fingerprints set and different), 2 not plain. (The casts only
-#: keep a row that is not plain, whose scores are never used, from failing to read.)
+#: One row per score of the run, in collection order: which baseline case it pairs with,
+#: and the two scores. The first column is NULL when the baseline has no case of the same
+#: eval set and case id, the case's rowid when both rows are plain, minus it when the case
+#: was edited since the baseline (both fingerprints set and different), 0 when a row is not
+#: plain. (The casts only keep a row that is not plain, whose scores are never used, from
+#: failing to read.) Three numbers a row: the fewer values, the cheaper the read.
 _PAIRS: Final = f"""
-SELECT s.seq, b.rowid, CAST(s.value AS REAL), CAST(b.value AS REAL),
-    CASE WHEN NOT {_PLAIN_SCORE} THEN 2
-         WHEN b.rowid IS NULL THEN 0
+SELECT
+    CASE WHEN NOT {_PLAIN_SCORE} THEN 0
+         WHEN b.rowid IS NULL THEN NULL
+         WHEN NOT {_PLAIN_CASE} THEN 0
          WHEN b.fingerprint <> '' AND s.fingerprint <> '' AND b.fingerprint <> s.fingerprint
-         THEN 1
-         ELSE 0 END
+         THEN -b.rowid
+         ELSE b.rowid END,
+    CAST(s.value AS REAL), CAST(b.value AS REAL)
 FROM scores s LEFT JOIN baseline_cases b
     ON b.baseline_id = ? AND b.eval_set_id = s.eval_set_id AND b.case_id = s.case_id
 WHERE s.run_id = ?
 ORDER BY s.seq"""
-
-#: Codes of `_PAIRS`.
-PLAIN: Final = 0
-EDITED: Final = 1
-_NOT_PLAIN: Final = 2
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -72,16 +70,15 @@ class ScorePairs:
     """Each score of a run (collection order) beside the baseline case of its key.
 
     `case_row` is the baseline case's position in save order (-1: the baseline has no such
-    case), `current` the score (NaN: unmeasured), `baseline` the case's score (NaN: none),
-    `code` `PLAIN` or `EDITED`. `eval_sets` are the run's and its scores' eval sets,
-    `cases_in_sets` the baseline's cases of them.
+    case), `edited` whether the case changed since (fingerprints), `current` the score
+    (NaN: unmeasured), `baseline` the case's score (NaN: none). `eval_sets` are the run's
+    and its scores' eval sets, `cases_in_sets` the baseline's cases of them.
     """
 
-    seq: np.ndarray
     case_row: np.ndarray
+    edited: np.ndarray
     current: np.ndarray
     baseline: np.ndarray
-    code: np.ndarray
     eval_sets: tuple[str, ...]
     cases_in_sets: int
 
@@ -98,48 +95,54 @@ def read_score_pairs(
         row[0]
         for row in db.rows("SELECT DISTINCT eval_set_id FROM scores WHERE run_id = ?", (run_id,))
     ]
-    # `a::b` + `c` and `a` + `b::c` are one key `a::b::c`: only the objects compare them so.
-    if not all(isinstance(name, str) and ":" not in name for name in scored):
+    # `a::b` + `c` and `a` + `b::c` are one key `a::b::c`: only the objects compare them so
+    # (and name a set id that is no text).
+    if not all(
+        isinstance(name, str) and ":" not in name
+        for name in (*scored, *baseline_eval_sets(db, baseline_id))
+    ):
         return None
     sets = sorted(set(eval_sets) | set(scored))
-    in_sets = f"eval_set_id IN ({marks(len(sets))})" if sets else "0"
+    # Counted on the baseline's key index, without reading its rows.
     counts = db.rows(
-        f"SELECT coalesce(sum({in_sets}), 0), coalesce(sum(NOT {_PLAIN_CASE}), 0) "
-        "FROM baseline_cases WHERE baseline_id = ?",
-        (*sets, baseline_id),
+        "SELECT count(*) FROM baseline_cases "
+        f"WHERE baseline_id = ? AND eval_set_id IN ({marks(len(sets))})",
+        (baseline_id, *sets),
     )
-    cases_in_sets, not_plain = counts[0]
-    if not_plain:
-        return None
+    cases_in_sets = counts[0][0]
     rows = db.rows(_PAIRS, (baseline_id, run_id))
-    table = np.array(rows, dtype=np.float64).reshape(len(rows), 5)
-    code = table[:, 4].astype(np.int8)
-    if (code == _NOT_PLAIN).any():
+    table = np.array(rows, dtype=np.float64).reshape(len(rows), 3)
+    reference = table[:, 0]
+    if (reference == 0).any():
         return None
-    case_row = np.nan_to_num(table[:, 1], nan=-1.0).astype(np.int64)
-    paired = np.sort(case_row[case_row >= 0])
+    has_case = ~np.isnan(reference)
+    case_row = np.where(has_case, np.abs(np.nan_to_num(reference)), -1).astype(np.int64)
+    paired = np.sort(case_row[has_case])
     if paired.size and (paired[1:] == paired[:-1]).any():
         return None  # a case scored twice: its scores pool, as objects pool them
     return ScorePairs(
-        seq=table[:, 0].astype(np.int64),
         case_row=case_row,
-        current=table[:, 2],
-        baseline=table[:, 3],
-        code=code,
+        edited=np.nan_to_num(reference) < 0,
+        current=table[:, 1],
+        baseline=table[:, 2],
         eval_sets=tuple(sets),
         cases_in_sets=int(cases_in_sets),
     )
 
 
-def score_keys(db: Database, run_id: str, seqs: Sequence[int]) -> dict[int, str]:
-    """`set::case` of the run's scores at these positions."""
-    wanted = set(seqs)
+def score_keys(db: Database, run_id: str, positions: Sequence[int]) -> dict[int, str]:
+    """`set::case` of the run's scores at these positions in collection order."""
+    wanted = set(positions)
     if not wanted:
         return {}
     rows: list[Any] = db.rows(
-        "SELECT seq, eval_set_id, case_id FROM scores WHERE run_id = ?", (run_id,)
+        "SELECT eval_set_id, case_id FROM scores WHERE run_id = ? ORDER BY seq", (run_id,)
     )
-    return {seq: case_key(set_id, case) for seq, set_id, case in rows if seq in wanted}
+    return {
+        position: case_key(set_id, case)
+        for position, (set_id, case) in enumerate(rows)
+        if position in wanted
+    }
 
 
 def baseline_keys(

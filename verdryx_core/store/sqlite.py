@@ -228,9 +228,9 @@ class SqliteStore(SqlStore):
         with self.db.errors(f"read run {run_id}"), self.db.lock:
             return pairs.read_score_pairs(self.db, run_id, baseline_id, eval_sets)
 
-    def score_keys(self, run_id: str, seqs: Sequence[int]) -> dict[int, str]:
+    def score_keys(self, run_id: str, positions: Sequence[int]) -> dict[int, str]:
         with self.db.errors(f"read run {run_id}"):
-            return pairs.score_keys(self.db, run_id, seqs)
+            return pairs.score_keys(self.db, run_id, positions)
 
     def baseline_keys(self, baseline_id: str, eval_sets: Collection[str]) -> list[tuple[int, str]]:
         with self.db.errors(f"read baseline {baseline_id}"):
