@@ -42,7 +42,12 @@ from concurrency import MODEL, served  # noqa: E402
 
 from tests.fakes.anthropic_server import DEFAULT_KEY  # noqa: E402
 from verdryx_core.llm import CachedAdapter, CallPool, Progress, make_adapter  # noqa: E402
-from verdryx_core.targets import Target, TargetCase, TargetRunner  # noqa: E402
+from verdryx_core.targets import (  # noqa: E402
+    Target,
+    TargetCase,
+    TargetRunner,
+    sdk_client_options,
+)
 
 PER_CALL_TARGET_MS = 1.0
 C64_TARGET = 1.3
@@ -137,10 +142,13 @@ def _judge(url: str, calls: int) -> float:
     )
 
 
-def _target(url: str, calls: int) -> float:
+def _target(url: str, calls: int, *, light: bool = True) -> float:
+    """A target's own `AsyncAnthropic`, built with verdryx's `sdk_client_options` (the
+    keep-alive transport) or, with `light=False`, with the SDK's defaults."""
     import anthropic
 
-    client = anthropic.AsyncAnthropic(base_url=url, api_key=DEFAULT_KEY)
+    options = sdk_client_options(anthropic.AsyncAnthropic) if light else {}
+    client = anthropic.AsyncAnthropic(base_url=url, api_key=DEFAULT_KEY, **options)
 
     async def answer(case: TargetCase) -> str:
         messages = [{"role": "user", "content": case.prompt}]
@@ -191,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         rows["model (adapter.complete)"] = _model(url, calls)
         rows["judge (adapter.judge)"] = _judge(url, calls)
         rows["target with SDK (TargetRunner)"] = _target(url, calls)
+        rows["target, SDK's default client"] = _target(url, calls, light=False)
         _, c64_cpu = _concurrent(url, phase, 64)
     latency = 0.1
     with served(latency, False, report) as url:
