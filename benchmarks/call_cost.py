@@ -11,7 +11,9 @@ Rows, all measured in this run:
 - model / judge: verdryx's adapter (`complete`, `judge`) through the response cache layer
   (mode off: every call is made), one call at a time;
 - target with SDK: an async target calling `AsyncAnthropic` (one client for the run) through
-  `TargetRunner`, one case at a time.
+  `TargetRunner`, one case at a time, its client built with verdryx's `sdk_client_options`
+  (docs/targets.md, "A target on an SDK"); beside it the same target on the SDK's default
+  client, what a target that does not use the helper pays.
 
 Targets: at most 1.0 ms of client CPU per call on each verdryx path; the model phase of N
 calls at 100 ms latency and concurrency 64 within 1.3x of N x latency / 64 (a wall-time figure:

@@ -474,6 +474,7 @@ class AsyncKeepAliveTransport(httpx2.AsyncBaseTransport):
 
     def __init__(self) -> None:
         self._idle = _Idle()
+        self._lock = threading.Lock()
         self._ssl = _SslContext()
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
@@ -492,10 +493,11 @@ class AsyncKeepAliveTransport(httpx2.AsyncBaseTransport):
             raise
 
     def _reused(self, origin: _Origin, loop: asyncio.AbstractEventLoop) -> _Conn | None:
-        # One event loop thread uses this at a time per loop; the lock-free dict operations
-        # are atomic under the GIL, and a connection is only ever handed to its own loop.
+        # Locked although one loop rarely races itself: loops in two threads may share a
+        # client, and a connection is only ever handed to its own loop.
         while True:
-            connection, stale = self._idle.take(origin)
+            with self._lock:
+                connection, stale = self._idle.take(origin)
             for old in stale:
                 old.close()
             if connection is None or connection.usable(loop):
@@ -576,12 +578,17 @@ class AsyncKeepAliveTransport(httpx2.AsyncBaseTransport):
         )
 
     def _release(self, origin: _Origin, connection: _Conn, keep_alive: bool) -> None:
-        if keep_alive and self._idle.put(origin, connection):
-            return
+        if keep_alive:
+            with self._lock:
+                kept = self._idle.put(origin, connection)
+            if kept:
+                return
         connection.close()
 
     async def aclose(self) -> None:
-        for connection in self._idle.drain():
+        with self._lock:
+            connections = self._idle.drain()
+        for connection in connections:
             connection.close()
 
 
