@@ -540,8 +540,11 @@ class AsyncKeepAliveTransport(httpx2.AsyncBaseTransport):
         timeouts: dict[str, float | None],
     ) -> _Head:
         try:
-            connection.writer.write(_request_head(request) + body)
-            await _bounded(connection.writer.drain(), timeouts.get("write"), httpx2.WriteTimeout)
+            writer = connection.writer
+            writer.write(_request_head(request) + body)
+            if writer.transport.get_write_buffer_size():
+                # Only a request the socket did not take at once waits (a timer costs CPU).
+                await _bounded(writer.drain(), timeouts.get("write"), httpx2.WriteTimeout)
         except OSError as exc:
             raise httpx2.WriteError(str(exc) or type(exc).__name__) from exc
         while True:
