@@ -249,6 +249,9 @@ def test_chunked_gzip_and_close_framing(get: Get) -> None:
             (_reply(zipped, b"Content-Encoding: gzip"), False),
             (_reply(b"{}", b"Connection: close"), True),
             (_reply(b"[]"), False),
+            # Longer than what is read in one piece: handed over as it arrives.
+            (_reply(b'"' + b"y" * (1 << 21) + b'"'), False),
+            (_reply(b"null"), False),
         ]
     )
     try:
@@ -257,11 +260,14 @@ def test_chunked_gzip_and_close_framing(get: Get) -> None:
         assert get(url).json() == {"a": 1}
         assert get(url).json() == {}
         assert get(url).json() == []
+        assert get(url).json() == "y" * (1 << 21)
+        assert get(url).json() is None
     finally:
         server.close()
-    first, second, third, fourth = server.ports
+    first, second, third, fourth, fifth, sixth = server.ports
     assert first == second == third  # kept alive through chunked and gzip answers
     assert fourth != third  # `Connection: close` was honoured
+    assert fourth == fifth == sixth  # and through a long body read to its end
 
 
 def test_a_connection_the_server_dropped_is_not_reused(get: Get) -> None:

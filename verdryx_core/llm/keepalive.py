@@ -625,10 +625,12 @@ async def _read_exactly(reader: asyncio.StreamReader, amount: int, timeout: floa
         raise httpx2.ReadError(str(exc) or type(exc).__name__) from exc
 
 
-async def _read_some(reader: asyncio.StreamReader, timeout: float | None) -> bytes:
+async def _read_some(
+    reader: asyncio.StreamReader, timeout: float | None, most: int = _CHUNK
+) -> bytes:
     try:
         async with asyncio.timeout(timeout):
-            return await reader.read(_CHUNK)
+            return await reader.read(most)
     except TimeoutError as exc:
         raise httpx2.ReadTimeout("timed out") from exc
     except OSError as exc:
@@ -669,7 +671,7 @@ class _AsyncBody(httpx2.AsyncByteStream):
         elif self._head.length is not None:
             left = self._head.length
             while left:
-                chunk = await _read_some(reader, timeout)
+                chunk = await _read_some(reader, timeout, min(_CHUNK, left))
                 if not chunk:
                     raise httpx2.RemoteProtocolError(
                         "server disconnected in the middle of the answer"
