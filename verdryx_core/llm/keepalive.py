@@ -176,6 +176,8 @@ class _SyncConn:
         # Bytes waiting on an idle connection (EOF included) mean the server closed it or
         # sent what nobody asked for: either way it cannot carry the next request.
         sock = self.sock
+        if sock.fileno() < 0:
+            return False  # closed already
         pending = isinstance(sock, ssl.SSLSocket) and sock.pending()
         return not self.buffer and not pending and not _readable(sock)
 
@@ -232,16 +234,23 @@ def _readable(sock: socket.socket) -> bool:
     return bool(poller.poll(0))
 
 
-def _request_head(request: httpx2.Request) -> bytes:
-    """The request line and headers, validated as http.client validates them: a header
-    carrying CR or LF would split the request."""
+def _request_bytes(request: httpx2.Request, body: bytes) -> bytes:
+    """The whole request, in one piece: request line, headers (refused when one carries CR or
+    LF, which would split the request, as http.client refuses it) and body. A body httpx
+    announced as chunked (its content was an iterator of unknown length) is sent as one chunk
+    and the last one."""
     lines = [b"%s %s HTTP/1.1" % (request.method.encode("ascii"), request.url.raw_path)]
+    chunked = False
     for name, value in request.headers.raw:
         if b"\r" in name or b"\n" in name or b"\r" in value or b"\n" in value:
             raise httpx2.LocalProtocolError(f"illegal header {name!r}: it holds a line break")
+        if name.lower() == b"transfer-encoding" and value.lower() == b"chunked":
+            chunked = True
         lines.append(name + b": " + value)
     lines.append(b"\r\n")
-    return b"\r\n".join(lines)
+    if chunked:
+        body = (b"%x\r\n%s\r\n" % (len(body), body) if body else b"") + b"0\r\n\r\n"
+    return b"\r\n".join(lines) + body
 
 
 def _server_hostname(request: httpx2.Request, host: str) -> str:
@@ -261,7 +270,7 @@ class KeepAliveTransport(httpx2.BaseTransport):
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         origin = _origin(request.url)
         timeouts = _timeouts(request)
-        data = _request_head(request) + request.read()
+        data = _request_bytes(request, request.read())
         connection = self._reused(origin)
         if connection is None:
             connection = self._connect(origin, request, timeouts.get("connect"))
@@ -541,7 +550,7 @@ class AsyncKeepAliveTransport(httpx2.AsyncBaseTransport):
     ) -> _Head:
         try:
             writer = connection.writer
-            writer.write(_request_head(request) + body)
+            writer.write(_request_bytes(request, body))
             if writer.transport.get_write_buffer_size():
                 # Only a request the socket did not take at once waits (a timer costs CPU).
                 await _bounded(writer.drain(), timeouts.get("write"), httpx2.WriteTimeout)
