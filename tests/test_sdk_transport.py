@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import os
 import socket
 import ssl
 import subprocess
@@ -80,6 +81,20 @@ def test_a_proxy_variable_keeps_the_sdk_default_transport(
 def test_the_default_transport_can_be_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("VERDRYX_SDK_TRANSPORT", "default")
     assert "http_client" not in sdk_client_options(anthropic.AsyncAnthropic)
+
+
+def test_sdk_spans_are_left_off_only_while_nothing_configures_tracing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in [name for name in os.environ if name.startswith(("OTEL_", "ANTHROPIC_OPEN"))]:
+        monkeypatch.delenv(name)
+    assert sdk_client_options(anthropic.Anthropic)["open_telemetry"] is False
+    monkeypatch.setenv("OTEL_SERVICE_NAME", "my-agent")
+    assert "open_telemetry" not in sdk_client_options(anthropic.Anthropic)
+    # The openai SDK has no such argument: nothing is passed for it.
+    openai = pytest.importorskip("openai")
+    monkeypatch.delenv("OTEL_SERVICE_NAME")
+    assert set(sdk_client_options(openai.OpenAI)) == {"http_client"}
 
 
 # -- the SDK's behaviour on it, async (the sync adapters' suites run on it already) -------
