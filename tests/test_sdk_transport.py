@@ -7,6 +7,7 @@ against a raw socket server."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import gzip
 import os
 import socket
@@ -147,6 +148,22 @@ def test_async_a_silent_provider_times_out(server: FakeAnthropic) -> None:
         asyncio.run(main())
     assert time.monotonic() - started < 10.0  # 0.3 s expected; a hang would be 600 s
     assert len(server.requests) == 1
+
+
+# The second loop's connection outlives its loop (nothing can close a transport after its
+# loop): freed when collected, with the ResourceWarning asyncio gives any such transport.
+@pytest.mark.filterwarnings("ignore::ResourceWarning")
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_async_one_client_serves_two_event_loops_in_turn(server: FakeAnthropic) -> None:
+    client = _async_client(server, max_retries=0)
+    # Each asyncio.run is a new loop: the first loop's kept connection cannot serve the
+    # second, which opens its own (the SDK's default transport fails the second call).
+    first = asyncio.run(_ask(client, "one"))
+    second = asyncio.run(_ask(client, "two"))
+    assert [first.content[0].text, second.content[0].text] == ["echo: one", "echo: two"]
+    assert len({request.client_port for request in server.requests}) == 2
+    del client
+    gc.collect()  # here, under this test's filter, not in a later test
 
 
 # -- HTTP/1.1 framing against a raw server -------------------------------------------------

@@ -23,6 +23,7 @@ the server has closed before reusing it. TLS uses
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import select
 import socket
 import ssl
@@ -62,7 +63,9 @@ def _origin(url: httpx2.URL) -> _Origin:
     scheme = url.scheme
     if scheme not in ("http", "https"):
         raise httpx2.UnsupportedProtocol(f"request URL has an unsupported protocol '{scheme}://'")
-    return scheme, url.host, url.port or (443 if scheme == "https" else 80)
+    # The ASCII (IDNA) host, as httpcore connects to and names it in TLS.
+    host = url.raw_host.decode("ascii")
+    return scheme, host, url.port or (443 if scheme == "https" else 80)
 
 
 def _timeouts(request: httpx2.Request) -> dict[str, float | None]:
@@ -368,6 +371,14 @@ class KeepAliveTransport(httpx2.BaseTransport):
         for connection in connections:
             connection.close()
 
+    def __del__(self) -> None:
+        # A client nobody closed (the SDK closes only the clients it built): its idle sockets
+        # are closed here rather than warned about one by one. No lock: nothing else can
+        # reach an object being collected.
+        for connection in self._idle.drain():
+            with contextlib.suppress(OSError):
+                connection.close()
+
 
 class _SyncBody(httpx2.SyncByteStream):
     """A body without a length (chunked, as a streamed answer is, or until the server
@@ -466,8 +477,24 @@ class _Conn:
         return sock is not None and _readable(sock)
 
     def close(self) -> None:
-        if not self.loop.is_closed():
+        if self.loop.is_closed():
+            # Its transport cannot be closed without its loop: hang up, so the server is not
+            # left holding the connection; the socket is freed with the transport (as the
+            # default transport's are, after a loop ends).
+            sock = self.writer.get_extra_info("socket")
+            with contextlib.suppress(OSError, AttributeError):
+                sock.shutdown(socket.SHUT_RDWR)
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self.loop:
             self.writer.close()
+        else:
+            # Another thread's loop: a transport is closed on its own loop's thread only.
+            with contextlib.suppress(RuntimeError):
+                self.loop.call_soon_threadsafe(self.writer.close)
 
 
 async def _bounded(awaitable: Any, timeout: float | None, error: type[Exception]) -> Any:
@@ -602,6 +629,11 @@ class AsyncKeepAliveTransport(httpx2.AsyncBaseTransport):
             connections = self._idle.drain()
         for connection in connections:
             connection.close()
+
+    def __del__(self) -> None:
+        for connection in self._idle.drain():
+            with contextlib.suppress(Exception):  # a finaliser must not raise
+                connection.close()
 
 
 async def _read_until(
