@@ -26,11 +26,9 @@ from fakes.anthropic_server import DEFAULT_KEY, FakeAnthropic, error_reply, hang
 
 from verdryx_core.errors import ModelCallError
 from verdryx_core.llm import make_adapter
-from verdryx_core.llm.keepalive import (
-    AsyncKeepAliveTransport,
-    KeepAliveTransport,
-    _request_bytes,
-)
+from verdryx_core.llm.http11 import request_bytes
+from verdryx_core.llm.keepalive import KeepAliveTransport
+from verdryx_core.llm.keepalive_async import AsyncKeepAliveTransport
 from verdryx_core.llm.sdk_http import light_transport_refusal
 from verdryx_core.targets import sdk_client_options
 
@@ -332,15 +330,15 @@ def test_a_truncated_body_is_a_protocol_error(get: Get) -> None:
 
 def test_a_request_is_framed_as_httpx_announced_it() -> None:
     sized = httpx2.Request("POST", "http://h/v1/m?x=1", content=b"abc")
-    assert _request_bytes(sized, sized.read()).endswith(b"Content-Length: 3\r\n\r\nabc")
-    assert _request_bytes(sized, b"").startswith(b"POST /v1/m?x=1 HTTP/1.1\r\nHost: h\r\n")
+    assert request_bytes(sized, sized.read()).endswith(b"Content-Length: 3\r\n\r\nabc")
+    assert request_bytes(sized, b"").startswith(b"POST /v1/m?x=1 HTTP/1.1\r\nHost: h\r\n")
     streamed = httpx2.Request("POST", "http://h/", content=iter([b"ab", b"cd"]))
-    assert _request_bytes(streamed, streamed.read()).endswith(
+    assert request_bytes(streamed, streamed.read()).endswith(
         b"Transfer-Encoding: chunked\r\n\r\n4\r\nabcd\r\n0\r\n\r\n"
     )
     split = httpx2.Request("GET", "http://h/", headers={"x-a": "1\r\nx-b: 2"})
     with pytest.raises(httpx2.LocalProtocolError, match="line break"):
-        _request_bytes(split, b"")
+        request_bytes(split, b"")
 
 
 # -- TLS -------------------------------------------------------------------------------------

@@ -59,7 +59,8 @@ def sdk_http_client(sdk: Any, *, asynchronous: bool = False) -> Any | None:
     base = httpx2.AsyncClient if asynchronous else httpx2.Client
     if not (isinstance(default, type) and issubclass(default, base)):
         return None  # an SDK on another HTTP library: its own transport
-    from verdryx_core.llm.keepalive import AsyncKeepAliveTransport, KeepAliveTransport
+    from verdryx_core.llm.keepalive import KeepAliveTransport
+    from verdryx_core.llm.keepalive_async import AsyncKeepAliveTransport
 
     transport: Any = AsyncKeepAliveTransport() if asynchronous else KeepAliveTransport()
     return default(transport=transport)
