@@ -26,6 +26,7 @@ from typing import Any, Final, TypeVar
 
 from verdryx_core.errors import ModelCallError, UsageError
 from verdryx_core.llm.base import Completion, Judgement, ModelAdapter
+from verdryx_core.llm.cache_rows import replayable
 from verdryx_core.llm.call_request import call_request, conversation_arguments
 from verdryx_core.llm.wire import UNREADABLE_ANSWER
 from verdryx_core.store import CacheEntry, Store
@@ -76,6 +77,13 @@ def _plain(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_plain(item) for item in value]
     return value
+
+
+def _replayable(
+    found: dict[str, tuple[dict[str, Any], float]],
+) -> dict[str, tuple[dict[str, Any], float]]:
+    """The stored answers that read back as what they were; a damaged row is a miss."""
+    return {key: entry for key, entry in found.items() if replayable(entry[0])}
 
 
 def _preview(prompt: str) -> str:
@@ -187,7 +195,7 @@ class CachedAdapter:
         if self.mode in ("off", REFRESH) or self.store is None:
             return 0
         wanted = [key for key in dict.fromkeys(keys) if key not in self._known]
-        found = self.store.cache_get_many(wanted)
+        found = _replayable(self.store.cache_get_many(wanted))
         with self._lock:
             self._known.update(found)
             self._absent.update(key for key in wanted if key not in found)
@@ -236,9 +244,10 @@ class CachedAdapter:
         system: str | None = None,
         messages: Sequence[Mapping[str, Any]] | None = None,
     ) -> Completion:
-        key = self.cache_key("complete", prompt, repeat=repeat, system=system, messages=messages)
         return self._answer(
-            key,
+            lambda: self.cache_key(
+                "complete", prompt, repeat=repeat, system=system, messages=messages
+            ),
             "complete",
             prompt,
             lambda: self.inner.complete(
@@ -256,11 +265,10 @@ class CachedAdapter:
         system: str | None = None,
         messages: Sequence[Mapping[str, Any]] | None = None,
     ) -> Completion:
-        key = self.cache_key(
-            "tools", prompt, tools=tools, repeat=repeat, system=system, messages=messages
-        )
         return self._answer(
-            key,
+            lambda: self.cache_key(
+                "tools", prompt, tools=tools, repeat=repeat, system=system, messages=messages
+            ),
             "tools",
             prompt,
             lambda: self.inner.complete_with_tools(
@@ -270,9 +278,8 @@ class CachedAdapter:
         )
 
     def judge(self, prompt: str, output: str, rubric: str, *, repeat: int = 0) -> Judgement:
-        key = self.cache_key("judge", prompt, output=output, rubric=rubric, repeat=repeat)
         return self._answer(
-            key,
+            lambda: self.cache_key("judge", prompt, output=output, rubric=rubric, repeat=repeat),
             "judge",
             prompt,
             lambda: self.inner.judge(prompt, output, rubric, repeat=repeat),
@@ -299,16 +306,18 @@ class CachedAdapter:
 
     def _answer(
         self,
-        key: str,
+        key_of: Callable[[], str],
         kind: str,
         prompt: str,
         call: Callable[[], _Answer],
         kind_type: type[_Answer],
     ) -> _Answer:
         if self.mode == "off":
+            # No lookup and nothing kept: the key (a hash of the whole request) is not needed.
             with self._lock:
                 self._misses += 1
             return call()
+        key = key_of()
         with self._lock:
             failed = self._failed.get(key)
             if failed is not None:
@@ -346,7 +355,7 @@ class CachedAdapter:
     ) -> tuple[dict[str, Any], float]:
         """The owner's path: the store, else (unless replaying) the model."""
         if self.store is not None and self.mode != REFRESH and key not in self._absent:
-            stored = self.store.cache_get_many([key]).get(key)
+            stored = _replayable(self.store.cache_get_many([key])).get(key)
             if stored is not None:
                 with self._lock:
                     self._known[key] = stored
