@@ -166,7 +166,7 @@ def reduce_traces(
     without detail or order, `RunTotals`: a run is then a cost and a tag, which one hash
     aggregation computes faster and in less memory, whatever the layout)."""
     files = trace_files(path)
-    if not detail and not ordered:
+    if not detail and not ordered and RunTotals.available():
         rows = _row_count(files)
         if rows is not None:
             try:

@@ -101,6 +101,16 @@ class RunTotals(BatchColumns):
         self._source_done = threading.Event()
         self._source_freed = threading.Event()
 
+    @staticmethod
+    def available() -> bool:
+        """Does this pyarrow stream a Python source into Acero? Its Python face gained the
+        node in 2026 (apache/arrow#50802); with an older one, use `RunReducer`."""
+        try:
+            from pyarrow import acero
+        except ImportError:
+            return False
+        return hasattr(acero, "RecordBatchReaderSourceNodeOptions")
+
     @property
     def wants_run_dictionary(self) -> bool:
         """Should a reader hand run ids dictionary-encoded? True until a row group shows
@@ -271,7 +281,8 @@ class RunTotals(BatchColumns):
 
     def _rows_of(self, prepared: Iterable[_Batch | None]) -> Iterator[Any]:
         """The aggregation's input. Acero's source pulls batches as fast as they come and
-        queues them for the aggregation, which would let a fast reader fill memory: a batch
+        queues them for the aggregation (it applies no backpressure, apache/arrow#51047),
+        which would let a fast reader fill memory: a batch
         is handed over only once fewer than `_IN_FLIGHT` are still held (a batch's cost
         array is freed when the aggregation is done with it)."""
         slots = threading.Semaphore(_IN_FLIGHT)
