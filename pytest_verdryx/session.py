@@ -29,7 +29,7 @@ from pytest_verdryx.fixture import custom_case_identity
 from pytest_verdryx.items import EvalCaseItem
 from pytest_verdryx.options import FLAGS, Settings, eval_settings, evalset_patterns, worded
 from pytest_verdryx.prefetch import PrefetchCalls
-from pytest_verdryx.quiet_phases import QuietPhases
+from pytest_verdryx.quiet_phases import drop_unshown_phases
 from pytest_verdryx.scoring import SCORING_KEY, ItemScoring
 from pytest_verdryx.shard import check_shard_settings, split_items
 from pytest_verdryx.state import SessionState
@@ -155,10 +155,6 @@ class VerdryxSession:
 
             self.ci = CiOutputs(config)
             config.pluginmanager.register(self.ci, "verdryx-ci")
-        if not self.context.is_worker:
-            config.pluginmanager.register(
-                QuietPhases(config, evalset_patterns(config)), "verdryx-quiet-phases"
-            )
         if config.pluginmanager.hasplugin("xdist"):
             self.xdist = XdistHooks(self.context.state, self.prefetch, self.controller_state)
             config.pluginmanager.register(self.xdist, "verdryx-xdist")
@@ -465,6 +461,8 @@ class VerdryxSession:
             context.state.stopped_early = bool(session.shouldfail or session.shouldstop)
             self.config.workeroutput[PAYLOAD_KEY] = context.state.to_payload()  # type: ignore[attr-defined]
             return
+        # Here, before the terminal's summary: pytest writes it after every sessionfinish.
+        drop_unshown_phases(self.config, evalset_patterns(self.config))
         try:
             if not context.state.active or self.config.option.collectonly:
                 return  # listing cases measures nothing: no run, not even an incomplete one
