@@ -29,6 +29,7 @@ from pytest_verdryx.fixture import custom_case_identity
 from pytest_verdryx.items import EvalCaseItem
 from pytest_verdryx.options import FLAGS, Settings, eval_settings, worded
 from pytest_verdryx.prefetch import PrefetchCalls
+from pytest_verdryx.run_folder import HANDOFF_KEY
 from pytest_verdryx.scoring import SCORING_KEY, ItemScoring
 from pytest_verdryx.shard import check_shard_settings, split_items
 from pytest_verdryx.state import SessionState
@@ -43,6 +44,7 @@ from verdryx_core.leftover_threads import exit_past_leftover_threads, threads_no
 from verdryx_core.llm.batch import check_batchable
 from verdryx_core.runs import Baseline, EvalRun
 from verdryx_core.targets import Target
+from verdryx_core.targets.handoff import TargetHandoff
 
 if TYPE_CHECKING:
     from pytest_verdryx.ci import CiOutputs
@@ -114,6 +116,9 @@ def _new_context(
     )
     if given.get("baseline"):
         context.gate_against(Baseline.from_dict(given["baseline"]))
+    if given.get(HANDOFF_KEY):
+        # The target outcomes the controller called for this run, if it called any.
+        evaluation.target_handoff = TargetHandoff(given[HANDOFF_KEY], writing=False)
     return context
 
 
@@ -189,7 +194,9 @@ class VerdryxSession:
                 # A label that cannot name a file is refused now, before any call is paid
                 # for, not after the whole run (docs/troubleshooting.md).
                 check_label(settings.save_baseline)
-            context.evaluation.check_target()
+            # A worker leaves the import to its first call: the controller has loaded the
+            # target (exit 4 there), and when it calls every case the worker makes none.
+            context.evaluation.check_target(load=not context.is_worker)
             self._load_baseline()
         except VerdryxError as exc:
             raise _usage_error(exc) from None
@@ -476,6 +483,9 @@ class VerdryxSession:
 
     def close(self) -> None:
         self.context.store.close()
+        handoff = self.context.evaluation.target_handoff
+        if handoff is not None:
+            handoff.close()
 
 
 def _human_labels(items: list[pytest.Item]) -> dict[tuple[str, str, str], str | float]:
