@@ -27,6 +27,7 @@ from pytest_verdryx.items import EvalCaseItem
 from pytest_verdryx.run_folder import run_folder
 from pytest_verdryx.scoring import ItemScoring, scorer_for
 from verdryx_core.errors import VerdryxError
+from verdryx_core.evalsets.formats import CSV_SIDECAR_SUFFIX
 from verdryx_core.evalsets.load import load_evalset
 from verdryx_core.evaluation import Prefetch, Work, prefetch_all, start_prefetch
 from verdryx_core.evaluation.targets_ahead import call_targets_ahead
@@ -138,10 +139,13 @@ class PrefetchCalls:
         if self._for_workers_done or not self._may_call():
             return
         self._for_workers_done = True
-        work = self._cases_of(node_ids)
+        settings, evaluation = self.context.settings, self.context.evaluation
+        # With the stub model and judge only target cases can be called ahead: an eval set
+        # that cannot name a target is not even read (the controller holds none of it).
+        free = settings.model == "stub" and settings.judge_model in (None, "stub")
+        work = self._cases_of(node_ids, targets_only=free and settings.target is None)
         if not work:
             return
-        evaluation = self.context.evaluation
         targeted = [entry for entry in work if evaluation.uses_target(entry.case)]
         handed = self._targets_ahead(targeted)
         self._models_ahead(work, handed)
@@ -246,8 +250,9 @@ class PrefetchCalls:
         if reporter is not None:
             reporter.write_line(line)
 
-    def _cases_of(self, node_ids: Sequence[str]) -> list[Work]:
-        """The eval cases behind collected node ids (`path::case-id`), read from their files."""
+    def _cases_of(self, node_ids: Sequence[str], *, targets_only: bool = False) -> list[Work]:
+        """The eval cases behind collected node ids (`path::case-id`), read from their files;
+        `targets_only`: only the cases of eval sets naming their own target."""
         patterns = self.context.settings.patterns
         wanted: dict[str, set[str]] = {}
         for node_id in node_ids:
@@ -257,16 +262,35 @@ class PrefetchCalls:
                 wanted.setdefault(path, set()).add(case_id)
         work: list[Work] = []
         for path, case_ids in wanted.items():
+            file = self.config.rootpath / path
+            if targets_only and not _may_name_a_target(file):
+                continue
             try:
-                evalset = load_evalset(self.config.rootpath / path)
+                evalset = load_evalset(file)
             except VerdryxError:
                 continue  # the workers report it as a collection error
+            if targets_only and evalset.target is None:
+                continue
             work.extend(
                 self.context.evaluation.work(evalset, case, key=f"{path}::{case.id}")
                 for case in evalset.cases
                 if case.id in case_ids
             )
         return work
+
+
+def _may_name_a_target(path: Path) -> bool:
+    """Whether the eval set file (or a CSV's sidecar) spells the word `target` anywhere: a
+    file that does not names no target of its own. Only a shortcut: a file it passes over
+    wrongly would have its target called by the workers, as when nothing is called ahead."""
+    sidecar = path.with_name(path.name + CSV_SIDECAR_SUFFIX)
+    for candidate in (path, sidecar):
+        try:
+            if b"target" in candidate.read_bytes():
+                return True
+        except OSError:
+            continue
+    return False
 
 
 class TerminalStream:

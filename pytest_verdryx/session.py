@@ -39,7 +39,6 @@ from verdryx_core.errors import UsageError, VerdryxError
 from verdryx_core.evaluation import Evaluation
 from verdryx_core.evaluation.exec_notes import run_notes
 from verdryx_core.gating.baselines import check_label, find_baseline
-from verdryx_core.gating.comparison import check_models
 from verdryx_core.leftover_threads import exit_past_leftover_threads, threads_now
 from verdryx_core.llm.batch import check_batchable
 from verdryx_core.runs import Baseline, EvalRun
@@ -226,6 +225,8 @@ class VerdryxSession:
             judge_model=evaluation.settings.judge_model,
             started_at=evaluation.started_at,
         )
+        from verdryx_core.gating.comparison import check_models  # the gate's statistics
+
         warning = check_models(probe, baseline, allow=self.settings.allow_model_change)
         if warning:
             context.messages.append(f"WARNING: {warning}")
