@@ -27,8 +27,9 @@ from pytest_verdryx.exports import check_exports
 from pytest_verdryx.finish import SessionEnd, finish_session
 from pytest_verdryx.fixture import custom_case_identity
 from pytest_verdryx.items import EvalCaseItem
-from pytest_verdryx.options import FLAGS, Settings, eval_settings, worded
+from pytest_verdryx.options import FLAGS, Settings, eval_settings, evalset_patterns, worded
 from pytest_verdryx.prefetch import PrefetchCalls
+from pytest_verdryx.quiet_phases import QuietPhases
 from pytest_verdryx.run_folder import HANDOFF_KEY
 from pytest_verdryx.scoring import SCORING_KEY, ItemScoring
 from pytest_verdryx.shard import check_shard_settings, split_items
@@ -158,6 +159,10 @@ class VerdryxSession:
 
             self.ci = CiOutputs(config)
             config.pluginmanager.register(self.ci, "verdryx-ci")
+        if not self.context.is_worker:
+            config.pluginmanager.register(
+                QuietPhases(config, evalset_patterns(config)), "verdryx-quiet-phases"
+            )
         if config.pluginmanager.hasplugin("xdist"):
             self.xdist = XdistHooks(self.context.state, self.prefetch, self.controller_state)
             config.pluginmanager.register(self.xdist, "verdryx-xdist")

@@ -3,6 +3,7 @@ repeats are separate samples, and new answers are written in one transaction at 
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 from collections.abc import Iterable
@@ -296,3 +297,50 @@ def test_refresh_calls_again_every_time_and_its_answer_replaces_the_stored_one(
         answer = later.complete("one")
     assert (answer.text, answer.cached) == ("the newest answer", True)
     assert len(server.requests) == 3
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        pytest.param({"input_tokens": "12"}, id="tokens-a-string"),
+        pytest.param({"output_tokens": 10**15}, id="tokens-past-the-bound"),
+        pytest.param({"input_tokens": True}, id="tokens-a-bool"),
+        pytest.param({"text": None, "score": "high"}, id="a-judges-score-not-a-number"),
+        pytest.param({"text": 7}, id="text-not-a-string"),
+        pytest.param({"tool_calls": "lookup"}, id="tool-calls-not-a-list"),
+        pytest.param({"score": 2.5, "text": None}, id="a-score-past-one"),
+    ],
+)
+def test_a_damaged_cache_row_is_a_miss_called_again_and_replaced(
+    server: FakeAnthropic, db: Path, damage: dict[str, Any]
+) -> None:
+    """A row another tool or a bad merge left unreadable is not replayed (a wrong count would
+    record a wrong cost, a missing text a traceback): the call is made again and its fresh
+    answer replaces the row."""
+    with Store.open(db) as store:
+        first = session(server, store)
+        answers = [first.complete("one"), first.judge("task", "an output", "a rubric")]
+        first.flush()
+    with sqlite3.connect(db) as connection:
+        for key, response in connection.execute("SELECT key, response FROM model_cache").fetchall():
+            broken = json.loads(response) | damage
+            if "score" in damage and "score" not in json.loads(response):
+                continue  # a judge's damage on the judge's row only
+            if "score" not in damage and "score" in json.loads(response):
+                continue
+            connection.execute(
+                "UPDATE model_cache SET response = ? WHERE key = ?", (json.dumps(broken), key)
+            )
+    calls_before = len(server.requests)
+    with Store.open(db) as store:
+        second = session(server, store)
+        again = [second.complete("one"), second.judge("task", "an output", "a rubric")]
+        second.flush()
+    assert len(server.requests) == calls_before + 1  # the damaged row only
+    assert [answer.text for answer in again[:1]] == [answers[0].text]
+    assert again[1].score == answers[1].score
+    with Store.open(db) as store:
+        third = session(server, store)
+        third.complete("one")
+        third.judge("task", "an output", "a rubric")
+    assert len(server.requests) == calls_before + 1  # replaced: both served from the cache

@@ -1,7 +1,7 @@
 """When verdryx turns on (docs/options.md, "When verdryx turns on"): at configure time when the
 session asks for it by name (a flag, an ini key), else at the first eval case (an eval set
 file, a test marked `verdryx`; on the xdist controller, the workers' reports). A session with
-neither never imports the evaluation, numpy, the store or the SDKs."""
+neither never imports the evaluation, numpy, jsonschema, asyncio, the store or the SDKs."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ PROBE = textwrap.dedent(
     import json, os, pathlib, sys
 
     HEAVY = (
-        "numpy", "jsonschema", "anthropic", "openai", "verdryx_core.store",
+        "numpy", "jsonschema", "anthropic", "openai", "asyncio", "verdryx_core.store",
         "verdryx_core.evaluation", "pytest_verdryx.session",
     )
 

@@ -3,6 +3,9 @@ a gated run with many excused (xfailed) cases stays at plain pytest's speed (doc
 
 from __future__ import annotations
 
+import json
+import xml.etree.ElementTree as ET
+
 import pytest
 from plugin_support import exact_case, write_evalset
 
@@ -62,3 +65,50 @@ def test_a_new_custom_case_failure_is_its_report_alone(pytester: pytest.Pytester
     text = str(failed.longrepr).strip()
     assert text.startswith("test_custom.py::custom-bad scored 0.000, below the pass bar 0.5")
     assert "fixture.py" not in text and "def test_custom" not in text
+
+
+UNSHOWN_COUNTS = """
+import json, pathlib
+
+def pytest_terminal_summary(terminalreporter):
+    filed = terminalreporter.stats.get("", [])
+    pathlib.Path("unshown.json").write_text(json.dumps(sorted(
+        f"{report.nodeid.rpartition('::')[2]}:{report.when}" for report in filed
+    )))
+"""
+
+PLAIN_TEST = """
+import pytest
+
+@pytest.fixture
+def noisy():
+    yield
+    print("teardown words")
+
+def test_plain(noisy):
+    pass
+"""
+
+
+def test_eval_cases_passed_setup_and_teardown_leave_the_terminals_list(
+    pytester: pytest.Pytester,
+) -> None:
+    """pytest looks through its passed setup/teardown reports once per failure it prints;
+    an eval case's, which print nothing, are not kept there (docs/ci.md, "Large runs")."""
+    cases = [exact_case("good", "yes"), exact_case("bad", "no"), exact_case("worse", "no")]
+    write_evalset(pytester.path, "s", "s", cases)
+    pytester.makeconftest(UNSHOWN_COUNTS)
+    pytester.makepyfile(test_plain=PLAIN_TEST)
+    junit = pytester.path / "junit.xml"
+    result = pytester.runpytest("--no-verdryx-store", f"--junitxml={junit}", "-rA")
+    result.assert_outcomes(passed=2, failed=2)
+    # A plain test's reports stay as pytest keeps them, its teardown output still shown.
+    unshown = json.loads((pytester.path / "unshown.json").read_text())
+    assert unshown == ["test_plain:setup", "test_plain:teardown"]
+    result.stdout.fnmatch_lines(["*Captured stdout teardown*", "teardown words"])
+    # The failures are still printed whole, and JUnit still has every case.
+    result.stdout.fnmatch_lines(
+        ["*_ s::bad [[]exact] _*", "s::bad scored 0.000*", "*_ s::worse [[]exact] _*"]
+    )
+    cases_in_junit = [case.get("name") for case in ET.parse(junit).getroot().iter("testcase")]
+    assert sorted(cases_in_junit) == ["bad", "good", "test_plain", "worse"]

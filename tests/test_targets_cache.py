@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+import sqlite3
 import threading
 from pathlib import Path
 
@@ -143,3 +145,35 @@ def test_refresh_calls_whatever_is_stored_and_replaces_it(tmp_path: Path) -> Non
     outcomes, _ = run(db, agent, cases("a"), version="v1")
     assert agent.calls == 2 and outcomes[0].cached
     assert outcomes[0].result is not None and outcomes[0].result.output == "answer 2"
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        pytest.param({"output": 5}, id="output-not-a-string"),
+        pytest.param({"usage": {"input_tokens": -3}}, id="a-negative-count"),
+        pytest.param({"surprise": 1}, id="an-unknown-key"),
+    ],
+)
+def test_a_damaged_cached_result_is_a_miss_called_again_and_replaced(
+    tmp_path: Path, damage: dict[str, object]
+) -> None:
+    """A row another tool or a bad merge damaged is not the agent's answer: not replayed
+    as the case's error, but called again, and the fresh result replaces it."""
+    db, agent = tmp_path / "v.db", Agent()
+    first, _ = run(db, agent, cases("a", "b"), version="1.0")
+    with sqlite3.connect(db) as connection:
+        key, response = connection.execute(
+            "SELECT key, response FROM model_cache ORDER BY key LIMIT 1"
+        ).fetchone()
+        broken = json.loads(response) | damage
+        connection.execute(
+            "UPDATE model_cache SET response = ? WHERE key = ?", (json.dumps(broken), key)
+        )
+    second, cache = run(db, agent, cases("a", "b"), version="1.0")
+    assert agent.calls == 3  # the damaged one only
+    assert [o.result for o in second] == [o.result for o in first]
+    assert all(o.error is None for o in second)
+    assert (cache.hits, cache.misses) == (1, 1)
+    run(db, agent, cases("a", "b"), version="1.0")
+    assert agent.calls == 3  # replaced

@@ -20,7 +20,6 @@ from verdryx_core.cli import commands
 from verdryx_core.errors import VerdryxError
 from verdryx_core.leftover_threads import exit_past_leftover_threads, threads_now
 from verdryx_core.untrusted.text import PrintableStream, clean_text, printable
-from verdryx_core.version import __version__
 
 __all__ = ["build_parser", "main"]
 
@@ -66,6 +65,23 @@ def _command_modules(only: str | None = None) -> list[ModuleType]:
     return [importlib.import_module(f"{commands.__name__}.{name}") for name in names]
 
 
+class _Version(argparse.Action):
+    """`--version`, looked up when asked: reading the installed package's metadata costs
+    every other command a tenth of `verdryx drift`'s own start-up."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        from verdryx_core.version import __version__
+
+        print(f"verdryx {__version__}")
+        parser.exit()
+
+
 class _Parser(argparse.ArgumentParser):
     """Usage errors are one line on stderr and exit 2 (docs/cli.md), not a usage block."""
 
@@ -83,7 +99,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         prog="verdryx",
         description="Grade an agent's outputs, store every run, and gate on quality drift.",
     )
-    parser.add_argument("--version", action="version", version=f"verdryx {__version__}")
+    parser.add_argument(
+        "--version", action=_Version, nargs=0, help="show program's version number and exit"
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in _command_modules(command):
         sub = subparsers.add_parser(module.NAME, help=module.HELP, description=module.HELP)

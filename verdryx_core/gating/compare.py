@@ -9,19 +9,19 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 from verdryx_core.errors import CLI_FLAGS, ModelChangeError, VerdryxError, word_hint
-from verdryx_core.gating.calibration.correction import (
-    Calibration,
-    CorrectedDelta,
-    corrected_delta,
-)
 from verdryx_core.gating.case_drops import DEFAULT_FDR
 from verdryx_core.gating.comparison import GateResult, compare_to_baseline, select_window
 from verdryx_core.gating.drift import DEFAULT_ITERATIONS, DEFAULT_THRESHOLD, DriftReport
 from verdryx_core.runs import Baseline, EvalRun
 from verdryx_core.store import Store
+
+if TYPE_CHECKING:
+    # The judge correction's module brings the judge's (its prompts, the model clients): a
+    # gate that does not correct for the judge, as most do not, never imports it.
+    from verdryx_core.gating.calibration.correction import Calibration, CorrectedDelta
 
 __all__ = ["VERDICTS", "Exit", "GateOutcome", "GatePolicy", "compare"]
 
@@ -175,6 +175,24 @@ def compare(
         )
     except VerdryxError as exc:
         return refused(name, exc.worded(flags))
+    outcome = checked(name, result, gate, flags=flags, calibration=calibration)
+    if outcome.refused is None and gate.judge_correction:
+        return _corrected(name, result, run, baseline, calibration, gate, flags)
+    return outcome
+
+
+def checked(
+    name: str,
+    result: GateResult,
+    gate: GatePolicy,
+    *,
+    flags: Mapping[str, str] = CLI_FLAGS,
+    calibration: Calibration | None = None,
+) -> GateOutcome:
+    """The outcome of `result` against baseline `name` (its label, else its id): refused
+    when it compared nothing or too little, could not see a drop of `gate.detect` under
+    `require_power`, or the judge drifted under `require_calibrated_judge`; else judged
+    (the judge correction, when asked, is `compare`'s)."""
     # Nothing unmeasured passes: a gate that compared nothing, or too little of the
     # baseline, refuses to call the run on track (docs/statistics.md, "Coverage").
     if result.report is None:
@@ -212,8 +230,6 @@ def compare(
             result=result,
             refused=f"{calibration.drift}; re-label, or fix the judge",
         )
-    if gate.judge_correction:
-        return _corrected(name, result, run, baseline, calibration, gate, flags)
     return GateOutcome(baseline=name, result=result)
 
 
@@ -228,6 +244,8 @@ def _corrected(
 ) -> GateOutcome:
     """The gate with the judged cases' pass rates corrected for the judge's errors: refused
     without enough labels, since an uncalibrated correction would be made up."""
+    from verdryx_core.gating.calibration.correction import Calibration, corrected_delta
+
     calibration = calibration or Calibration(human=(), judge=())
     shortfall = calibration.shortfall()
     if shortfall is not None:

@@ -19,10 +19,11 @@ from verdryx_core.gating.drift import (
     DEFAULT_ITERATIONS,
     DEFAULT_THRESHOLD,
     DriftReport,
+    Scores,
     compute_drift,
 )
 from verdryx_core.runs import Baseline, BaselineCase, EvalRun, Score, iso_utc
-from verdryx_core.store import Store
+from verdryx_core.store import RunSummary, Store
 
 __all__ = [
     "METRICS",
@@ -128,7 +129,7 @@ class GateResult:
 
 
 def check_models(
-    run: EvalRun,
+    run: EvalRun | RunSummary,
     baseline: Baseline,
     *,
     allow: bool,
@@ -158,6 +159,23 @@ def check_models(
     return message
 
 
+def run_changes(
+    run: EvalRun | RunSummary, baseline: Baseline, *, allow: bool
+) -> tuple[str | None, str | None]:
+    """(`check_models`' message, the target's version change in words, if any)."""
+    target_change = None
+    if (
+        run.target
+        and run.target == baseline.target
+        and run.target_version != baseline.target_version
+    ):
+        target_change = (
+            f"target {run.target} {baseline.target_version or '(no version)'} -> "
+            f"{run.target_version or '(no version)'}"
+        )
+    return check_models(run, baseline, allow=allow), target_change
+
+
 def compare_to_baseline(
     window: Sequence[EvalRun],
     baseline: Baseline,
@@ -182,17 +200,7 @@ def compare_to_baseline(
     if not window:
         raise UsageError("no run to compare against the baseline")
     current = window[0]
-    model_change = check_models(current, baseline, allow=allow_model_change)
-    target_change = None
-    if (
-        current.target
-        and current.target == baseline.target
-        and current.target_version != baseline.target_version
-    ):
-        target_change = (
-            f"target {current.target} {baseline.target_version or '(no version)'} -> "
-            f"{current.target_version or '(no version)'}"
-        )
+    model_change, target_change = run_changes(current, baseline, allow=allow_model_change)
     base_cases = baseline.case_map()
     current_sets = set(current.eval_set_ids) | {score.eval_set_id for score in current.scores}
 
@@ -237,25 +245,114 @@ def compare_to_baseline(
     matched = [key for key in matched if key not in changed]
     unmeasured -= set(per_case)  # measured in an earlier run of the window: compared
     if not matched:
-        return GateResult(
-            baseline=baseline,
-            report=None,
-            matched=0,
-            added=tuple(added),
-            removed=tuple(removed),
-            changed=tuple(sorted(changed)),
-            deltas=(),
-            note="no measured case of this run matches the baseline: nothing to compare",
+        return unmatched_result(
+            baseline,
+            added=added,
+            removed=removed,
+            changed=sorted(changed),
+            unmeasured=sorted(unmeasured),
             model_change=model_change,
-            unmeasured=tuple(sorted(unmeasured)),
-            metric=metric,
             target_change=target_change,
+            metric=metric,
         )
     pooled = [value for key in matched for value in per_case[key]]
     base_values = [_base_value(base_cases[key], metric) for key in matched]
     case_means = [math.fsum(per_case[key]) / len(per_case[key]) for key in matched]
     # The cluster the case has now; the baseline's when this run names none.
     labels = [cluster_of.get(key) or base_cases[key].cluster for key in matched]
+    return matched_result(
+        baseline,
+        keys=matched,
+        pooled=pooled,
+        base_values=base_values,
+        base_scores=[base_cases[key].value for key in matched],
+        case_means=case_means,
+        labels=labels,
+        samples={
+            key: (base_cases[key].samples, per_sample[key])
+            for key in matched
+            if len(base_cases[key].samples) >= 2 and len(per_sample[key]) >= 2
+        },
+        added=added,
+        removed=removed,
+        changed=sorted(changed),
+        unmeasured=sorted(unmeasured),
+        model_change=model_change,
+        target_change=target_change,
+        window=len(window),
+        gate=gate,
+        threshold=threshold,
+        min_effect=min_effect,
+        iterations=iterations,
+        seed=seed,
+        detect=detect,
+        metric=metric,
+        two_sample_interval=two_sample_interval,
+        fdr=fdr,
+    )
+
+
+def unmatched_result(
+    baseline: Baseline,
+    *,
+    added: Sequence[str],
+    removed: Sequence[str],
+    changed: Sequence[str],
+    unmeasured: Sequence[str],
+    model_change: str | None,
+    target_change: str | None,
+    metric: str,
+) -> GateResult:
+    """The result when no measured case of the run matches the baseline."""
+    return GateResult(
+        baseline=baseline,
+        report=None,
+        matched=0,
+        added=tuple(added),
+        removed=tuple(removed),
+        changed=tuple(changed),
+        deltas=(),
+        note="no measured case of this run matches the baseline: nothing to compare",
+        model_change=model_change,
+        unmeasured=tuple(unmeasured),
+        metric=metric,
+        target_change=target_change,
+    )
+
+
+def matched_result(
+    baseline: Baseline,
+    *,
+    keys: Sequence[str] | None,
+    pooled: Scores,
+    base_values: Scores,
+    base_scores: Scores,
+    case_means: Scores,
+    labels: Sequence[str | None] | None,
+    samples: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+    added: Sequence[str],
+    removed: Sequence[str],
+    changed: Sequence[str],
+    unmeasured: Sequence[str],
+    model_change: str | None,
+    target_change: str | None,
+    window: int,
+    gate: str,
+    threshold: float,
+    min_effect: float,
+    iterations: int,
+    seed: int,
+    detect: float | None,
+    metric: str,
+    two_sample_interval: bool,
+    fdr: float,
+) -> GateResult:
+    """The statistics of the matched cases, in the baseline's case order: `pooled` every
+    current score of the window, `base_values` (by the metric), `base_scores` and
+    `case_means` one per matched case (its `keys`; None: not read, and `deltas` are then
+    left empty), `labels` their clusters,
+    `samples` the (baseline, current) samples of those sampled twice a side. What
+    `compare_to_baseline` gives for the same cases, however they were read."""
     report = compute_drift(
         pooled,
         base_values,
@@ -265,39 +362,37 @@ def compare_to_baseline(
         gate=gate,
         threshold=threshold,
         min_effect=min_effect,
-        window=len(window),
+        window=window,
         iterations=iterations,
         seed=seed,
         detect=detect,
         two_sample_interval=two_sample_interval,
-        paired_clusters=labels if any(label is not None for label in labels) else None,
+        paired_clusters=(
+            labels if labels is not None and any(label is not None for label in labels) else None
+        ),
     )
-    drops = case_drop_tests(
-        {
-            key: (base_cases[key].samples, per_sample[key])
-            for key in matched
-            if len(base_cases[key].samples) >= 2 and len(per_sample[key]) >= 2
-        },
-        fdr=fdr,
-        seed=seed,
-    )
-    # Worst change first, then by key (keys are unique: a total order). Sorted as plain
-    # tuples, the same order `CaseDelta.delta` gives, at a fraction of the cost at 50,000.
-    ordered = sorted(
-        (mean - base_cases[key].value, key, base_cases[key].value, mean)
-        for key, mean in zip(matched, case_means, strict=True)
-    )
-    deltas = [CaseDelta(key=key, baseline=value, current=mean) for _, key, value, mean in ordered]
+    drops = case_drop_tests(samples, fdr=fdr, seed=seed)
+    deltas: list[CaseDelta] = []
+    if keys is not None:
+        # Worst change first, then by key (keys are unique: a total order). Sorted as plain
+        # tuples, the same order `CaseDelta.delta` gives, at a fraction of the cost at 50,000.
+        ordered = sorted(
+            (float(mean) - float(value), key, float(value), float(mean))
+            for key, value, mean in zip(keys, base_scores, case_means, strict=True)
+        )
+        deltas = [
+            CaseDelta(key=key, baseline=value, current=mean) for _, key, value, mean in ordered
+        ]
     return GateResult(
         baseline=baseline,
         report=report,
-        matched=len(matched),
+        matched=len(base_values),
         added=tuple(added),
         removed=tuple(removed),
-        changed=tuple(sorted(changed)),
+        changed=tuple(changed),
         deltas=tuple(deltas),
         model_change=model_change,
-        unmeasured=tuple(sorted(unmeasured)),
+        unmeasured=tuple(unmeasured),
         metric=metric,
         target_change=target_change,
         case_drops=drops,

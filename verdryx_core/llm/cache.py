@@ -26,6 +26,7 @@ from typing import Any, Final, TypeVar
 
 from verdryx_core.errors import ModelCallError, UsageError
 from verdryx_core.llm.base import Completion, Judgement, ModelAdapter
+from verdryx_core.llm.cache_rows import replayable
 from verdryx_core.llm.call_request import call_request, conversation_arguments
 from verdryx_core.llm.wire import UNREADABLE_ANSWER
 from verdryx_core.store import CacheEntry, Store
@@ -76,6 +77,13 @@ def _plain(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_plain(item) for item in value]
     return value
+
+
+def _replayable(
+    found: dict[str, tuple[dict[str, Any], float]],
+) -> dict[str, tuple[dict[str, Any], float]]:
+    """The stored answers that read back as what they were; a damaged row is a miss."""
+    return {key: entry for key, entry in found.items() if replayable(entry[0])}
 
 
 def _preview(prompt: str) -> str:
@@ -187,7 +195,7 @@ class CachedAdapter:
         if self.mode in ("off", REFRESH) or self.store is None:
             return 0
         wanted = [key for key in dict.fromkeys(keys) if key not in self._known]
-        found = self.store.cache_get_many(wanted)
+        found = _replayable(self.store.cache_get_many(wanted))
         with self._lock:
             self._known.update(found)
             self._absent.update(key for key in wanted if key not in found)
@@ -346,7 +354,7 @@ class CachedAdapter:
     ) -> tuple[dict[str, Any], float]:
         """The owner's path: the store, else (unless replaying) the model."""
         if self.store is not None and self.mode != REFRESH and key not in self._absent:
-            stored = self.store.cache_get_many([key]).get(key)
+            stored = _replayable(self.store.cache_get_many([key])).get(key)
             if stored is not None:
                 with self._lock:
                     self._known[key] = stored

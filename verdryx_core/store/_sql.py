@@ -346,7 +346,7 @@ class SqlStore(Store):
         )
         return True
 
-    def get_baseline(self, id_or_label: str) -> Baseline | None:
+    def get_baseline(self, id_or_label: str, *, cases: bool = True) -> Baseline | None:
         with self.db.errors(f"read baseline {id_or_label}"), self.db.lock:
             rows = self.db.rows(
                 "SELECT id, label, run_id, mean, created_at, model, judge_model, plugin_version, "
@@ -357,13 +357,17 @@ class SqlStore(Store):
             if not rows:
                 return None
             row = rows[0]
-            cases = self.db.rows(
-                "SELECT eval_set_id, case_id, value, fingerprint, passed, samples, cluster "
-                "FROM baseline_cases "
-                "WHERE baseline_id = ? ORDER BY rowid",
-                (row[0],),
+            case_rows = (
+                self.db.rows(
+                    "SELECT eval_set_id, case_id, value, fingerprint, passed, samples, cluster "
+                    "FROM baseline_cases "
+                    "WHERE baseline_id = ? ORDER BY rowid",
+                    (row[0],),
+                )
+                if cases
+                else []
             )
-        self._check_baseline(row, cases)
+        self._check_baseline(row, case_rows)
         return Baseline(
             id=row[0],
             label=row[1],
@@ -385,7 +389,7 @@ class SqlStore(Store):
                     samples=tuple(float(item) for item in json.loads(samples)) if samples else (),
                     cluster=cluster,
                 )
-                for eval_set_id, case_id, value, fingerprint, passed, samples, cluster in cases
+                for eval_set_id, case_id, value, fingerprint, passed, samples, cluster in case_rows
             ),
         )
 

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from verdryx_core.errors import UsageError
+from verdryx_core.errors import TargetResultError, UsageError
 from verdryx_core.llm.cache import CACHE_MODES, REFRESH
 from verdryx_core.store import CacheEntry, Store
 from verdryx_core.targets.case import TargetCase
@@ -111,11 +111,14 @@ class TargetCache:
                     self._absent.add(key)
                 else:
                     self._known[key] = data
-        if data is None:
+        result = None if data is None else _stored_result(data)
+        if result is None:
             with self._lock:
                 self.misses += 1
+                if data is not None:  # damaged: called again, and the new result replaces it
+                    self._known.pop(key, None)
+                    self._absent.add(key)
             return None
-        result = TargetResult.from_dict(data, dialogue=True)
         with self._lock:
             self.hits += 1
             self.saved_usd += result.usage.cost_usd
@@ -150,3 +153,12 @@ class TargetCache:
         if self.store is not None and pending:
             self.store.cache_put_many(pending)
         return len(pending)
+
+
+def _stored_result(data: Mapping[str, Any]) -> TargetResult | None:
+    """A stored row as the result it was; None when another tool, a bad merge or a hand edit
+    left it as something a target could not have returned (docs/targets.md, "Caching")."""
+    try:
+        return TargetResult.from_dict(data, dialogue=True)
+    except (TargetResultError, TypeError, ValueError):
+        return None

@@ -10,7 +10,6 @@ from typing import Any
 from verdryx_core.gating.compare import GateOutcome, GatePolicy
 from verdryx_core.gating.comparison import METRICS
 from verdryx_core.gating.drift import DEFAULT_THRESHOLD, GATES
-from verdryx_core.reporting.summary import gate_lines
 
 __all__ = [
     "EXIT_REFUSED",
@@ -104,6 +103,9 @@ def gate_document(outcome: GateOutcome) -> dict[str, Any]:
 
 
 def outcome_lines(outcome: GateOutcome) -> list[str]:
+    # The text summary's module (and its planning one) is imported only to print text.
+    from verdryx_core.reporting.summary import gate_lines
+
     assert outcome.result is not None
     return gate_lines(outcome.result)
 
