@@ -207,8 +207,8 @@ def main() -> int:
             f"  anchor, plain pytest on {cases} trivial tests: serial {plain:.2f} s "
             f"({plain_cpu:.2f} CPU), -n 2 {plain_n2:.2f} s ({plain_n2_cpu:.2f} CPU): "
             f"{plain_n2 / plain:.2f}x wall, {plain_n2_cpu / plain_cpu:.2f}x CPU; xdist's own "
-            f"start-up of two workers: +{plain_n2 - plain:.2f} s, verdryx's under -n 2: "
-            f"+{parallel - serial - (plain_n2 - plain):.2f} s"
+            f"start-up of two workers: {plain_n2 - plain:+.2f} s, the rest of verdryx's -n 2 "
+            f"over its serial run: {parallel - serial - (plain_n2 - plain):+.2f} s"
         )
     else:
         print("  anchors (per-worker calls, plain pytest): not measured (--quick)")

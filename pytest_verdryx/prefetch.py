@@ -40,8 +40,8 @@ __all__ = ["WORKERS_CALL_TARGETS", "PrefetchCalls", "TerminalStream"]
 #: pytest-xdist"), with the calls made per worker.
 WORKERS_CALL_TARGETS = (
     "verdryx: under -n {why}; target calls wait on the network, so one process with "
-    "--verdryx-concurrency=N serves them better: -n 2 with the workers calling took 3.2x the "
-    "serial run's time on 30 SDK-target cases at 1 s a call"
+    "--verdryx-concurrency=N serves them better: -n 2 with the workers calling took 2.7-3.2x "
+    "the serial run's time on 30 SDK-target cases at 1 s a call"
 )
 _EACH_WORKER = "with {given} each worker calls the target for its own cases ({because})"
 
