@@ -15,8 +15,14 @@ For each layout it runs, each in its own subprocess, alternately:
 * DuckDB: one SQL query computing the same answer (DuckDB is a benchmark dependency only),
 
 checks that both answers agree exactly, and prints the best wall time of each (process start
-included for both), the ratio, and each process's peak RSS (its own VmHWM). Targets: at
-most 1.5x DuckDB's wall time in both layouts, peak memory under 600 MiB.
+included for both), the ratio, and each process's peak RSS (its own VmHWM), with the load
+average. Targets, in both layouts: at most 1.2x DuckDB's wall time, and no more peak memory
+than DuckDB's.
+
+One core is kept loaded during the timed runs (`--busy-core`, on by default): a CPU-bound
+process spins beside both engines, as on a CI runner or a laptop doing other work, so
+neither side gets the whole machine (DuckDB's threads meet the same competition). It is
+stopped when the script ends, whatever the reason (an error, Ctrl-C, SIGTERM).
 
     .venv/bin/python benchmarks/traces.py                     # both layouts, a minute or two
     .venv/bin/python benchmarks/traces.py --layout scattered  # one layout
@@ -27,11 +33,14 @@ most 1.5x DuckDB's wall time in both layouts, peak memory under 600 MiB.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import signal
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,8 +53,7 @@ from verdryx_core.addons.traces import BLOCKED_DECISIONS
 
 TAGS = ["case_resolved", "escalated", "abandoned", ""]
 LAYOUTS = ("ordered", "scattered")
-TARGET_RATIO = 1.5
-TARGET_PEAK_MIB = 600
+TARGET_RATIO = 1.2
 DECISIONS = ["allowed", *sorted(BLOCKED_DECISIONS), "wardryx_deny"]
 
 
@@ -185,6 +193,27 @@ print(json.dumps({"answer": answer, "seconds": time.perf_counter() - start, "pea
 )
 
 
+#: What the busy core runs: a loop that never waits.
+SPIN = "while True:\n    pass\n"
+
+
+@contextlib.contextmanager
+def busy_core(enabled: bool) -> Iterator[int | None]:
+    """A CPU-bound process for the duration, killed on the way out (also on Ctrl-C, and on
+    SIGTERM, which is turned into an exit so this `finally` runs)."""
+    if not enabled:
+        yield None
+        return
+    previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    spinner = subprocess.Popen([sys.executable, "-c", SPIN])
+    try:
+        yield spinner.pid
+    finally:
+        spinner.kill()
+        spinner.wait()
+        signal.signal(signal.SIGTERM, previous)
+
+
 def run_child(code: str, *args: str) -> tuple[dict[str, Any], float, int]:
     """(child's JSON, wall seconds, peak RSS bytes) of one subprocess."""
     started = time.perf_counter()
@@ -227,6 +256,12 @@ def main() -> int:
     parser.add_argument("--segments", type=int, default=8)
     parser.add_argument("--repeat", type=int, default=None, help="best of N (default 3)")
     parser.add_argument(
+        "--busy-core",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="keep one core loaded by a spinning process during the timed runs (default on)",
+    )
+    parser.add_argument(
         "--layout",
         choices=[*LAYOUTS, "both"],
         default="both",
@@ -239,6 +274,16 @@ def main() -> int:
     repeat = args.repeat or (1 if args.quick else 3)
     layouts = LAYOUTS if args.layout == "both" else (args.layout,)
 
+    with busy_core(args.busy_core) as spinner:
+        if spinner is not None:
+            print(
+                f"busy core: a CPU-bound process (pid {spinner}) spins beside both engines "
+                "during the timed runs (--no-busy-core to leave it out)"
+            )
+        return _compare(layouts, rows=rows, runs=runs, segments=segments, repeat=repeat)
+
+
+def _compare(layouts: tuple[str, ...], *, rows: int, runs: int, segments: int, repeat: int) -> int:
     failed = False
     summary = []
     for layout in layouts:
@@ -266,28 +311,31 @@ def main() -> int:
             )
         ratio = best["verdryx"][0] / best["duckdb"][0]
         inner = best["verdryx"][1] / best["duckdb"][1]
-        peak = best["verdryx"][2]
+        peak, anchor = best["verdryx"][2], best["duckdb"][2]
         print(
             f"  ratio verdryx/duckdb: {ratio:.2f}x wall, {inner:.2f}x in-process "
             f"(target <= {TARGET_RATIO}x; {load()})"
         )
-        print(f"  verdryx peak memory: {peak / 2**20:.0f} MiB (target < {TARGET_PEAK_MIB} MiB)")
-        summary.append((layout, ratio, peak))
+        print(
+            f"  peak memory: verdryx {peak / 2**20:.0f} MiB, DuckDB {anchor / 2**20:.0f} MiB "
+            f"({peak / anchor:.2f}x, target <= 1.00x)"
+        )
+        summary.append((layout, ratio, peak, anchor))
     if summary:
         print("summary:")
-        for layout, ratio, peak in summary:
-            met = ratio <= TARGET_RATIO and peak < TARGET_PEAK_MIB * 2**20
+        for layout, ratio, peak, anchor in summary:
+            met = ratio <= TARGET_RATIO and peak <= anchor
             print(
-                f"  {layout:<9} {ratio:.2f}x DuckDB's wall time, {peak / 2**20:.0f} MiB peak  "
-                f"{'met' if met else 'MISSED'}"
+                f"  {layout:<9} {ratio:.2f}x DuckDB's wall time, {peak / 2**20:.0f} MiB peak "
+                f"vs DuckDB's {anchor / 2**20:.0f} MiB  {'met' if met else 'MISSED'}"
             )
-        worst = max(ratio for _, ratio, _ in summary)
-        most = max(peak for _, _, peak in summary)
+        worst = max(ratio for _, ratio, _, _ in summary)
+        memory = max(peak / anchor for _, _, peak, anchor in summary)
         print(
             verdict(
-                worst <= TARGET_RATIO and most < TARGET_PEAK_MIB * 2**20,
-                f"worst {worst:.2f}x DuckDB's wall time, {most / 2**20:.0f} MiB peak, target <= "
-                f"{TARGET_RATIO}x and < {TARGET_PEAK_MIB} MiB",
+                worst <= TARGET_RATIO and memory <= 1.0,
+                f"worst {worst:.2f}x DuckDB's wall time and {memory:.2f}x its peak memory, "
+                f"target <= {TARGET_RATIO}x and <= 1.00x",
             )
         )
     return 1 if failed else 0

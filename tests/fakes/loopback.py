@@ -30,6 +30,9 @@ class LoopbackHandler(BaseHTTPRequestHandler):
 
 class ServerWithFake(ThreadingHTTPServer):
     daemon_threads = True
+    # socketserver's default backlog is 5: a client opening 64 connections at once would
+    # see SYNs dropped and retried a second later, a cost of the fake, not of the client.
+    request_queue_size = 256
     fake: Any
 
 

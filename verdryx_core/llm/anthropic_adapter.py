@@ -33,6 +33,7 @@ from verdryx_core.llm.judge_prompt import reading_from_blocks
 from verdryx_core.llm.prices import PriceBook
 from verdryx_core.llm.provider_errors import Provider, ProviderErrors
 from verdryx_core.llm.request_adapter import RequestAdapter
+from verdryx_core.llm.sdk_http import sdk_client_options
 from verdryx_core.llm.usage import TokenUsage
 from verdryx_core.llm.wire import MalformedAnswer, read_json_object, token_count
 from verdryx_core.timeouts import DEFAULT_TIMEOUT_S, check_timeout
@@ -199,6 +200,9 @@ class AnthropicAdapter(RequestAdapter[dict[str, Any]]):
                     kwargs["api_key"] = self._api_key
                 else:
                     kwargs["auth_token"] = self._auth_token
+                # Connections kept alive on a light transport, unless a proxy needs the SDK's
+                # (verdryx_core.llm.sdk_http).
+                kwargs.update(sdk_client_options(sdk.Anthropic))
                 self._sdk = sdk
                 self._client = sdk.Anthropic(**kwargs)
                 # The SDK and httpx log each request's URL at INFO; a user:password in

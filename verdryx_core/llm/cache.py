@@ -244,9 +244,10 @@ class CachedAdapter:
         system: str | None = None,
         messages: Sequence[Mapping[str, Any]] | None = None,
     ) -> Completion:
-        key = self.cache_key("complete", prompt, repeat=repeat, system=system, messages=messages)
         return self._answer(
-            key,
+            lambda: self.cache_key(
+                "complete", prompt, repeat=repeat, system=system, messages=messages
+            ),
             "complete",
             prompt,
             lambda: self.inner.complete(
@@ -264,11 +265,10 @@ class CachedAdapter:
         system: str | None = None,
         messages: Sequence[Mapping[str, Any]] | None = None,
     ) -> Completion:
-        key = self.cache_key(
-            "tools", prompt, tools=tools, repeat=repeat, system=system, messages=messages
-        )
         return self._answer(
-            key,
+            lambda: self.cache_key(
+                "tools", prompt, tools=tools, repeat=repeat, system=system, messages=messages
+            ),
             "tools",
             prompt,
             lambda: self.inner.complete_with_tools(
@@ -278,9 +278,8 @@ class CachedAdapter:
         )
 
     def judge(self, prompt: str, output: str, rubric: str, *, repeat: int = 0) -> Judgement:
-        key = self.cache_key("judge", prompt, output=output, rubric=rubric, repeat=repeat)
         return self._answer(
-            key,
+            lambda: self.cache_key("judge", prompt, output=output, rubric=rubric, repeat=repeat),
             "judge",
             prompt,
             lambda: self.inner.judge(prompt, output, rubric, repeat=repeat),
@@ -307,16 +306,18 @@ class CachedAdapter:
 
     def _answer(
         self,
-        key: str,
+        key_of: Callable[[], str],
         kind: str,
         prompt: str,
         call: Callable[[], _Answer],
         kind_type: type[_Answer],
     ) -> _Answer:
         if self.mode == "off":
+            # No lookup and nothing kept: the key (a hash of the whole request) is not needed.
             with self._lock:
                 self._misses += 1
             return call()
+        key = key_of()
         with self._lock:
             failed = self._failed.get(key)
             if failed is not None:

@@ -30,6 +30,7 @@ from verdryx_core.llm.judge_prompt import RECORD_VERDICT, JudgeReading, reading_
 from verdryx_core.llm.prices import PriceBook
 from verdryx_core.llm.provider_errors import Provider, ProviderErrors, preview
 from verdryx_core.llm.request_adapter import RequestAdapter
+from verdryx_core.llm.sdk_http import sdk_client_options
 from verdryx_core.llm.usage import TokenUsage
 from verdryx_core.llm.wire import MalformedAnswer, read_json_object, token_count
 from verdryx_core.timeouts import DEFAULT_TIMEOUT_S, check_timeout
@@ -253,7 +254,10 @@ class OpenAIAdapter(RequestAdapter[Any]):
                 sdk = import_sdk()
                 self._sdk = sdk
                 # Key and endpoint explicit, so the SDK never picks others from os.environ.
+                # Connections kept alive on a light transport, unless a proxy needs the SDK's
+                # (verdryx_core.llm.sdk_http).
                 self._client = sdk.OpenAI(
+                    **sdk_client_options(sdk.OpenAI),
                     api_key=self._api_key or _NO_KEY,
                     base_url=self.base_url,
                     max_retries=self.max_retries,

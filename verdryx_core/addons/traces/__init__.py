@@ -32,6 +32,7 @@ from verdryx_core.addons.traces.parquet import (
 from verdryx_core.addons.traces.records import read_csv, read_ndjson
 from verdryx_core.addons.traces.reduction import ReducedRuns, RunColumns, RunReducer, reduce_batches
 from verdryx_core.addons.traces.runs import reduced_records
+from verdryx_core.addons.traces.totals import KeySpaceExceeded, RunTotals
 
 __all__ = [
     "ABANDONED",
@@ -44,10 +45,12 @@ __all__ = [
     "UNTAGGED",
     "CostPerOutcomeReport",
     "Headline",
+    "KeySpaceExceeded",
     "OutcomeCost",
     "ReducedRuns",
     "RunColumns",
     "RunReducer",
+    "RunTotals",
     "TraceError",
     "TracesExtraMissing",
     "cost_per_outcome",

@@ -24,22 +24,13 @@ over batches and over the distinct strings of small columns (tags, agent ids).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
-from itertools import count, repeat
 from typing import Any, Final
 
 import numpy as np
 
-from verdryx_core.addons.errors import TraceError
-from verdryx_core.addons.traces._arrow import require_pyarrow
-from verdryx_core.addons.traces.decisions import BLOCKED_DECISIONS, REFUSED_DECISIONS
+from verdryx_core.addons.traces.columns import BatchColumns
+from verdryx_core.addons.traces.reduced import ReducedRuns, RunColumns
 from verdryx_core.addons.traces.run_codes import Keys, RunCoder, concat_keys
-from verdryx_core.limits import (
-    MAX_COST_USD,
-    MAX_TOTAL_COST_MICROUSD,
-    MAX_TOTAL_COST_USD,
-    MICROUSD_PER_USD,
-)
 
 __all__ = [
     "COST_COLUMNS",
@@ -68,99 +59,12 @@ _FLUSH_FLOOR: Final = 1 << 20
 #: and rows go to the fold one by one, skipping the per-row-group dictionary.
 _SCATTERED_SHARE: Final = 0.5
 
-#: One call's cost, in the reduction's unit.
-_MAX_CALL_MICROUSD: Final = MAX_COST_USD * MICROUSD_PER_USD
-
 _INT64_MIN: Final = np.iinfo(np.int64).min
 _INT64_MAX: Final = np.iinfo(np.int64).max
 
 #: Winner fields: name -> keep the largest (step, row)? "Last by step" does; the first
 #: timestamp keeps the smallest.
 _WINNERS: Final = {"outcome": True, "agent": True, "key": True, "ts_first": False, "ts_last": True}
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RunColumns:
-    """Reduced records as columns. Codes index the vocabularies of `ReducedRuns`; -1 means
-    untagged (outcome) or empty (agent, key). Detail columns are None in a cost-only pass,
-    and so is `run_id` (run-less calls have none: their run id is "")."""
-
-    run_id: list[str] | None
-    outcome: np.ndarray
-    cost_microusd: np.ndarray
-    calls: np.ndarray
-    refused_calls: np.ndarray | None = None
-    agent_id: np.ndarray | None = None
-    key_id: np.ndarray | None = None
-    first_ts_millis: np.ndarray | None = None
-    last_ts_millis: np.ndarray | None = None
-    has_ts: np.ndarray | None = None
-
-    def __len__(self) -> int:
-        return len(self.outcome)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ReducedRuns:
-    """The reduction's result: runs in order of first appearance, then run-less calls.
-
-    With `keep_loose=False` run-less calls are not kept one by one: `loose_counts` and
-    `loose_cost_microusd` (indexed by outcome code) carry them, so memory stays bounded.
-    """
-
-    outcomes: tuple[str, ...]
-    agents: tuple[str, ...]
-    keys: tuple[str, ...]
-    runs: RunColumns
-    loose: RunColumns | None
-    loose_counts: np.ndarray
-    loose_cost_microusd: np.ndarray
-    rows_read: int
-
-    def outcome_totals(self) -> tuple[np.ndarray, np.ndarray]:
-        """(count, cost in microdollars) per outcome code; the last slot is `(untagged)`."""
-        size = len(self.outcomes) + 1
-        untagged = len(self.outcomes)
-        counts = np.zeros(size, dtype=np.int64)
-        costs = np.zeros(size, dtype=np.int64)
-        parts = [self.runs] if self.loose is None else [self.runs, self.loose]
-        for part in parts:
-            codes = np.where(part.outcome < 0, untagged, part.outcome)
-            counts += np.bincount(codes, minlength=size)
-            np.add.at(costs, codes, part.cost_microusd)
-        counts[: len(self.loose_counts)] += self.loose_counts
-        costs[: len(self.loose_cost_microusd)] += self.loose_cost_microusd
-        return counts, costs
-
-
-class _Vocabulary:
-    """Distinct strings of a small column (tags, agent ids, key ids) and their codes, in the
-    order first seen."""
-
-    __slots__ = ("_codes",)
-
-    def __init__(self) -> None:
-        self._codes: dict[str, int] = {}
-
-    def __len__(self) -> int:
-        return len(self._codes)
-
-    def lookup(self, values: Any) -> np.ndarray:
-        """Code per dictionary entry, -1 for empty or null, plus a trailing -1 slot so a
-        null row (index -1) maps to it. The loop runs over distinct values, not rows."""
-        strings = values.to_pylist()
-        codes = self._codes
-        out = np.fromiter(map(codes.get, strings, repeat(-1)), dtype=np.int64, count=len(strings))
-        fresh = np.flatnonzero(out < 0)
-        if fresh.size:
-            unseen = [strings[i] for i in fresh.tolist()]
-            start = len(codes)
-            codes.update(zip(dict.fromkeys(value for value in unseen if value), count(start)))
-            out[fresh] = np.fromiter(map(codes.get, unseen, repeat(-1)), dtype=np.int64)
-        return np.append(out, -1)
-
-    def strings(self) -> list[str]:
-        return list(self._codes)
 
 
 def _group_pick(
@@ -242,7 +146,7 @@ class _State:
         self.size = max(self.size, size)
 
 
-class RunReducer:
+class RunReducer(BatchColumns):
     """Feed record batches in read order, then `finish()`.
 
     `detail=True` also keeps what the SLO reads (refused calls, agent and key ids, first and
@@ -261,20 +165,13 @@ class RunReducer:
         ordered: bool = True,
         flush_rows: int | None = None,
     ) -> None:
-        self._pa, self._pc, _ = require_pyarrow("reducing TokenFuse traces")
+        super().__init__(detail=detail, keep_loose=keep_loose)
         self._flush_rows = flush_rows
         self._ordered = ordered
-        self._detail = detail
-        self._keep_loose = keep_loose
-        self._rows = 0
-        self._spent = 0.0  # micro-dollars read so far (see _check_costs)
         self._known = RunCoder(self._pa, self._pc)
         self._run_dictionary = True
         self._buffer: list[_Partial] = []
         self._buffered = 0
-        self._outcomes = _Vocabulary()
-        self._agents = _Vocabulary()
-        self._keys = _Vocabulary()
         fills = {"calls": 0, "cost": 0, "first": _INT64_MAX}
         winners = ("outcome", *_WINNERS) if detail else ("outcome",)
         if detail:
@@ -283,11 +180,6 @@ class RunReducer:
             fills |= {f"{name}_step": 0, f"{name}_idx": -1, f"{name}_val": -1}
         self._winners = tuple(dict.fromkeys(winners))
         self._state = _State(fills)
-        self._loose: list[dict[str, np.ndarray]] = []
-        self._loose_counts = np.zeros(0, dtype=np.int64)
-        self._loose_cost = np.zeros(0, dtype=np.int64)
-        self._blocked = self._pa.array(sorted(BLOCKED_DECISIONS), type=self._pa.string())
-        self._refused = self._pa.array(sorted(REFUSED_DECISIONS), type=self._pa.string())
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -298,77 +190,6 @@ class RunReducer:
         """Should a reader hand run ids dictionary-encoded? True until a batch shows runs
         scattered over the trace (then decoding the dictionary is work thrown away)."""
         return self._run_dictionary
-
-    # -- columns of one batch -------------------------------------------------------------
-
-    def _strings(self, batch: Any, name: str, source: str) -> tuple[np.ndarray, Any] | None:
-        """(row codes with -1 for null, dictionary values) of a string column, or None."""
-        pa, pc = self._pa, self._pc
-        index = batch.schema.get_field_index(name)
-        if index < 0:
-            return None
-        column = batch.column(index)
-        if pa.types.is_null(column.type):
-            return None
-        if not pa.types.is_dictionary(column.type):
-            if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
-                # Checked before encoding: pyarrow cannot dictionary-encode a list, struct or
-                # map column and would raise its own error instead of this line.
-                raise TraceError(
-                    f"{source}: column {name!r} has type {column.type}, expected a string "
-                    "(TokenFuse writes Utf8); fix the writer or drop the column"
-                )
-            column = pc.dictionary_encode(column)
-        values = column.dictionary
-        if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
-            raise TraceError(
-                f"{source}: column {name!r} has type {values.type}, expected a string "
-                "(TokenFuse writes Utf8); fix the writer or drop the column"
-            )
-        indices = column.indices
-        if indices.null_count:
-            indices = pc.fill_null(indices, -1)
-        codes = indices.to_numpy(zero_copy_only=False)
-        return codes.astype(np.int64, copy=False), values
-
-    def _member(self, values: Any, value_set: Any) -> np.ndarray:
-        hits = self._pc.fill_null(self._pc.is_in(values, value_set=value_set), False)
-        return np.append(hits.to_numpy(zero_copy_only=False), False)
-
-    def _integers(self, batch: Any, name: str, source: str) -> tuple[np.ndarray, np.ndarray] | None:
-        """(int64 values with 0 for null, validity) of an integer column, or None."""
-        pa, pc = self._pa, self._pc
-        index = batch.schema.get_field_index(name)
-        if index < 0:
-            return None
-        column = batch.column(index)
-        if pa.types.is_null(column.type):
-            return None
-        if not (pa.types.is_integer(column.type) or pa.types.is_floating(column.type)):
-            raise TraceError(
-                f"{source}: column {name!r} has type {column.type}, expected an integer "
-                "(TokenFuse writes Int64/UInt32); fix the writer or drop the column"
-            )
-        try:
-            as_int = pc.cast(column, pa.int64())
-        except pa.ArrowInvalid as exc:
-            raise TraceError(
-                f"{source}: column {name!r} holds a value that is not a whole int64 ({exc}); "
-                "expected integers such as microdollars or step numbers"
-            ) from exc
-        if as_int.null_count:
-            valid = as_int.is_valid().to_numpy(zero_copy_only=False)
-            as_int = pc.fill_null(as_int, 0)
-        else:
-            valid = np.ones(len(as_int), dtype=bool)
-        values = as_int.to_numpy(zero_copy_only=False)
-        return values.astype(np.int64, copy=False), valid
-
-    def _codes(self, batch: Any, name: str, vocabulary: _Vocabulary, source: str) -> np.ndarray:
-        column = self._strings(batch, name, source)
-        if column is None:
-            return np.full(batch.num_rows, -1, dtype=np.int64)
-        return vocabulary.lookup(column[1])[column[0]]
 
     # -- feeding --------------------------------------------------------------------------
 
@@ -464,57 +285,6 @@ class RunReducer:
                 self._flush()
         if prepared.loose.size:
             self._add_loose(prepared.loose, prepared.row)
-
-    def _check_costs(self, cost: np.ndarray, source: str, base: int) -> None:
-        """Every call's cost within [0, a call's maximum], and the trace's running total
-        within the maximum of a sum (docs/store.md, "Maxima"), before anything is summed:
-        numpy's int64 sums wrap silently (two calls of 2**62 would read as a negative
-        total), and a negative cost would be shown as spend given back.
-
-        All costs are then non-negative, so every per-run and per-outcome sum is at most the
-        running total: bounding it bounds them all. The total is kept as a float, whose
-        rounding (relative 1e-16 per batch) is far inside the margin between the maximum
-        and int64's limit; the sums themselves stay exact int64."""
-        if cost.size == 0:
-            return
-        low, high = int(cost.min()), int(cost.max())
-        if low < 0 or high > _MAX_CALL_MICROUSD:
-            bad = np.flatnonzero((cost < 0) | (cost > _MAX_CALL_MICROUSD))[0]
-            value = int(cost[bad])
-            raise TraceError(
-                f"{source}: column 'cost_microusd' holds {value} (trace row {base + int(bad)}, "
-                "counting from 0): "
-                + (
-                    "a cost is 0 or more"
-                    if value < 0
-                    else f"more than the maximum of {_MAX_CALL_MICROUSD:,} micro-dollars for "
-                    "one call (docs/store.md)"
-                )
-                + "; fix the writer or drop the row"
-            )
-        self._spent += float(cost.sum(dtype=np.float64))
-        if self._spent > MAX_TOTAL_COST_MICROUSD:
-            raise TraceError(
-                f"{source}: the trace's total cost passes the maximum of "
-                f"{MAX_TOTAL_COST_MICROUSD:,} micro-dollars (${MAX_TOTAL_COST_USD:,}, "
-                "docs/store.md) by this row group; check the cost_microusd values"
-            )
-
-    def _plain_runs(self, batch: Any, source: str) -> Any | None:
-        """The run_id column when it holds plain strings (not dictionary-encoded)."""
-        pa = self._pa
-        index = batch.schema.get_field_index("run_id")
-        if index < 0:
-            return None
-        column = batch.column(index)
-        if pa.types.is_null(column.type) or pa.types.is_dictionary(column.type):
-            return None
-        if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
-            raise TraceError(
-                f"{source}: column 'run_id' has type {column.type}, expected a string "
-                "(TokenFuse writes Utf8); fix the writer or drop the column"
-            )
-        return column
 
     def _rows_partial(
         self,
@@ -650,25 +420,6 @@ class RunReducer:
             for field in ("step", "idx", "val"):
                 cols[f"{name}_{field}"][target] = stacked[f"{name}_{field}"][winner]
 
-    def _add_loose(self, loose: np.ndarray, row: dict[str, np.ndarray]) -> None:
-        tag = row["tag"][loose]
-        cost = row["cost"][loose]
-        if not self._keep_loose:
-            size = max(int(tag.max()) + 1, len(self._loose_counts))
-            counts = np.zeros(size, dtype=np.int64)
-            costs = np.zeros(size, dtype=np.int64)
-            counts[: len(self._loose_counts)] = self._loose_counts
-            costs[: len(self._loose_cost)] = self._loose_cost
-            counts += np.bincount(tag, minlength=size)
-            np.add.at(costs, tag, cost)
-            self._loose_counts, self._loose_cost = counts, costs
-            return
-        kept = {"outcome": tag, "cost": cost}
-        if self._detail:
-            for name in ("refused", "agent", "key", "ts", "has_ts"):
-                kept[name] = row[name][loose]
-        self._loose.append(kept)
-
     # -- result ---------------------------------------------------------------------------
 
     def finish(self) -> ReducedRuns:
@@ -715,30 +466,6 @@ class RunReducer:
             loose_counts=self._loose_counts,
             loose_cost_microusd=self._loose_cost,
             rows_read=self._rows,
-        )
-
-    def _loose_columns(self) -> RunColumns:
-        def stack(name: str, dtype: Any = np.int64) -> np.ndarray:
-            return np.concatenate([part[name] for part in self._loose] or [np.zeros(0, dtype)])
-
-        detail: dict[str, Any] = {}
-        if self._detail:
-            ts = stack("ts")
-            detail = {
-                "refused_calls": stack("refused"),
-                "agent_id": stack("agent"),
-                "key_id": stack("key"),
-                "first_ts_millis": ts,
-                "last_ts_millis": ts,
-                "has_ts": stack("has_ts", bool),
-            }
-        outcome = stack("outcome")
-        return RunColumns(
-            run_id=None,
-            outcome=outcome,
-            cost_microusd=stack("cost"),
-            calls=np.ones(len(outcome), dtype=np.int64),
-            **detail,
         )
 
 

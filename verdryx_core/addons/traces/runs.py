@@ -25,7 +25,7 @@ def _part(part: RunColumns, reduced: ReducedRuns, *, detail: bool) -> list[dict[
     if not detail:
         return [{"outcome": o, "cost_usd": c} for o, c in zip(outcomes, costs, strict=True)]
     assert part.agent_id is not None and part.key_id is not None and part.has_ts is not None
-    assert part.refused_calls is not None
+    assert part.refused_calls is not None and part.calls is not None
     assert part.first_ts_millis is not None and part.last_ts_millis is not None
     count = len(part)
     run_ids = [""] * count if part.run_id is None else part.run_id
