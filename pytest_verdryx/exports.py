@@ -7,19 +7,20 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_verdryx.options import Settings
 from verdryx_core.addons.events.otlp import SpanExporter
 from verdryx_core.errors import UsageError
-from verdryx_core.gating.comparison import GateResult
-from verdryx_core.gating.drift import DriftReport
-from verdryx_core.reporting.ci import verdict_interval
 from verdryx_core.runs import Baseline, EvalRun
 from verdryx_core.store import Store
 from verdryx_core.untrusted.redact import redact_text, redact_url
+
+if TYPE_CHECKING:
+    from verdryx_core.gating.comparison import GateResult
+    from verdryx_core.gating.drift import DriftReport
 
 __all__ = [
     "add_junit_properties",
@@ -72,6 +73,8 @@ def add_junit_properties(
         return
     drift = result.report if result else None
     # The interval the verdict used: paired when cases paired (docs/ci.md).
+    from verdryx_core.reporting.ci import verdict_interval  # the gate's: numpy with it
+
     interval = verdict_interval(drift) if drift else None
     properties: dict[str, object] = {
         "verdryx.run_id": run.id,

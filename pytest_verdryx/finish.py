@@ -20,14 +20,14 @@ from pytest_verdryx.options import FLAGS, Settings, worded
 from pytest_verdryx.state import SessionState
 from verdryx_core.errors import RunNotStoredError, StoreError, VerdryxError
 from verdryx_core.gating.baselines import check_label, write_baseline_file
-from verdryx_core.gating.compare import GateOutcome, GatePolicy, compare, refused
-from verdryx_core.gating.planning import Plan, plan_for_gate
 from verdryx_core.runs import Baseline, EvalRun
 from verdryx_core.store import StoreTarget
 
 if TYPE_CHECKING:
     from verdryx_core.gating.calibration.judge_check import JudgeCheck
     from verdryx_core.gating.calibration.labels import Label
+    from verdryx_core.gating.compare import GateOutcome
+    from verdryx_core.gating.planning import Plan
 
 __all__ = ["SessionEnd", "finish_session", "incomplete_reason"]
 
@@ -193,6 +193,8 @@ def _plan(end: SessionEnd) -> Plan | None:
             baseline_run = end.context.store.open().load_run(baseline.run_id)
         except VerdryxError:
             baseline_run = None  # the plan then takes the baseline as sampled like this run
+    from verdryx_core.gating.planning import plan_for_gate
+
     return plan_for_gate(drift, end.run, baseline_run)
 
 
@@ -200,6 +202,12 @@ def _gate(end: SessionEnd) -> GateOutcome | None:
     """The gate against the session's baseline; a refusal for an ini label that names no
     baseline (docs/options.md), unless this run saves that label (a first baseline)."""
     context, settings, run = end.context, end.settings, end.run
+    if context.missing_baseline is None and context.baseline is None:
+        return None
+    # Imported when a gate runs (numpy and the statistics with it): a run that names no
+    # baseline never loads them.
+    from verdryx_core.gating.compare import GatePolicy, compare, refused
+
     if context.baseline is not None:
         # Earlier runs live in the store; with no store yet (--no-verdryx-store on a fresh
         # runner) there are none, and opening it would create the file.
@@ -259,6 +267,8 @@ def _labels_paths(end: SessionEnd) -> list[Path]:
 def _case_labels(context: SessionContext) -> list[Label]:
     """The `human_label` of the selected cases (docs/evalset-reference.md), as gathered where
     the items were collected (every worker, under xdist)."""
+    if not context.state.human_labels:
+        return []  # and the calibration package (numpy) is not imported
     from verdryx_core.gating.calibration.labels import Label
 
     return [
@@ -290,11 +300,11 @@ def _check_judge(end: SessionEnd, case_labels: list[Label]) -> None:
 def _judge_without_gate(end: SessionEnd) -> None:
     """No baseline to gate: the judge's drift and the corrected pass rate still decide, as
     asked, on the run alone."""
-    from verdryx_core.gating.calibration.correction import corrected_rate
-
     check, settings = end.judge, end.settings
     if check is None:
         return
+    from verdryx_core.gating.calibration.correction import corrected_rate
+
     if settings.require_calibrated_judge and check.calibration.drift:
         end.messages.append(f"ERROR: judge not calibrated: {check.calibration.drift}")
         end.exit_status = pytest.ExitCode.USAGE_ERROR
@@ -320,9 +330,11 @@ def _judge_without_gate(end: SessionEnd) -> None:
 
 def _ci_outputs(end: SessionEnd) -> None:
     """The gate as a test, and the job summary (docs/ci.md): before junitxml writes its file."""
+    ci = end.context.config.pluginmanager.get_plugin("verdryx-ci")
+    if ci is None:
+        return  # no CI view asked for (and its module is not imported)
     from pytest_verdryx.ci import CiOutputs
 
-    ci = end.context.config.pluginmanager.get_plugin("verdryx-ci")
     if isinstance(ci, CiOutputs):
         ci.finish(end.run, end.gate, gated=end.run.complete)
 

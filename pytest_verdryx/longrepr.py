@@ -96,11 +96,22 @@ class CrashOverXdist:
         return report
 
 
+#: The (name, value) properties seen so far, each held once however many reports carry it.
+_PAIRS: dict[tuple[str, str], tuple[str, str]] = {}
+_MAX_PAIRS = 4096
+
+
 def _shared(pair: Any) -> Any:
-    """A (name, value) property with its strings interned (short ones only: a long value is
-    most likely unique)."""
+    """A (name, value) property shared with every report carrying the same one (short
+    values only: a long value is most likely unique)."""
     if isinstance(pair, (tuple, list)) and len(pair) == 2:
         name, value = pair
         if isinstance(name, str) and isinstance(value, str) and len(value) <= 32:
-            return (sys.intern(name), sys.intern(value))
+            key = (name, value)
+            shared = _PAIRS.get(key)
+            if shared is None:
+                shared = (sys.intern(name), sys.intern(value))
+                if len(_PAIRS) < _MAX_PAIRS:
+                    _PAIRS[shared] = shared
+            return shared
     return pair

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_verdryx.options import add_options, evalset_patterns, explicitly_asked, read_settings
+from pytest_verdryx.run_folder import HANDOFF_KEY, remove_run_folder, run_folder
 from pytest_verdryx.xdist import PAYLOAD_KEY
 
 if TYPE_CHECKING:
@@ -210,6 +211,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(_ACTIVATION, None)
     if state is not None and state.plugin is not None:
         state.plugin.close()
+    remove_run_folder(config)
 
 
 # -- collection: the first eval case turns verdryx on -------------------------------------------
@@ -313,6 +315,7 @@ class ControllerWatch(Watch):
                 "run_id": self.state.run_id,
                 "started_at": self.state.started_at.isoformat(),
                 "baseline": None,  # named only explicitly, which activates at configure
+                HANDOFF_KEY: str(run_folder(node.config).handoff),
             }
 
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:

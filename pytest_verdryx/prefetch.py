@@ -6,10 +6,12 @@ progress line first; when it may stop early (`-x`, `--maxfail`, `--stepwise`) th
 while the calls do, so a stop leaves the calls not yet started unmade.
 
 Under xdist the controller collects nothing and workers learn their items a batch at a time,
-so the controller makes every model call of the collected cases itself, into the store's
-response cache, before xdist schedules anything; workers then score from the cache (one
-call per case, whatever the worker count). When the session may stop early, it does not:
-each worker makes its items' calls as they run, and a stop leaves the rest unmade.
+so before xdist schedules anything the controller makes the calls of the collected cases
+itself, with the session's concurrency: every target call (but a workspace case's), handed
+to the workers in a file of this run alone, and every model call, into the store's response
+cache; workers then grade from those (one call per case, whatever the worker count). When
+the session may stop early it does not: each worker makes its items' calls as they run, and
+a stop leaves the rest unmade.
 """
 
 from __future__ import annotations
@@ -22,21 +24,26 @@ from pathlib import Path
 import pytest
 
 from pytest_verdryx.items import EvalCaseItem
+from pytest_verdryx.run_folder import run_folder
 from pytest_verdryx.scoring import ItemScoring, scorer_for
 from verdryx_core.errors import VerdryxError
+from verdryx_core.evalsets.formats import CSV_SIDECAR_SUFFIX
 from verdryx_core.evalsets.load import load_evalset
 from verdryx_core.evaluation import Prefetch, Work, prefetch_all, start_prefetch
+from verdryx_core.evaluation.targets_ahead import call_targets_ahead
+from verdryx_core.targets.handoff import TargetHandoff
 
 __all__ = ["WORKERS_CALL_TARGETS", "PrefetchCalls", "TerminalStream"]
 
-#: Said once on the xdist controller when each worker will call the target for its own items.
-#: The figure is benchmarks/xdist_runs.py's (docs/targets.md, "Under pytest-xdist").
+#: Said once on the xdist controller when some target calls are made by the workers, each
+#: for its own items; the figure is benchmarks/xdist_runs.py's (docs/targets.md, "Under
+#: pytest-xdist"), with the calls made per worker.
 WORKERS_CALL_TARGETS = (
-    "verdryx: under -n each worker calls the target for its own cases (the controller calls "
-    "ahead only with --verdryx-target-version, the cache on and no -x/--maxfail); target calls "
-    "wait on the network, so one process with --verdryx-concurrency=N serves better: -n 2 "
-    "took 1.8x the serial run's time and 3.0x its CPU on 30 SDK-target cases"
+    "verdryx: under -n {why}; target calls wait on the network, so one process with "
+    "--verdryx-concurrency=N serves them better: -n 2 with the workers calling took 2.7-3.2x "
+    "the serial run's time on 30 SDK-target cases at 1 s a call"
 )
+_EACH_WORKER = "with {given} each worker calls the target for its own cases ({because})"
 
 
 class PrefetchCalls:
@@ -125,57 +132,114 @@ class PrefetchCalls:
         ahead.futures.clear()
 
     def for_workers(self, node_ids: Sequence[str]) -> None:
-        """On the xdist controller, once: every model call of the collected cases, into the
-        store's response cache (which is how the answers reach the workers)."""
-        settings = self.context.settings
+        """On the xdist controller, once, before xdist schedules anything: every target call
+        of the collected cases that one process may make for all (handed to the workers
+        through the run's handoff file), then every model call, into the store's response
+        cache (which is how those answers reach the workers)."""
         if self._for_workers_done or not self._may_call():
             return
         self._for_workers_done = True
-        ahead_possible = (
-            settings.cache != "off"  # the cache is how the answers reach the workers
-            and bool(settings.store)
-            # -x / --maxfail: every call made up front would defeat the stop; each worker
-            # makes its own items' calls as they run instead.
-            and not self._may_stop_early()
-        )
-        if not ahead_possible and settings.target is None:
-            return
-        work = self._cases_of(node_ids)
+        settings, evaluation = self.context.settings, self.context.evaluation
+        # With the stub model and judge only target cases can be called ahead: an eval set
+        # that cannot name a target is not even read (the controller holds none of it).
+        free = settings.model == "stub" and settings.judge_model in (None, "stub")
+        work = self._cases_of(node_ids, targets_only=free and settings.target is None)
         if not work:
             return
-        evaluation = self.context.evaluation
-        if not (ahead_possible and evaluation.targets_cached) and any(
-            evaluation.uses_target(entry.case) for entry in work
+        targeted = [entry for entry in work if evaluation.uses_target(entry.case)]
+        handed = self._targets_ahead(targeted)
+        self._models_ahead(work, handed)
+
+    def _targets_ahead(self, targeted: list[Work]) -> list[Work]:
+        """Call the targets of `targeted` here, for the workers; say in one line which ones
+        the workers call themselves, and why. Returns the cases called here."""
+        if not targeted:
+            return []
+        settings, evaluation = self.context.settings, self.context.evaluation
+        if self._may_stop_early():
+            why = _EACH_WORKER.format(
+                given="-x/--maxfail/--stepwise", because="a stop leaves the rest unmade"
+            )
+            handed: list[Work] = []
+        elif settings.repeat_auto:
+            why = _EACH_WORKER.format(
+                given="--verdryx-repeat=auto", because="the samples are allocated by item"
+            )
+            handed = []
+        else:
+            handed = [entry for entry in targeted if entry.case.workspace is None]
+            kept = len(targeted) - len(handed)
+            why = (
+                f"{kept} workspace case(s) call the target on their workers (their graders "
+                "read the folder the call changed)"
+                if kept
+                else ""
+            )
+        if why:
+            self._write_line(WORKERS_CALL_TARGETS.format(why=why))
+        if not handed:
+            return []
+        evaluation.target_handoff = TargetHandoff(run_folder(self.config).handoff, writing=True)
+        try:
+            scorer = scorer_for(evaluation, [entry.case for entry in handed])
+            self.seconds += call_targets_ahead(
+                scorer,
+                handed,
+                concurrency=settings.concurrency,
+                stream=TerminalStream(self.config),
+            )
+        finally:
+            evaluation.target_handoff = None
+        return handed
+
+    def _models_ahead(self, work: list[Work], handed: list[Work]) -> None:
+        """Every model and judge call of `work` (the judge's of the target cases called
+        here too), into the store's response cache."""
+        settings, evaluation = self.context.settings, self.context.evaluation
+        if (
+            settings.cache == "off"  # the cache is how the answers reach the workers
+            or not settings.store
+            # -x / --maxfail: every call made up front would defeat the stop; each worker
+            # makes its own items' calls as they run instead.
+            or self._may_stop_early()
         ):
-            self._write_line(WORKERS_CALL_TARGETS)
-        if not ahead_possible:
+            evaluation.finish_calls()
             return
-        scorer = scorer_for(evaluation, [entry.case for entry in work])
-        targets_ahead = evaluation.targets_cached and any(
-            evaluation.uses_target(entry.case) for entry in work
-        )
-        if not evaluation.paid and not targets_ahead:
-            return  # the stub model and judge: free, nothing to call ahead
+        called = {entry.key for entry in handed}
         # A typed grade posts labels back to the service: it is asked once, by its worker.
-        # A target's results reach the workers only through the cache (a declared version):
-        # without one, each worker calls the target for its own items.
+        # A target case is graded here only when its grader calls a model (the judge), from
+        # the outcome called above; the others a worker grades from the handoff.
         remote = [
             entry
             for entry in work
             if entry.case.grader != "typed"
-            # A workspace case's target result is never cached (docs/workspaces-and-execution.md).
-            and (
-                (evaluation.targets_cached and entry.case.workspace is None)
-                or not evaluation.uses_target(entry.case)
-            )
+            and (not evaluation.uses_target(entry.case) or entry.key in called)
         ]
-        ahead = prefetch_all(
-            scorer,
-            remote,
-            concurrency=settings.concurrency,
-            stream=TerminalStream(self.config),
-            batch=settings.batch,
-        )
+        scorer = scorer_for(evaluation, [entry.case for entry in remote])
+        remote = [
+            entry
+            for entry in remote
+            if entry.key not in called or scorer.grades_remotely(entry.case)
+        ]
+        if not evaluation.paid or not remote:
+            evaluation.finish_calls()
+            return  # the stub model and judge: free, nothing to call ahead
+        if called:
+            reader = TargetHandoff(run_folder(self.config).handoff, writing=False)
+            evaluation.target_handoff = reader
+            scorer = scorer_for(evaluation, [entry.case for entry in remote])
+        try:
+            ahead = prefetch_all(
+                scorer,
+                remote,
+                concurrency=settings.concurrency,
+                stream=TerminalStream(self.config),
+                batch=settings.batch,
+            )
+        finally:
+            if called:
+                evaluation.target_handoff = None
+                reader.close()
         self.seconds += ahead.seconds
         entries = evaluation.finish_calls().take_entries()
         if entries:
@@ -186,8 +250,9 @@ class PrefetchCalls:
         if reporter is not None:
             reporter.write_line(line)
 
-    def _cases_of(self, node_ids: Sequence[str]) -> list[Work]:
-        """The eval cases behind collected node ids (`path::case-id`), read from their files."""
+    def _cases_of(self, node_ids: Sequence[str], *, targets_only: bool = False) -> list[Work]:
+        """The eval cases behind collected node ids (`path::case-id`), read from their files;
+        `targets_only`: only the cases of eval sets naming their own target."""
         patterns = self.context.settings.patterns
         wanted: dict[str, set[str]] = {}
         for node_id in node_ids:
@@ -197,16 +262,35 @@ class PrefetchCalls:
                 wanted.setdefault(path, set()).add(case_id)
         work: list[Work] = []
         for path, case_ids in wanted.items():
+            file = self.config.rootpath / path
+            if targets_only and not _may_name_a_target(file):
+                continue
             try:
-                evalset = load_evalset(self.config.rootpath / path)
+                evalset = load_evalset(file)
             except VerdryxError:
                 continue  # the workers report it as a collection error
+            if targets_only and evalset.target is None:
+                continue
             work.extend(
                 self.context.evaluation.work(evalset, case, key=f"{path}::{case.id}")
                 for case in evalset.cases
                 if case.id in case_ids
             )
         return work
+
+
+def _may_name_a_target(path: Path) -> bool:
+    """Whether the eval set file (or a CSV's sidecar) spells the word `target` anywhere: a
+    file that does not names no target of its own. Only a shortcut: a file it passes over
+    wrongly would have its target called by the workers, as when nothing is called ahead."""
+    sidecar = path.with_name(path.name + CSV_SIDECAR_SUFFIX)
+    for candidate in (path, sidecar):
+        try:
+            if b"target" in candidate.read_bytes():
+                return True
+        except OSError:
+            continue
+    return False
 
 
 class TerminalStream:

@@ -30,6 +30,7 @@ from pytest_verdryx.items import EvalCaseItem
 from pytest_verdryx.options import FLAGS, Settings, eval_settings, evalset_patterns, worded
 from pytest_verdryx.prefetch import PrefetchCalls
 from pytest_verdryx.quiet_phases import drop_unshown_phases
+from pytest_verdryx.run_folder import HANDOFF_KEY
 from pytest_verdryx.scoring import SCORING_KEY, ItemScoring
 from pytest_verdryx.shard import check_shard_settings, split_items
 from pytest_verdryx.state import SessionState
@@ -39,11 +40,11 @@ from verdryx_core.errors import UsageError, VerdryxError
 from verdryx_core.evaluation import Evaluation
 from verdryx_core.evaluation.exec_notes import run_notes
 from verdryx_core.gating.baselines import check_label, find_baseline
-from verdryx_core.gating.comparison import check_models
 from verdryx_core.leftover_threads import exit_past_leftover_threads, threads_now
 from verdryx_core.llm.batch import check_batchable
 from verdryx_core.runs import Baseline, EvalRun
 from verdryx_core.targets import Target
+from verdryx_core.targets.handoff import TargetHandoff
 
 if TYPE_CHECKING:
     from pytest_verdryx.ci import CiOutputs
@@ -115,6 +116,9 @@ def _new_context(
     )
     if given.get("baseline"):
         context.gate_against(Baseline.from_dict(given["baseline"]))
+    if given.get(HANDOFF_KEY):
+        # The target outcomes the controller called for this run, if it called any.
+        evaluation.target_handoff = TargetHandoff(given[HANDOFF_KEY], writing=False)
     return context
 
 
@@ -190,7 +194,9 @@ class VerdryxSession:
                 # A label that cannot name a file is refused now, before any call is paid
                 # for, not after the whole run (docs/troubleshooting.md).
                 check_label(settings.save_baseline)
-            context.evaluation.check_target()
+            # A worker leaves the import to its first call: the controller has loaded the
+            # target (exit 4 there), and when it calls every case the worker makes none.
+            context.evaluation.check_target(load=not context.is_worker)
             self._load_baseline()
         except VerdryxError as exc:
             raise _usage_error(exc) from None
@@ -220,6 +226,8 @@ class VerdryxSession:
             judge_model=evaluation.settings.judge_model,
             started_at=evaluation.started_at,
         )
+        from verdryx_core.gating.comparison import check_models  # the gate's statistics
+
         warning = check_models(probe, baseline, allow=self.settings.allow_model_change)
         if warning:
             context.messages.append(f"WARNING: {warning}")
@@ -479,6 +487,9 @@ class VerdryxSession:
 
     def close(self) -> None:
         self.context.store.close()
+        handoff = self.context.evaluation.target_handoff
+        if handoff is not None:
+            handoff.close()
 
 
 def _human_labels(items: list[pytest.Item]) -> dict[tuple[str, str, str], str | float]:

@@ -6,14 +6,42 @@ controller `merge`s them. Without xdist the one process fills it directly.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Final
 
 from verdryx_core.evaluation import CallTally, stability
 from verdryx_core.runs import Score
 
 __all__ = ["SessionState"]
+
+#: The fields of every `Score.to_dict()`, sent once per payload; the others (set on few
+#: scores) go with their row.
+_SCORE_FIELDS: Final = (
+    "case_id",
+    "eval_set_id",
+    "value",
+    "grader",
+    "tokens",
+    "cost_usd",
+    "judge_cost_usd",
+    "unmeasured",
+    "fingerprint",
+    "passed",
+    "samples",
+    "output",
+    "expected",
+    "reason",
+    "checks",
+)
+_SHARED_TEXT: Final = ("eval_set_id", "grader")
+
+
+def _score_row(seq: int, nodeid: str, score: Score) -> list[Any]:
+    data = score.to_dict()
+    values = [data.pop(name, None) for name in _SCORE_FIELDS]
+    return [seq, nodeid, score.bar, values, data or None]
 
 
 @dataclass(slots=True)
@@ -80,11 +108,14 @@ class SessionState:
         return self.expected_count - len(self.scores) - len(self.not_run - self.scores.keys())
 
     def to_payload(self) -> dict[str, Any]:
-        """Builtins only: what one worker graded, in collection order."""
+        """Builtins only: what one worker graded, in collection order. Scores go as rows
+        under one list of field names (`_score_row`), not as a dict each: the controller
+        receives every worker's at once, and a dict per score (its own copy of each key) is
+        most of what it would hold."""
         return {
+            "score_fields": list(_SCORE_FIELDS),
             "scores": [
-                [seq, nodeid, score.to_dict(), score.bar]
-                for nodeid, (seq, score) in self.scores.items()
+                _score_row(seq, nodeid, score) for nodeid, (seq, score) in self.scores.items()
             ],
             "expected": self.expected_count,
             "known_keys": sorted(self.known_keys),
@@ -103,7 +134,14 @@ class SessionState:
         }
 
     def merge(self, payload: Mapping[str, Any]) -> None:
-        for seq, nodeid, data, bar in payload["scores"]:
+        fields = payload["score_fields"]
+        for seq, nodeid, bar, values, extra in payload["scores"]:
+            data = dict(zip(fields, values, strict=True))
+            if extra:
+                data.update(extra)
+            for name in _SHARED_TEXT:  # the same few strings for every score
+                if isinstance(data.get(name), str):
+                    data[name] = sys.intern(data[name])
             self.scores[nodeid] = (seq, replace(Score.from_dict(data), bar=bar))
         self.expected_count = max(self.expected_count, int(payload["expected"]))
         self.known_keys.update(payload["known_keys"])

@@ -1,5 +1,6 @@
-"""xdist: the controller tells workers the run id, start time and baseline; it makes the
-model calls ahead for them; workers send their `SessionState` back as a payload, merged here.
+"""xdist: the controller tells workers the run id, start time, baseline and where this run's
+target outcomes are handed over; it makes the model and target calls ahead for them; workers
+send their `SessionState` back as a payload, merged here.
 
 Registered only when xdist is loaded, so a session without it never sees an unknown hook.
 """
@@ -10,6 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pytest_verdryx.longrepr import CrashOverXdist
+from pytest_verdryx.run_folder import HANDOFF_KEY, run_folder
 
 if TYPE_CHECKING:
     # Types only: the entry point reads PAYLOAD_KEY from here before anything is activated.
@@ -36,7 +38,10 @@ class XdistHooks(CrashOverXdist):
         self.controller_state = controller_state
 
     def pytest_configure_node(self, node: Any) -> None:
-        node.workerinput[PAYLOAD_KEY] = self.controller_state()
+        node.workerinput[PAYLOAD_KEY] = {
+            **self.controller_state(),
+            HANDOFF_KEY: str(run_folder(node.config).handoff),
+        }
 
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         # Before xdist schedules anything: the controller answers the model calls ahead.

@@ -4,6 +4,7 @@ errors, tool traces, spend, durations, caching under a declared version (docs/ta
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 import time
 
@@ -21,10 +22,14 @@ AGENT = textwrap.dedent(
     HERE = pathlib.Path(__file__).parent
     _lock = threading.Lock()
     _now = [0]
+    with (HERE / "imports.log").open("a") as _imports:
+        _imports.write(f"{os.getpid()}\\n")
 
     def _log(case):
         with _lock, (HERE / "calls.log").open("a") as log:
             log.write(f"{case.eval_set_id}::{case.id}#{case.repeat}\\n")
+        with _lock, (HERE / "pids.log").open("a") as log:
+            log.write(f"{case.eval_set_id}::{case.id}#{case.repeat} {os.getpid()}\\n")
 
     def _result(case):
         words = case.prompt.split()
@@ -210,10 +215,10 @@ def test_results_are_cached_only_under_a_declared_version(
     _setup(pytester, [_case("a", "one"), _case("b", "two")])
     db = f"--verdryx-db={pytester.path / 'v.db'}"
     target = "--verdryx-target=agent_under_test:answer"
-    # Under xdist the controller calls ahead into the cache when a version is declared, and
-    # each worker calls for its own items when none is: every case is called once a run.
-    # The controller says once why workers call for themselves (docs/targets.md).
-    note = "verdryx: under -n each worker calls the target for its own cases"
+    # Under xdist the controller calls every case ahead, version or not (the cache is not
+    # how its outcomes reach the workers): every case is called once a run, and no line says
+    # that workers call for themselves (docs/targets.md, "Under pytest-xdist").
+    note = "each worker calls the target for its own cases"
     versioned = pytester.runpytest(*mode, target, db, "--verdryx-target-version=0")
     versioned.assert_outcomes(passed=2)
     assert note not in versioned.stdout.str()
@@ -221,7 +226,7 @@ def test_results_are_cached_only_under_a_declared_version(
     (pytester.path / "calls.log").unlink()
     unversioned = pytester.runpytest(*mode, target, db)
     unversioned.assert_outcomes(passed=2)
-    assert unversioned.stdout.str().count(note) == (1 if mode else 0)
+    assert note not in unversioned.stdout.str()
     pytester.runpytest(target, db).assert_outcomes(passed=2)
     assert len(_calls(pytester)) == 4  # no version: always called
     pytester.runpytest(target, db, "--verdryx-target-version=1").assert_outcomes(passed=2)
@@ -286,3 +291,77 @@ def test_an_eval_sets_own_target_wins_and_other_sets_keep_the_model(
     # The run's target answers the set without one ("other q" is not "stub output").
     overridden.assert_outcomes(passed=1, failed=1)
     assert _calls(pytester) == ["agent::own#0", "agent::own#0"]
+
+
+def _pids(pytester: pytest.Pytester) -> dict[str, list[int]]:
+    """Call (set::case#repeat) -> the process ids that made it."""
+    log = pytester.path / "pids.log"
+    made: dict[str, list[int]] = {}
+    for line in log.read_text().splitlines() if log.exists() else ():
+        call, pid = line.split()
+        made.setdefault(call, []).append(int(pid))
+    return made
+
+
+def test_under_xdist_one_process_calls_every_target_and_workers_only_grade(
+    pytester: pytest.Pytester,
+) -> None:
+    """docs/targets.md, "Under pytest-xdist": the controller (this process: pytester runs it
+    in-process) calls each case once, errors and timeouts included, and the workers, which
+    never import the target, report the same outcomes as a serial run; a workspace case is
+    called on its worker, since its graders read the folder the call changed."""
+    cases = [_case("a", "one"), _case("b", "two"), _case("bad", "boom"), _case("stuck", "hang")]
+    write_evalset(pytester.path, "agent", "agent", cases)
+    # Not named like a test module (agent_under_test.py is one: each worker imports it).
+    pytester.makepyfile(
+        handed_agent=AGENT,
+        desk_agent=AGENT.replace("calls.log", "desk-calls.log").replace("imports.log", "desk.log"),
+    )
+    desk = {"id": "desk", "target": "desk_agent:answer", "cases": [
+        {**_case("w", "edit"), "workspace": {"files": {"notes.txt": "x"}}},
+    ]}  # fmt: skip
+    (pytester.path / "desk.evalset.json").write_text(json.dumps(desk))
+    result = pytester.runpytest(
+        "-n", "2", "--verdryx-target=handed_agent:answer", "--verdryx-timeout=0.5",
+        "--no-verdryx-store",
+    )  # fmt: skip
+    result.assert_outcomes(passed=3, errors=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*verdryx: under -n 1 workspace case(s) call the target on their workers*",
+            "*target handed_agent:answer raised ValueError: no order for bad*",
+            "*target handed_agent:answer did not return within 0.5s; raise "
+            "--verdryx-timeout if it needs longer*",
+        ]
+    )
+    made = _pids(pytester)
+    here = os.getpid()
+    assert {call: pids for call, pids in made.items() if call.startswith("agent::")} == {
+        f"agent::{case}#0": [here] for case in ("a", "b", "bad", "stuck")
+    }
+    (worker,) = made["desk::w#0"]
+    assert worker != here
+    # The agent module was imported by the controller alone (the workers were handed every
+    # call); the workspace case's own target by its worker.
+    assert (pytester.path / "imports.log").read_text().split() == [str(here)]
+    assert (pytester.path / "desk.log").read_text().split() == [str(worker)]
+
+
+def test_under_xdist_a_session_that_may_stop_keeps_the_calls_on_the_workers(
+    pytester: pytest.Pytester,
+) -> None:
+    _setup(pytester, [_case("a", "one"), _case("b", "two")])
+    result = pytester.runpytest(
+        "-n", "2", "--maxfail=3", "--verdryx-target=agent_under_test:answer",
+        "--no-verdryx-store",
+    )  # fmt: skip
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*verdryx: under -n with -x/--maxfail/--stepwise each worker calls the target for "
+            "its own cases (a stop leaves the rest unmade); *--verdryx-concurrency=N*"
+        ]
+    )
+    made = _pids(pytester)
+    assert sorted(made) == ["agent::a#0", "agent::b#0"]
+    assert all(pids != [os.getpid()] and len(pids) == 1 for pids in made.values())

@@ -70,3 +70,29 @@ def test_missing_counts_scores_and_skips() -> None:
     assert state.missing() == 1  # c errored before it could score
     state.not_run.add("x::c")
     assert state.missing() == 0  # c was skipped: not run is not an error
+
+
+def test_a_score_crosses_whole_its_rare_fields_included() -> None:
+    """Scores travel as rows under one list of field names; what only some scores carry
+    (notes, required, cluster, workspaces) goes with its row."""
+    plain = _score("p", 1.0, 0.5)
+    rare = Score(
+        case_id="r",
+        eval_set_id="s",
+        value=0.25,
+        grader="contains",
+        passed=False,
+        bar=0.5,
+        output="out",
+        expected="exp",
+        reason="why",
+        fingerprint="f" * 64,
+        notes={"stdout": "x"},
+        required=True,
+        cluster="c-1",
+        workspaces=("/tmp/w",),
+    )
+    worker = _worker(["x::p", "x::r"], [plain, rare])
+    controller = SessionState()
+    controller.merge(json.loads(json.dumps(worker.to_payload())))
+    assert controller.ordered_scores() == [plain, rare]

@@ -18,10 +18,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import fastjsonschema
-import jsonschema
 
 from verdryx_core.cases import EvalCase
 from verdryx_core.errors import EvalSetError, UsageError
@@ -31,6 +30,9 @@ from verdryx_core.evalsets.rules import check_case, check_defaults, effective_ca
 from verdryx_core.evalsets.schema import evalset_schema
 from verdryx_core.untrusted.json_input import NonFiniteNumber, item_label, json_kind
 from verdryx_core.untrusted.text import first_invalid_text
+
+if TYPE_CHECKING:
+    import jsonschema
 
 __all__ = [
     "EVALSET_SUFFIXES",
@@ -44,6 +46,10 @@ __all__ = [
 
 @cache
 def _validator() -> jsonschema.Draft202012Validator:
+    # Only for a file the fast path refused (the message): a valid file, and every process
+    # that loads only valid ones (the xdist controller among them), never imports it.
+    import jsonschema
+
     return jsonschema.Draft202012Validator(evalset_schema())
 
 

@@ -15,8 +15,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-import jsonschema
-
 from verdryx_core.cases import GRADER_KINDS, OPTION_FIELDS
 from verdryx_core.errors import EvalSetError
 from verdryx_core.evalsets.conversation import check_messages, check_user
@@ -206,6 +204,8 @@ def _check_tools(tools: Sequence[Any], fail: Any, field: str) -> list[str]:
 
 
 def _check_json_schema(schema: Any, fail: Any) -> None:
+    import jsonschema  # only for a case that offers tools: most eval sets never need it
+
     try:
         cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
         cls.check_schema(schema)

@@ -48,6 +48,7 @@ from verdryx_core.llm.prices import PriceBook
 from verdryx_core.llm.progress import TextStream
 from verdryx_core.runs import EvalRun, Score
 from verdryx_core.store import CacheEntry, Store
+from verdryx_core.targets.handoff import TargetHandoff
 from verdryx_core.targets.users import STUB_USER_MODEL, UserModel
 from verdryx_core.untrusted.text import printable
 from verdryx_core.version import __version__
@@ -92,6 +93,9 @@ class Evaluation:
         self.repeats_for: Callable[[str], int] | None = None
         #: The run's workspace folders (docs/workspaces-and-execution.md).
         self.workspaces = Workspaces(keep=self.settings.keep_workspaces)
+        #: Target outcomes one process of the run calls for all of them (docs/targets.md,
+        #: "Under pytest-xdist"); a fresh scorer (a rerun's) never reads it.
+        self.target_handoff: TargetHandoff | None = None
 
     # -- the store -------------------------------------------------------------------------
 
@@ -154,7 +158,12 @@ class Evaluation:
             users = None
             if settings.user_model != STUB_USER_MODEL and any(c.user for c in cases):
                 users = UserModel(settings.user_model, calls.adapter(settings.user_model))
-            live = self._target_output(settings, fallback=live, users=users)
+            live = self._target_output(
+                settings,
+                fallback=live,
+                users=users,
+                handoff=None if fresh else self.target_handoff,
+            )
         judge = calls.adapter(judge_name) if needs_judge and judge_name is not None else None
         graders = build_graders(
             judge=judge,
@@ -207,15 +216,16 @@ class Evaluation:
         for name in self.settings.grader_options:
             self.plug_in(name)
 
-    def check_target(self) -> None:
+    def check_target(self, *, load: bool = True) -> None:
         """At start: the run's target loads, and a replay can replay it (a UsageError or a
-        TargetLoadError of one line, before anything is collected or called)."""
+        TargetLoadError of one line, before anything is collected or called). Without `load`
+        (a process whose calls another one makes, having checked it) only the settings."""
         settings = self.settings
         if settings.target is None:
             return
         from verdryx_core.targets import Target, TargetCache
 
-        if settings.built_target is None:
+        if load and settings.built_target is None:
             Target.load(settings.target, rootdir=settings.target_root)
         TargetCache(None, mode=settings.cache, version=settings.target_version)
 
@@ -273,6 +283,7 @@ class Evaluation:
         *,
         fallback: OutputSource | None,
         users: UserModel | None = None,
+        handoff: TargetHandoff | None = None,
     ) -> TargetOutput:
         source = TargetOutput(
             default=settings.target,
@@ -286,6 +297,7 @@ class Evaluation:
             open_store=self.open_store if self.targets_cached else None,
             users=users,
             prices=PriceBook.from_file(settings.prices) if settings.prices else None,
+            handoff=handoff,
         )
         self._targets.append(source)
         return source

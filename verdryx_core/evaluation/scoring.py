@@ -90,9 +90,7 @@ class CaseScorer:
             reason = self.graders.missing_reason(case.grader)
             return self._score(case, context, value=None, unmeasured=reason)
         source = source_for(case, self.live)
-        # Repeats sample a live source; a recorded output is one fixed measurement.
-        repeat = self.repeat if self.repeats_for is None else self.repeats_for(case, context)
-        rounds = max(1, repeat) if source.samples else 1
+        rounds = self._rounds(case, context, source)
         samples = [self._sample(case, grader, source, context, index) for index in range(rounds)]
         measured = [s.grade.value for s in samples if s.grade.value is not None]
         tokens = sum(s.tokens for s in samples)
@@ -152,6 +150,19 @@ class CaseScorer:
             latency_s=latency,
             workspaces=kept,
         )
+
+    def grades_remotely(self, case: EvalCase) -> bool:
+        """Whether grading this case (not producing its output) makes a network call."""
+        return self.graders.has(case.grader) and _remote(self.graders.find(case.grader))
+
+    def samples_of(self, case: EvalCase, context: GradeContext) -> int:
+        """How many outputs scoring `case` asks its source for."""
+        return self._rounds(case, context, source_for(case, self.live))
+
+    def _rounds(self, case: EvalCase, context: GradeContext, source: OutputSource) -> int:
+        # Repeats sample a live source; a recorded output is one fixed measurement.
+        repeat = self.repeat if self.repeats_for is None else self.repeats_for(case, context)
+        return max(1, repeat) if source.samples else 1
 
     def abort(self) -> None:
         """Ctrl-C: the live source gives up on what it has in flight (targets do)."""

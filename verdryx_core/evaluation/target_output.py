@@ -23,6 +23,7 @@ from verdryx_core.llm.prices import PriceBook
 from verdryx_core.store import Store
 from verdryx_core.targets import Target, TargetCache, TargetCase, TargetRunner
 from verdryx_core.targets.dialogue import dialogue_target
+from verdryx_core.targets.handoff import TargetHandoff, handoff_key
 from verdryx_core.targets.users import UserModel
 
 __all__ = ["TargetOutput", "target_of"]
@@ -63,8 +64,12 @@ class TargetOutput:
         open_store: Callable[[], Store | None] | None,
         prices: PriceBook | None = None,
         users: UserModel | None = None,
+        handoff: TargetHandoff | None = None,
     ) -> None:
         self.default = default
+        #: The run's outcomes called by one process (docs/targets.md, "Under pytest-xdist"):
+        #: the caller writes each outcome there; a reader takes it instead of calling.
+        self.handoff = handoff
         #: Who answers the agent in a case with a simulated user (docs/scenarios.md).
         self.users = users if users is not None else UserModel()
         self.fallback = fallback
@@ -112,9 +117,6 @@ class TargetOutput:
             return self.fallback.produce(case, repeat=repeat, context=context)
         if self.refused is not None:
             raise TargetCallError(self.refused)
-        target = self.load(spec)
-        if case.user is not None:
-            target = dialogue_target(target, case.user, self.users)
         eval_set_id = context.eval_set_id if context is not None else ""
         workspace = context.workspace if context is not None else None
         call = TargetCase.from_eval_case(
@@ -123,13 +125,31 @@ class TargetOutput:
             repeat=repeat,
             workspace=None if workspace is None else str(workspace),
         )
-        try:
-            outcome = self.runner.submit(target, call).result()
-        except CancelledError:
-            raise TargetCallError(f"target {target.spec}: the call was cancelled") from None
+        # A workspace case's result is the files its call left here: never handed.
+        handed_key = None
+        if self.handoff is not None and workspace is None:
+            variant = (
+                None
+                if case.user is None
+                else {"user": dict(case.user), "user_model": self.users.identity(case.user)}
+            )
+            handed_key = handoff_key(spec, call, variant)
+        handed = self.handoff.get(handed_key) if self.handoff and handed_key else None
+        if handed is not None:
+            outcome = handed  # called by another process of this run: the target is not loaded
+        else:
+            target = self.load(spec)
+            if case.user is not None:
+                target = dialogue_target(target, case.user, self.users)
+            try:
+                outcome = self.runner.submit(target, call).result()
+            except CancelledError:
+                raise TargetCallError(f"target {target.spec}: the call was cancelled") from None
+            if self.handoff is not None and handed_key is not None:
+                self.handoff.put(handed_key, outcome)
         if outcome.result is None:
             raise TargetCallError(
-                outcome.error or f"target {target.spec} failed",
+                outcome.error or f"target {spec} failed",
                 hint=_HINTS.get(outcome.error_kind or ""),
             )
         result = outcome.result

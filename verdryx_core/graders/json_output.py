@@ -14,14 +14,15 @@ import json
 import re
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any, ClassVar, Final, final
-
-import jsonschema
+from typing import TYPE_CHECKING, Any, ClassVar, Final, final
 
 from verdryx_core.cases import EvalCase
 from verdryx_core.graders.base import Grade, GradeContext
 from verdryx_core.graders.values import value_matches
 from verdryx_core.untrusted.json_input import StrictJSONError, parse_json
+
+if TYPE_CHECKING:
+    import jsonschema
 
 __all__ = ["MISSING", "JsonGrader", "json_score", "parse_output", "read_output", "resolve_path"]
 
@@ -69,6 +70,8 @@ def resolve_path(document: Any, path: str) -> Any:
 
 @lru_cache(maxsize=256)
 def _validator(schema_text: str) -> jsonschema.protocols.Validator:
+    import jsonschema  # only when a case names a schema: most runs never need it
+
     schema = json.loads(schema_text)
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     return cls(schema)
@@ -93,9 +96,9 @@ def json_score(
             failed.append("the value differs from expected")
     if schema is not None:
         total += 1
-        error = jsonschema.exceptions.best_match(
-            _validator(json.dumps(schema, sort_keys=True)).iter_errors(document)
-        )
+        from jsonschema.exceptions import best_match
+
+        error = best_match(_validator(json.dumps(schema, sort_keys=True)).iter_errors(document))
         if error is not None:
             failed.append(f"schema: {error.message}")
     for path, want in (fields or {}).items():

@@ -10,13 +10,15 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from verdryx_core.gating.comparison import CaseDelta, GateResult
-from verdryx_core.gating.drift import DEFAULT_ITERATIONS, compute_drift
 from verdryx_core.reporting.naturalsort import natural_key
 from verdryx_core.reporting.summary import fmt_score
 from verdryx_core.runs import EvalRun, Score
+
+if TYPE_CHECKING:
+    # The gate's statistics (numpy) are imported only for a gated run's deltas.
+    from verdryx_core.gating.comparison import CaseDelta, GateResult
 
 __all__ = ["Breakdown", "Group", "breakdown_lines", "compute_breakdown", "delta_words"]
 
@@ -77,11 +79,12 @@ def compute_breakdown(
     run: EvalRun,
     result: GateResult | None = None,
     *,
-    iterations: int = DEFAULT_ITERATIONS,
+    iterations: int | None = None,
     seed: int = 0,
 ) -> Breakdown:
     """`run` by eval set (natural order of ids) and by grader (by name); `result`, the gate's
-    verdict on `run`, adds each group's delta on its matched cases."""
+    verdict on `run`, adds each group's delta on its matched cases (`iterations`: the
+    bootstrap's, default the drift's own)."""
     deltas = {item.key: item for item in result.deltas} if result is not None else {}
     gated = result is not None and result.report is not None
 
@@ -107,7 +110,7 @@ def _group(
     deltas: dict[str, CaseDelta],
     gated: bool,
     *,
-    iterations: int,
+    iterations: int | None,
     seed: int,
 ) -> Group:
     values = [score.value for score in scores if score.value is not None]
@@ -122,6 +125,8 @@ def _group(
     matched = [deltas[score.key] for score in scores if score.key in deltas]
     if not gated or not matched:
         return base
+    from verdryx_core.gating.drift import DEFAULT_ITERATIONS, compute_drift
+
     current = [item.current for item in matched]
     baseline = [item.baseline for item in matched]
     report = compute_drift(
@@ -129,7 +134,7 @@ def _group(
         baseline,
         paired_current=current,
         paired_baseline=baseline,
-        iterations=iterations,
+        iterations=DEFAULT_ITERATIONS if iterations is None else iterations,
         seed=seed,
     )
     paired = report.paired

@@ -7,12 +7,16 @@ text enters the lines, by the text rule (untrusted/text.py)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from verdryx_core.errors import CLI_FLAGS, word_hint
-from verdryx_core.gating.comparison import GateResult
-from verdryx_core.gating.planning import Plan
 from verdryx_core.runs import EvalRun, Score
 from verdryx_core.untrusted.text import printable
+
+if TYPE_CHECKING:
+    # Types only: a run that names no baseline never imports the gate's statistics.
+    from verdryx_core.gating.comparison import GateResult
+    from verdryx_core.gating.planning import Plan
 
 __all__ = [
     "fmt_score",

@@ -13,11 +13,15 @@ which the runner's escaping leaves alone and a reader's log would act on.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
-from verdryx_core.gating.compare import GateOutcome
 from verdryx_core.reporting.ci.failures import CaseFailure
 from verdryx_core.reporting.ci.verdict import verdict_line
 from verdryx_core.untrusted.text import printable
+
+if TYPE_CHECKING:
+    # Types only: what CI sees is built without importing the gate (numpy) until it runs.
+    from verdryx_core.gating.compare import GateOutcome
 
 __all__ = [
     "case_annotation",

@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from verdryx_core.gating.compare import GateOutcome
-from verdryx_core.gating.comparison import GateResult
 from verdryx_core.reporting.ci.failures import CaseFailure
 from verdryx_core.reporting.ci.verdict import verdict_interval, verdict_line
 from verdryx_core.reporting.summary import fmt_score, fmt_usd
 from verdryx_core.runs import EvalRun
 from verdryx_core.untrusted.text import printable
+
+if TYPE_CHECKING:
+    # Types only: what CI sees is built without importing the gate (numpy) until it runs.
+    from verdryx_core.gating.compare import GateOutcome
+    from verdryx_core.gating.comparison import GateResult
 
 __all__ = ["markdown_text", "step_summary"]
 

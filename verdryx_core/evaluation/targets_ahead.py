@@ -1,0 +1,67 @@
+"""Target calls made ahead by one process for other processes to grade (docs/targets.md,
+"Under pytest-xdist"): every sample of every case, in the same bounded pool and through the
+same runner a serial run uses, each outcome (errors included) written to the run's
+`TargetHandoff`. Nothing is graded here: the graders run where the items are.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import time
+from collections.abc import Sequence
+from concurrent.futures import Future
+
+from verdryx_core.evaluation.prefetch import Work
+from verdryx_core.evaluation.scoring import CaseScorer
+from verdryx_core.evaluation.target_output import TargetOutput
+from verdryx_core.llm.pool import CallPool
+from verdryx_core.llm.progress import Progress, TextStream
+
+__all__ = ["call_targets_ahead"]
+
+
+def call_targets_ahead(
+    scorer: CaseScorer,
+    work: Sequence[Work],
+    *,
+    concurrency: int,
+    stream: TextStream | None,
+) -> float:
+    """Call the target of each case of `work` for every sample it will take (no workspace
+    cases: their result is the folder the call changed); returns the wall seconds. The
+    scorer's live source must be a `TargetOutput` writing to a handoff."""
+    source = scorer.live
+    if not isinstance(source, TargetOutput) or source.handoff is None:
+        raise RuntimeError("calling ahead needs a target source with a handoff")
+    calls = [
+        (entry, index)
+        for entry in work
+        if entry.case.workspace is None
+        and source.uses_target(entry.case)
+        and scorer.graders.has(entry.case.grader)  # else skipped before any call
+        for index in range(scorer.samples_of(entry.case, entry.context))
+    ]
+    started = time.perf_counter()
+    if not calls:
+        return 0.0
+    progress = Progress(len(calls), stream=stream, label="target calls") if stream else None
+    pool = CallPool(concurrency, progress=progress)
+    futures: list[Future[object]] = []
+    try:
+        for entry, index in calls:
+            futures.append(pool.submit(_call, source, entry, index))
+        concurrent.futures.wait(futures)
+    except KeyboardInterrupt:
+        pool.close(cancel=True, wait=False)
+        source.abort()
+        raise
+    pool.close()
+    source.handoff.write()
+    return time.perf_counter() - started
+
+
+def _call(source: TargetOutput, entry: Work, index: int) -> None:
+    try:
+        source.produce(entry.case, repeat=index, context=entry.context)
+    except Exception:  # the outcome is handed, errors too: the item reports it
+        return
