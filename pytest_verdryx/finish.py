@@ -110,7 +110,7 @@ def finish_session(
         context=context,
         run=run,
         incomplete=incomplete,
-        messages=list(context.messages),
+        messages=[*context.messages, *context.state.notes],
         exit_status=session.exitstatus,
         call_seconds=call_seconds,
         store_path=context.store.path if settings.store else None,

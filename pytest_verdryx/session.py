@@ -299,7 +299,8 @@ class VerdryxSession:
         # An xdist worker's error here would crash it: there each pass@K case short of
         # samples is unmeasured, with the reason, when it is scored.
         worker = self.context.is_worker
-        cases = [] if worker else [item for item in session.items if isinstance(item, EvalCaseItem)]
+        items = [item for item in session.items if isinstance(item, EvalCaseItem)]
+        cases = [] if worker else items
         try:
             # Before anything runs: a pass@K case needs K repeats (docs/options.md); under
             # --verdryx-repeat=auto the allocation gives each at least K.
@@ -307,16 +308,19 @@ class VerdryxSession:
                 self.context.evaluation.check_aggregates(
                     (item.evalset, item.case) for item in cases
                 )
-            self.context.messages.extend(
-                run_notes(
-                    (item.case for item in cases),
-                    repeat=self.settings.repeat,
-                    unsafe_exec=self.settings.unsafe_exec,
-                    flags=FLAGS,
-                )
+            notes = run_notes(
+                (item.case for item in items),
+                repeat=self.settings.repeat,
+                unsafe_exec=self.settings.unsafe_exec,
+                flags=FLAGS,
             )
         except VerdryxError as exc:
             raise _usage_error(exc) from None
+        if worker:
+            # The controller collects nothing: it says the workers' notes, once.
+            self.context.state.notes = notes
+        else:
+            self.context.messages.extend(notes)
         state = self.context.state
         state.order = {item.nodeid: index for index, item in enumerate(session.items)}
         state.expected = {

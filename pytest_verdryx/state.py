@@ -83,6 +83,9 @@ class SessionState:
     #: The selected cases' `human_label`s: (eval set id, case id, output sha256) -> label.
     #: Gathered where the items are (a worker, under xdist) and sent with the scores.
     human_labels: dict[tuple[str, str, str], str | float] = field(default_factory=dict)
+    #: A worker's summary notes on its collection (how exec cases run, aggregation): every
+    #: worker collects the same cases, so the controller keeps each note once.
+    notes: list[str] = field(default_factory=list)
 
     @property
     def active(self) -> bool:
@@ -131,6 +134,7 @@ class SessionState:
             "unscored_calls": self.unscored_calls,
             "unscored_cost_usd": self.unscored_cost_usd,
             "human_labels": [[*key, label] for key, label in self.human_labels.items()],
+            "notes": list(self.notes),
         }
 
     def merge(self, payload: Mapping[str, Any]) -> None:
@@ -158,3 +162,6 @@ class SessionState:
         self.unscored_cost_usd += float(payload.get("unscored_cost_usd", 0.0))
         for set_id, case_id, sha, label in payload.get("human_labels", ()):
             self.human_labels[(set_id, case_id, sha)] = label
+        for note in payload.get("notes", ()):
+            if note not in self.notes:
+                self.notes.append(note)

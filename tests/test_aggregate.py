@@ -158,3 +158,6 @@ def test_under_xdist_a_case_short_of_samples_is_unmeasured(pytester: pytest.Pyte
     )
     assert "INTERNALERROR" not in result.stdout.str()
     result.assert_outcomes(skipped=4)
+    # The workers' summary note reaches the controller's summary, once for both.
+    note = "aggregate over 1 sample(s) per case: pass@3 4 case(s)"
+    assert result.stdout.str().count(note) == 1, result.stdout.str()
