@@ -252,7 +252,8 @@ class PrefetchCalls:
 
     def _cases_of(self, node_ids: Sequence[str], *, targets_only: bool = False) -> list[Work]:
         """The eval cases behind collected node ids (`path::case-id`), read from their files;
-        `targets_only`: only the cases of eval sets naming their own target."""
+        `targets_only`: only the cases whose output comes from a target (named by the set,
+        its defaults or the case itself)."""
         patterns = self.context.settings.patterns
         wanted: dict[str, set[str]] = {}
         for node_id in node_ids:
@@ -269,12 +270,11 @@ class PrefetchCalls:
                 evalset = load_evalset(file)
             except VerdryxError:
                 continue  # the workers report it as a collection error
-            if targets_only and evalset.target is None:
-                continue
+            evaluation = self.context.evaluation
             work.extend(
-                self.context.evaluation.work(evalset, case, key=f"{path}::{case.id}")
+                evaluation.work(evalset, case, key=f"{path}::{case.id}")
                 for case in evalset.cases
-                if case.id in case_ids
+                if case.id in case_ids and (not targets_only or evaluation.uses_target(case))
             )
         return work
 

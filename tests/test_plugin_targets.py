@@ -347,6 +347,22 @@ def test_under_xdist_one_process_calls_every_target_and_workers_only_grade(
     assert (pytester.path / "desk.log").read_text().split() == [str(worker)]
 
 
+def test_under_xdist_a_target_named_by_a_case_alone_is_called_by_the_controller(
+    pytester: pytest.Pytester,
+) -> None:
+    """No --verdryx-target and no set-level target: the case names its own, and the
+    controller still makes its call for the workers (docs/targets.md, "Under pytest-xdist")."""
+    pytester.makepyfile(handed_agent=AGENT)
+    plain = {"id": "plain", "cases": [
+        {**_case("a", "one"), "target": "handed_agent:answer"},
+        {"id": "recorded", "prompt": "q", "output": "yes", "expected": "yes"},
+    ]}  # fmt: skip
+    (pytester.path / "plain.evalset.json").write_text(json.dumps(plain))
+    result = pytester.runpytest("-n", "2", "--no-verdryx-store")
+    result.assert_outcomes(passed=2)
+    assert _pids(pytester) == {"plain::a#0": [os.getpid()]}
+
+
 def test_under_xdist_a_session_that_may_stop_keeps_the_calls_on_the_workers(
     pytester: pytest.Pytester,
 ) -> None:
