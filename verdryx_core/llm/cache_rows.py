@@ -9,58 +9,43 @@ replaces the row (answers are kept to save money, not as a record; docs/store.md
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
-from verdryx_core.cases import ToolCall
 from verdryx_core.limits import cost_problem, token_problem
+from verdryx_core.llm.base import Completion, Judgement
 
 __all__ = ["replayable"]
 
 
 def replayable(response: Mapping[str, Any]) -> bool:
     """Whether `response` (a stored completion's or judgement's dict) reads back as the
-    answer it was: counts that are counts, a completion's text and tool calls, a judgement's
-    score in [0, 1] or its unmeasured reason."""
+    answer it was. `from_dict` checks what the answer types check themselves (a score in
+    [0, 1], exactly one of score and unmeasured, named tool calls); what it would coerce
+    instead (`"12"` tokens, a text of 7, a score of `"0.5"`) is checked here first."""
     for name in ("input_tokens", "output_tokens"):
         if name in response and token_problem(response[name]) is not None:
             return False
     if "cost_usd" in response and cost_problem(response["cost_usd"]) is not None:
         return False
     if "text" in response:
-        return _completion(response)
-    return _judgement(response)
-
-
-def _completion(response: Mapping[str, Any]) -> bool:
-    if not isinstance(response["text"], str):
-        return False
-    names = response.get("tool_names") or []
-    calls = response.get("tool_calls") or []
-    if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
-        return False
-    if not isinstance(calls, list):
-        return False
-    for call in calls:
-        if not isinstance(call, Mapping) or not isinstance(call.get("name"), str):
+        answer_type: type[Completion | Judgement] = Completion
+        calls = response.get("tool_calls") or []
+        if not isinstance(response["text"], str) or not isinstance(calls, list):
             return False
-        arguments = call.get("arguments")
-        if arguments is not None and not isinstance(arguments, Mapping):
+        if not all(
+            isinstance(call, Mapping) and isinstance(call.get("name"), str) for call in calls
+        ):
             return False
-        ToolCall.from_value(call, made=True)
+    else:
+        answer_type = Judgement
+        score = response.get("score")
+        if score is not None and (isinstance(score, bool) or not isinstance(score, int | float)):
+            return False
+        if not isinstance(response.get("reason") or "", str):
+            return False
+    try:
+        answer_type.from_dict(response)
+    except (KeyError, TypeError, ValueError):
+        return False
     return True
-
-
-def _judgement(response: Mapping[str, Any]) -> bool:
-    if "score" not in response:
-        return False
-    score, unmeasured = response["score"], response.get("unmeasured")
-    reason = response.get("reason")
-    if reason is not None and not isinstance(reason, str):
-        return False
-    if score is None:
-        return isinstance(unmeasured, str)
-    if isinstance(score, bool) or not isinstance(score, int | float):
-        return False
-    return unmeasured is None and math.isfinite(score) and 0.0 <= score <= 1.0
