@@ -267,6 +267,15 @@ def main(argv: list[str] | None = None) -> int:
             f"{ms / sdk_ms:.2f}x the SDK alone, sync)"
         )
     print(f"  {'model, concurrency 64 (0 ms)':<32} {c64_cpu:6.2f} ms  ({load()})")
+    # What verdryx adds on each path over the same SDK client alone: the part verdryx owns.
+    shares = {
+        "model": rows["model (adapter.complete)"] - rows["the SDK alone (sync, light)"],
+        "target": rows["target with SDK (TargetRunner)"] - rows["the SDK alone (async, light)"],
+    }
+    print(
+        "verdryx's own share over the same SDK client alone: "
+        + ", ".join(f"{name} {ms:+.2f} ms" for name, ms in shares.items())
+    )
     ratio = wall / ideal
     print(
         f"model phase, {phase} calls x {latency * 1000:.0f} ms at concurrency 64: {wall:.3f} s "

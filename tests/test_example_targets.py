@@ -110,6 +110,23 @@ def test_the_agent_runs_its_tool_loop_end_to_end(
     assert len(third.body["messages"]) == 5
 
 
+def test_the_agents_cases_share_one_connection(
+    example_path: None, agent_env: FakeAnthropic
+) -> None:
+    agent_env.script(*(message_reply(text=f"answer {i}") for i in range(3)))  # one turn each
+    target = Target.load("order_agent:answer", rootdir=AGENT)
+    cases = [
+        TargetCase(id=f"q{i}", eval_set_id="agent", prompt=f"Where is A-100{i}?") for i in range(3)
+    ]
+    with TargetRunner(concurrency=1) as runner:
+        outcomes = runner.run(target, cases)
+    assert [o.result.output if o.result else o.error for o in outcomes] == [
+        f"answer {i}" for i in range(3)
+    ]
+    # One client for the run: its connection kept alive from case to case.
+    assert len({request.client_port for request in agent_env.requests}) == 1
+
+
 def test_an_agent_that_never_finishes_is_that_cases_error(
     example_path: None, agent_env: FakeAnthropic
 ) -> None:

@@ -147,7 +147,7 @@ def test_without_a_stop_every_call_is_made_before_the_first_item(
 
 
 def test_maxfail_stops_the_target_calls_not_yet_started(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(agent_under_test=AGENT)
+    pytester.makepyfile(agent_target=AGENT)
     cases = [
         {"id": f"c{i}", "prompt": f"slow {i}", "expected": "no" if i < 2 else f"SLOW {i}"}
         for i in range(30)
@@ -155,7 +155,7 @@ def test_maxfail_stops_the_target_calls_not_yet_started(pytester: pytest.Pyteste
     write_evalset(pytester.path, "agent", "agent", cases)
     result = pytester.runpytest(
         "--no-verdryx-store",
-        "--verdryx-target=agent_under_test:answer",
+        "--verdryx-target=agent_target:answer",
         "--verdryx-concurrency=3",
         "--maxfail=2",
     )
@@ -169,7 +169,7 @@ def test_maxfail_stops_the_target_calls_not_yet_started(pytester: pytest.Pyteste
 def test_stepwise_stops_like_maxfail_and_is_not_taken_for_a_ctrl_c(
     pytester: pytest.Pytester,
 ) -> None:
-    pytester.makepyfile(agent_under_test=AGENT)
+    pytester.makepyfile(agent_target=AGENT)
     cases = [
         {"id": f"c{i}", "prompt": f"slow {i}", "expected": "no" if i == 1 else f"SLOW {i}"}
         for i in range(30)
@@ -178,7 +178,7 @@ def test_stepwise_stops_like_maxfail_and_is_not_taken_for_a_ctrl_c(
     db = pytester.path / "s.db"
     result = pytester.runpytest_subprocess(
         f"--verdryx-db={db}",
-        "--verdryx-target=agent_under_test:answer",
+        "--verdryx-target=agent_target:answer",
         "--verdryx-concurrency=3",
         "--stepwise",
     )
@@ -218,7 +218,7 @@ def _interrupt_when(
 def test_ctrl_c_during_a_hung_call_ends_the_session_without_waiting_for_the_call(
     pytester: pytest.Pytester, source: str, stop_option: list[str]
 ) -> None:
-    pytester.makepyfile(agent_under_test=AGENT)
+    pytester.makepyfile(agent_target=AGENT)
     # Two quick cases, then one that never answers: with -x the quick ones are scored first.
     cases = [
         {"id": "a", "prompt": "quick a", "expected": "QUICK A"},
@@ -232,7 +232,7 @@ def test_ctrl_c_during_a_hung_call_ends_the_session_without_waiting_for_the_call
     hung = threading.Event()
     fake: FakeAnthropic | None = None
     if source == "target":
-        options = ["--verdryx-target=agent_under_test:answer"]
+        options = ["--verdryx-target=agent_target:answer"]
 
         def ready() -> bool:
             return "h" in _calls(pytester.path)
@@ -291,7 +291,7 @@ def test_ctrl_c_during_a_hung_call_ends_the_session_without_waiting_for_the_call
 def test_a_rerun_calls_the_target_again_and_its_score_is_the_one_kept(
     pytester: pytest.Pytester, mode: list[str]
 ) -> None:
-    pytester.makepyfile(agent_under_test=AGENT)
+    pytester.makepyfile(agent_target=AGENT)
     cases = [
         {"id": "steady", "prompt": "steady", "expected": "STEADY"},
         {"id": "flaky", "prompt": "flaky", "expected": "FLAKY"},
@@ -301,7 +301,7 @@ def test_a_rerun_calls_the_target_again_and_its_score_is_the_one_kept(
     result = pytester.runpytest(
         *mode,
         f"--verdryx-db={db}",
-        "--verdryx-target=agent_under_test:answer",
+        "--verdryx-target=agent_target:answer",
         "--verdryx-target-version=v1",  # cached: the rerun must call again all the same
         "--reruns=1",
     )
@@ -315,7 +315,7 @@ def test_a_rerun_calls_the_target_again_and_its_score_is_the_one_kept(
     again = pytester.runpytest(
         *mode,
         f"--verdryx-db={db}",
-        "--verdryx-target=agent_under_test:answer",
+        "--verdryx-target=agent_target:answer",
         "--verdryx-target-version=v1",
     )
     again.assert_outcomes(passed=2)
@@ -346,10 +346,10 @@ def test_a_rerun_makes_a_fresh_model_call_past_the_cache(
 
 
 def test_a_rerun_that_errors_again_is_one_error(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(agent_under_test="def answer(case):\n    raise RuntimeError('down')\n")
+    pytester.makepyfile(agent_target="def answer(case):\n    raise RuntimeError('down')\n")
     write_evalset(pytester.path, "agent", "agent", [{"id": "c", "prompt": "p", "expected": "P"}])
     result = pytester.runpytest(
-        "--no-verdryx-store", "--verdryx-target=agent_under_test:answer", "--reruns=2"
+        "--no-verdryx-store", "--verdryx-target=agent_target:answer", "--reruns=2"
     )
     assert result.parseoutcomes() == {"errors": 1, "rerun": 2}
     result.stdout.fnmatch_lines(["*1 case(s) errored instead of scoring*RuntimeError: down*"])

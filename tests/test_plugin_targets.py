@@ -68,7 +68,7 @@ AGENT = textwrap.dedent(
 
 
 def _setup(pytester: pytest.Pytester, cases: list[dict], set_id: str = "agent") -> None:
-    pytester.makepyfile(agent_under_test=AGENT)
+    pytester.makepyfile(agent_target=AGENT)
     write_evalset(pytester.path, set_id, set_id, cases)
 
 
@@ -92,9 +92,7 @@ def test_the_target_answers_each_case_and_is_graded(
     ]
     _setup(pytester, cases)
     db = pytester.path / "v.db"
-    result = pytester.runpytest(
-        *mode, "--verdryx-target=agent_under_test:answer", f"--verdryx-db={db}"
-    )
+    result = pytester.runpytest(*mode, "--verdryx-target=agent_target:answer", f"--verdryx-db={db}")
     result.assert_outcomes(passed=2, failed=1)
     assert sorted(_calls(pytester)) == ["agent::c0#0", "agent::c1#0", "agent::c2#0"]
     (run,) = stored_runs(db)
@@ -109,7 +107,7 @@ def test_the_ini_key_names_the_target_and_recorded_outputs_are_not_asked(
 ) -> None:
     cases = [_case("live", "hi"), {**_case("recorded", "hi"), "output": "HI"}]
     _setup(pytester, cases)
-    pytester.makeini("[pytest]\nverdryx_target = agent_under_test:answer\n")
+    pytester.makeini("[pytest]\nverdryx_target = agent_target:answer\n")
     pytester.runpytest("--no-verdryx-store").assert_outcomes(passed=2)
     assert _calls(pytester) == ["agent::live#0"]
 
@@ -126,7 +124,7 @@ def test_tool_calls_are_graded_by_tool_trace(pytester: pytest.Pytester) -> None:
         {"id": "wrong", "prompt": "act only", **trace},
     ]
     _setup(pytester, cases)
-    result = pytester.runpytest("--verdryx-target=agent_under_test:answer", "--no-verdryx-store")
+    result = pytester.runpytest("--verdryx-target=agent_target:answer", "--no-verdryx-store")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -145,17 +143,15 @@ def test_an_exception_is_the_items_error_and_the_summary_counts_it(
     pytester: pytest.Pytester, mode: list[str]
 ) -> None:
     _setup(pytester, [_case("ok", "fine"), _case("bad", "boom"), _case("bad2", "boom too")])
-    result = pytester.runpytest(
-        *mode, "--verdryx-target=agent_under_test:answer", "--no-verdryx-store"
-    )
+    result = pytester.runpytest(*mode, "--verdryx-target=agent_target:answer", "--no-verdryx-store")
     result.assert_outcomes(passed=1, errors=2)
     out = result.stdout.str()
-    assert "target agent_under_test:answer raised ValueError: no order for bad" in out
+    assert "target agent_target:answer raised ValueError: no order for bad" in out
     assert "Traceback" not in out
     result.stdout.fnmatch_lines(
         [
             "*INCOMPLETE run: 2 of 3 selected cases have no score (errors)*",
-            "*2 case(s) errored instead of scoring; first: *target agent_under_test:answer raised*",
+            "*2 case(s) errored instead of scoring; first: *target agent_target:answer raised*",
         ]
     )
 
@@ -164,13 +160,13 @@ def test_a_hung_target_times_out(pytester: pytest.Pytester) -> None:
     _setup(pytester, [_case("ok", "fine"), _case("stuck", "hang")])
     started = time.monotonic()
     result = pytester.runpytest(
-        "--verdryx-target=agent_under_test:answer", "--verdryx-timeout=0.5", "--no-verdryx-store"
+        "--verdryx-target=agent_target:answer", "--verdryx-timeout=0.5", "--no-verdryx-store"
     )
     assert time.monotonic() - started < 15
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(
         [
-            "*target agent_under_test:answer did not return within 0.5s; raise "
+            "*target agent_target:answer did not return within 0.5s; raise "
             "--verdryx-timeout if it needs longer*"
         ]
     )
@@ -179,7 +175,7 @@ def test_a_hung_target_times_out(pytester: pytest.Pytester) -> None:
 def test_async_targets_run_with_the_concurrency_bound(pytester: pytest.Pytester) -> None:
     _setup(pytester, [_case(f"c{i}", f"p{i}") for i in range(12)])
     result = pytester.runpytest(
-        "--verdryx-target=agent_under_test:answer_async",
+        "--verdryx-target=agent_target:answer_async",
         "--verdryx-concurrency=4",
         "--no-verdryx-store",
     )
@@ -192,7 +188,7 @@ def test_latency_is_the_items_duration_in_junit(pytester: pytest.Pytester) -> No
     _setup(pytester, [_case("slow", "slow one"), _case("fast", "fast one")])
     xml_path = pytester.path / "q.xml"
     result = pytester.runpytest(
-        "--verdryx-target=agent_under_test:answer",
+        "--verdryx-target=agent_target:answer",
         "--no-verdryx-store",
         f"--junitxml={xml_path}",
         "--durations=2",
@@ -214,7 +210,7 @@ def test_results_are_cached_only_under_a_declared_version(
 ) -> None:
     _setup(pytester, [_case("a", "one"), _case("b", "two")])
     db = f"--verdryx-db={pytester.path / 'v.db'}"
-    target = "--verdryx-target=agent_under_test:answer"
+    target = "--verdryx-target=agent_target:answer"
     # Under xdist the controller calls every case ahead, version or not (the cache is not
     # how its outcomes reach the workers): every case is called once a run, and no line says
     # that workers call for themselves (docs/targets.md, "Under pytest-xdist").
@@ -251,17 +247,15 @@ def test_replay_without_a_version_and_a_bad_target_are_usage_errors(
     pytester: pytest.Pytester,
 ) -> None:
     _setup(pytester, [_case("a", "one")])
-    replay = pytester.runpytest(
-        "--verdryx-target=agent_under_test:answer", "--verdryx-cache=replay"
-    )
+    replay = pytester.runpytest("--verdryx-target=agent_target:answer", "--verdryx-cache=replay")
     assert replay.ret == pytest.ExitCode.USAGE_ERROR
     replay.stderr.fnmatch_lines(
         ["*cannot replay target calls*; pass --verdryx-target-version V, the version*"]
     )
-    bad = pytester.runpytest("--verdryx-target=agent_under_test:anwser", "--no-verdryx-store")
+    bad = pytester.runpytest("--verdryx-target=agent_target:anwser", "--no-verdryx-store")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     bad.stderr.fnmatch_lines(
-        ["*target 'agent_under_test:anwser': 'agent_under_test' has no attribute 'anwser'*"]
+        ["*target 'agent_target:anwser': 'agent_target' has no attribute 'anwser'*"]
     )
     assert _calls(pytester) == []
 
@@ -275,7 +269,7 @@ def test_an_eval_sets_own_target_wins_and_other_sets_keep_the_model(
     _setup(pytester, [_case("own", "mine")])
     data = json.loads((pytester.path / "agent.evalset.json").read_text())
     (pytester.path / "agent.evalset.json").write_text(
-        json.dumps({**data, "target": "agent_under_test:answer"})
+        json.dumps({**data, "target": "agent_target:answer"})
     )
     write_evalset(
         pytester.path,
@@ -312,7 +306,7 @@ def test_under_xdist_one_process_calls_every_target_and_workers_only_grade(
     called on its worker, since its graders read the folder the call changed."""
     cases = [_case("a", "one"), _case("b", "two"), _case("bad", "boom"), _case("stuck", "hang")]
     write_evalset(pytester.path, "agent", "agent", cases)
-    # Not named like a test module (agent_under_test.py is one: each worker imports it).
+    # Not named like a test module (agent_target.py is one: each worker imports it).
     pytester.makepyfile(
         handed_agent=AGENT,
         desk_agent=AGENT.replace("calls.log", "desk-calls.log").replace("imports.log", "desk.log"),
@@ -368,7 +362,7 @@ def test_under_xdist_a_session_that_may_stop_keeps_the_calls_on_the_workers(
 ) -> None:
     _setup(pytester, [_case("a", "one"), _case("b", "two")])
     result = pytester.runpytest(
-        "-n", "2", "--maxfail=3", "--verdryx-target=agent_under_test:answer",
+        "-n", "2", "--maxfail=3", "--verdryx-target=agent_target:answer",
         "--no-verdryx-store",
     )  # fmt: skip
     result.assert_outcomes(passed=2)

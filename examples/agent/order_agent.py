@@ -12,12 +12,13 @@ The SDK reads `ANTHROPIC_API_KEY` and `ANTHROPIC_BASE_URL` from the environment;
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from typing import Any
 
 from verdryx_core.llm import PriceBook
-from verdryx_core.targets import TargetCase, TargetResult
+from verdryx_core.targets import TargetCase, TargetResult, sdk_client_options
 
 DEFAULT_MODEL = "claude-haiku-4-5"
 MAX_TURNS = 6
@@ -85,12 +86,25 @@ def _as_param(block: Any) -> dict[str, Any]:
     return {"type": "text", "text": block.text}
 
 
+@functools.cache
+def _client(base_url: str | None, api_key: str | None) -> Any:
+    """One SDK client per endpoint for the whole run, shared by every case's thread (the
+    SDK's client is thread-safe): its connections are kept alive from case to case, where a
+    client per case would open a connection per case. Built with verdryx's
+    `sdk_client_options` (docs/targets.md, "A target on an SDK")."""
+    import anthropic
+
+    return anthropic.Anthropic(
+        base_url=base_url, api_key=api_key, **sdk_client_options(anthropic.Anthropic)
+    )
+
+
 def run_agent(case: TargetCase, *, client: Any = None, model: str | None = None) -> TargetResult:
     """The tool loop for one case; raises if the model never finishes (that case's error)."""
     if client is None:
-        import anthropic
-
-        client = anthropic.Anthropic()
+        # Keyed by what the SDK would read from the environment, so a changed endpoint gets
+        # its own client rather than the first one's.
+        client = _client(os.environ.get("ANTHROPIC_BASE_URL"), os.environ.get("ANTHROPIC_API_KEY"))
     model = model or os.environ.get("VERDRYX_AGENT_MODEL", DEFAULT_MODEL)
     database = OrderDatabase()
     messages: list[dict[str, Any]] = case.conversation()

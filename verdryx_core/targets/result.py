@@ -108,6 +108,15 @@ class TargetUsage:
         return data
 
 
+#: The usage of a call that reports none: frozen, so every such result shares it (a result is
+#: built per call, and checking an empty usage again each time is work for nothing).
+_NO_USAGE: Final = TargetUsage()
+
+
+def _no_usage() -> TargetUsage:
+    return _NO_USAGE
+
+
 def _tool_call(value: object, index: int) -> ToolCall:
     where = f"tool_calls[{index}]"
     if isinstance(value, ToolCall):
@@ -149,7 +158,7 @@ class TargetResult:
 
     output: str
     tool_calls: tuple[ToolCall, ...] = ()
-    usage: TargetUsage = field(default_factory=TargetUsage)
+    usage: TargetUsage = field(default_factory=_no_usage)
     metadata: Mapping[str, Any] = field(default_factory=dict)
     #: The agent's end state as it reports it (its order database, say), any JSON value;
     #: the `final_state` grader compares it with the case's expectation.
@@ -164,24 +173,29 @@ class TargetResult:
         if not isinstance(self.output, str):
             raise TargetResultError(f"output is {_preview(self.output)}, expected a string")
         calls: Any = self.tool_calls
-        if calls is None:
-            calls = ()
-        if isinstance(calls, str | bytes | Mapping) or not isinstance(calls, Sequence):
+        # A reply without tools, usage or metadata (most of them) skips the checks below: an
+        # empty tuple, the shared empty usage and an empty dict have nothing to check.
+        if calls is None or (type(calls) is tuple and not calls):
+            object.__setattr__(self, "tool_calls", ())
+        elif isinstance(calls, str | bytes | Mapping) or not isinstance(calls, Sequence):
             raise TargetResultError(
                 f"tool_calls is {_preview(calls)}, expected a list of "
                 '{"name": ..., "arguments": {...}}'
             )
-        object.__setattr__(
-            self, "tool_calls", tuple(_tool_call(call, i) for i, call in enumerate(calls))
-        )
-        object.__setattr__(self, "usage", TargetUsage.coerce(self.usage))
+        else:
+            object.__setattr__(
+                self, "tool_calls", tuple(_tool_call(call, i) for i, call in enumerate(calls))
+            )
+        if self.usage is not _NO_USAGE:
+            object.__setattr__(self, "usage", TargetUsage.coerce(self.usage))
         metadata: Any = self.metadata
         if metadata is None:
             metadata = {}
         if not isinstance(metadata, Mapping):
             raise TargetResultError(f"metadata is {_preview(metadata)}, expected a dict")
         metadata = dict(metadata)
-        _json_safe(metadata, "metadata")
+        if metadata:
+            _json_safe(metadata, "metadata")
         object.__setattr__(self, "metadata", metadata)
         if self.state is not None:
             _json_safe(self.state, "state")
