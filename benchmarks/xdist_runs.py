@@ -58,6 +58,8 @@ async def answer(case):
     return "".join(block.get("text", "") for block in message["content"])
 """
 
+_MODEL = "claude-haiku-4-5"
+
 # The controller's peak RSS, written by the controller alone (workers have `workerinput`).
 _PEAK_PLUGIN = """\
 import os, resource
@@ -120,6 +122,14 @@ def agent_eval(
         }
         if anchors:
             kinds["-n 2 per worker"] = (*verdryx, "-n", "2", f"--maxfail={cases + 1}")
+            # The same cases answered by verdryx's own model client: cache on, the controller
+            # calls ahead into the store; cache off, each worker calls for its own items.
+            model = ("evals", f"--verdryx-model={_MODEL}", f"--verdryx-db={root / 'm.db'}")
+            kinds["model serial"] = (*model, "--verdryx-cache=off")
+            # A new store each time (removed below): the calls are made, not replayed.
+            fresh = f"--verdryx-db={root / 'fresh.db'}"
+            kinds["model -n 2"] = ("evals", f"--verdryx-model={_MODEL}", fresh, "-n", "2")
+            kinds["model -n 2 cache off"] = (*model, "-n", "2", "--verdryx-cache=off")
             kinds["plain serial"] = ("plain", "-p", "no:verdryx")
             kinds["plain -n 2"] = ("plain", "-p", "no:verdryx", "-n", "2")
         if repeats > 1:
@@ -128,6 +138,8 @@ def agent_eval(
         outputs: dict[str, str] = {}
         for _ in range(repeats):
             for kind, args in kinds.items():
+                for stale in root.glob("fresh.db*"):
+                    stale.unlink()
                 wall, cpu, output = _pytest(root, env, *args)
                 timings[kind].append((wall, cpu))
                 outputs[kind] = output
@@ -202,6 +214,16 @@ def main() -> int:
             f"({cpu:.2f} CPU): {wall / serial:.2f}x wall, {cpu / serial_cpu:.2f}x CPU; "
             f"its note: {_note(outputs['-n 2 per worker'])}"
         )
+        model_serial, _ = best["model serial"]
+        print(
+            f"  the same cases from verdryx's model client, serial (cache off) {model_serial:.2f} "
+            "s; -n 2 with the controller calling ahead "
+            + ", -n 2 with each worker calling (cache off) ".join(
+                f"{best[kind][0]:.2f} s ({best[kind][0] / model_serial:.2f}x)"
+                for kind in ("model -n 2", "model -n 2 cache off")
+            )
+            + f"; its note: {_note(outputs['model -n 2 cache off'])}"
+        )
         (plain, plain_cpu), (plain_n2, plain_n2_cpu) = best["plain serial"], best["plain -n 2"]
         print(
             f"  anchor, plain pytest on {cases} trivial tests: serial {plain:.2f} s "
@@ -219,6 +241,15 @@ def main() -> int:
             f"target <= {TIME_TARGET}x",
         )
     )
+    if "model -n 2" in best:
+        model_ratio = best["model -n 2"][0] / best["model serial"][0]
+        print(
+            verdict(
+                model_ratio <= TIME_TARGET,
+                f"-n 2 on model calls (the controller calling ahead) at {model_ratio:.2f}x the "
+                f"serial run, target <= {TIME_TARGET}x",
+            )
+        )
     if not memory_cases:
         print("-n 2 controller peak RSS: not measured (--quick keeps the smoke run cheap)")
         return 0

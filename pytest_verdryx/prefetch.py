@@ -33,7 +33,7 @@ from verdryx_core.evaluation import Prefetch, Work, prefetch_all, start_prefetch
 from verdryx_core.evaluation.targets_ahead import call_targets_ahead
 from verdryx_core.targets.handoff import TargetHandoff
 
-__all__ = ["WORKERS_CALL_TARGETS", "PrefetchCalls", "TerminalStream"]
+__all__ = ["WORKERS_CALL_MODELS", "WORKERS_CALL_TARGETS", "PrefetchCalls", "TerminalStream"]
 
 #: Said once on the xdist controller when some target calls are made by the workers, each
 #: for its own items; the figure is benchmarks/xdist_runs.py's (docs/targets.md, "Under
@@ -42,6 +42,14 @@ WORKERS_CALL_TARGETS = (
     "verdryx: under -n {why}; target calls wait on the network, so one process with "
     "--verdryx-concurrency=N serves them better: -n 2 with the workers calling took 2.7-3.2x "
     "the serial run's time on 30 SDK-target cases at 1 s a call"
+)
+#: Said once on the xdist controller when the workers make the model calls, each for its own
+#: items; the figure is benchmarks/xdist_runs.py's model rows.
+WORKERS_CALL_MODELS = (
+    "verdryx: under -n with {given} each worker makes its own cases' model calls ({because}); "
+    "model calls wait on the network, so one process with --verdryx-concurrency=N serves them "
+    "better: -n 2 with the workers calling took 2.5-2.9x the serial run's time on 30 model "
+    "cases at 1 s a call"
 )
 _EACH_WORKER = "with {given} each worker calls the target for its own cases ({because})"
 
@@ -196,15 +204,6 @@ class PrefetchCalls:
         """Every model and judge call of `work` (the judge's of the target cases called
         here too), into the store's response cache."""
         settings, evaluation = self.context.settings, self.context.evaluation
-        if (
-            settings.cache == "off"  # the cache is how the answers reach the workers
-            or not settings.store
-            # -x / --maxfail: every call made up front would defeat the stop; each worker
-            # makes its own items' calls as they run instead.
-            or self._may_stop_early()
-        ):
-            evaluation.finish_calls()
-            return
         called = {entry.key for entry in handed}
         # A typed grade posts labels back to the service: it is asked once, by its worker.
         # A target case is graded here only when its grader calls a model (the judge), from
@@ -224,6 +223,12 @@ class PrefetchCalls:
         if not evaluation.paid or not remote:
             evaluation.finish_calls()
             return  # the stub model and judge: free, nothing to call ahead
+        kept = self._why_workers_call_models()
+        if kept is not None:
+            given, because = kept
+            self._write_line(WORKERS_CALL_MODELS.format(given=given, because=because))
+            evaluation.finish_calls()
+            return
         if called:
             reader = TargetHandoff(run_folder(self.config).handoff, writing=False)
             evaluation.target_handoff = reader
@@ -244,6 +249,20 @@ class PrefetchCalls:
         entries = evaluation.finish_calls().take_entries()
         if entries:
             self.context.store.open().cache_put_many(entries)
+
+    def _why_workers_call_models(self) -> tuple[str, str] | None:
+        """What keeps the model calls from being made here for the workers, and why it does,
+        or None when nothing does."""
+        settings = self.context.settings
+        carried = "the store's response cache is how the controller's answers reach them"
+        if settings.cache == "off":
+            return "--verdryx-cache=off", carried
+        if not settings.store:
+            return "--no-verdryx-store", carried
+        if self._may_stop_early():
+            # Every call made up front would defeat the stop.
+            return "-x/--maxfail/--stepwise", "a stop leaves the rest unmade"
+        return None
 
     def _write_line(self, line: str) -> None:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")

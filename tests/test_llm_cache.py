@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
+import sys
 import threading
 from collections.abc import Iterable
 from pathlib import Path
@@ -73,6 +75,37 @@ def test_a_second_run_makes_zero_requests(server: FakeAnthropic, db: Path) -> No
     assert [type(a).to_dict(a) | {"cached": False} for a in again] == [a.to_dict() for a in answers]
     assert second.hits == 5 and second.misses == 0
     assert second.saved_usd == pytest.approx(sum(a.cost_usd for a in answers))
+
+
+_FROM_THE_CACHE = """\
+import sys
+from verdryx_core.llm import CachedAdapter, make_adapter
+from verdryx_core.store import Store
+
+with Store.open(sys.argv[1]) as store:
+    adapter = CachedAdapter(make_adapter(sys.argv[2], env={}), store, "on")
+    answers = [adapter.complete("one"), adapter.judge("task", "an output", "a rubric")]
+print(all(answer.cached for answer in answers), "anthropic" in sys.modules)
+"""
+
+
+def test_a_run_answered_from_the_cache_never_imports_the_sdk(
+    server: FakeAnthropic, db: Path
+) -> None:
+    # The SDK takes a second or more to import: a rerun of unchanged cases (and each xdist
+    # worker grading from the controller's answers) needs none of it.
+    with Store.open(db) as store:
+        recorder = session(server, store)
+        recorder.complete("one")
+        recorder.judge("task", "an output", "a rubric")
+        recorder.flush()
+    done = subprocess.run(
+        [sys.executable, "-c", _FROM_THE_CACHE, str(db), MODEL],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.split() == ["True", "False"]
 
 
 def test_replay_with_an_empty_cache_makes_zero_requests_and_errors(

@@ -187,6 +187,10 @@ def test_model_cases_under_xdist_give_the_same_run(
     run = stored_runs(db)[0]
     assert [s.case_id for s in run.scores] == [f"q{i}" for i in range(6)]
     assert len(server.requests) == 6
+    # The controller says once why the workers call, and what serves better.
+    said = [line for line in result.outlines if "each worker makes its own cases' model" in line]
+    assert len(said) == 1 and "with --verdryx-cache=off" in said[0], said
+    assert "--verdryx-concurrency=N serves them better" in said[0]
 
 
 def test_under_xdist_the_controller_calls_ahead_once_per_case(
@@ -202,6 +206,7 @@ def test_under_xdist_the_controller_calls_ahead_once_per_case(
     assert server.max_in_flight == 8
     assert len(server.requests) == 16  # once per case: the workers' calls were cache hits
     result.stdout.fnmatch_lines(["*model cache: 16 hits, 16 misses*"])
+    assert "each worker makes its own" not in result.stdout.str()
     run = stored_runs(db)[0]
     assert run.complete and len(run.scores) == 16
     assert all(score.cost_usd > 0 for score in run.scores)  # a hit keeps what the call cost

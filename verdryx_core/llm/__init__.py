@@ -7,12 +7,12 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from verdryx_core.llm.anthropic_adapter import AnthropicAdapter, import_sdk
+from verdryx_core.llm.anthropic_adapter import AnthropicAdapter, check_sdk
 from verdryx_core.llm.base import CALL_KINDS, Completion, Judgement, ModelAdapter
 from verdryx_core.llm.cache import CACHE_MODES, CachedAdapter, CacheStats
 from verdryx_core.llm.openai_adapter import MODEL_PREFIX as OPENAI_PREFIX
 from verdryx_core.llm.openai_adapter import OpenAIAdapter
-from verdryx_core.llm.openai_adapter import import_sdk as import_openai_sdk
+from verdryx_core.llm.openai_adapter import check_sdk as check_openai_sdk
 from verdryx_core.llm.pool import CallPool
 from verdryx_core.llm.prices import ModelPrice, PriceBook
 from verdryx_core.llm.progress import Progress
@@ -60,7 +60,9 @@ def make_adapter(
         return StubAdapter()
     env = os.environ if env is None else env
     if model.startswith(OPENAI_PREFIX):
-        import_openai_sdk()  # fail now, with the install hint, rather than at the first call
+        # Fail now, with the install hint, rather than at the first call; a run answered
+        # from the cache never imports the SDK.
+        check_openai_sdk()
         return OpenAIAdapter(
             model,
             api_key=env.get("OPENAI_API_KEY") or None,
@@ -70,7 +72,7 @@ def make_adapter(
             temperature=temperature,
             timeout=timeout,
         )
-    import_sdk()  # fail now, with the install hint, rather than at the first call
+    check_sdk()  # as above
     return AnthropicAdapter(
         model,
         api_key=env.get("ANTHROPIC_API_KEY") or None,

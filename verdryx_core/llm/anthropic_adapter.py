@@ -43,7 +43,7 @@ from verdryx_core.untrusted.redact import install_log_filter, redact_url
 if TYPE_CHECKING:
     import anthropic
 
-__all__ = ["DEFAULT_BASE_URL", "INSTALL_HINT", "AnthropicAdapter", "import_sdk"]
+__all__ = ["DEFAULT_BASE_URL", "INSTALL_HINT", "AnthropicAdapter", "check_sdk", "import_sdk"]
 
 DEFAULT_BASE_URL: Final = "https://api.anthropic.com"
 INSTALL_HINT: Final = "pip install 'verdryx[anthropic]'"
@@ -77,6 +77,11 @@ _PROVIDER: Final = Provider(
 def import_sdk() -> Any:
     """The `anthropic` module, or a VerdryxError saying how to install it."""
     return _PROVIDER.import_sdk()
+
+
+def check_sdk() -> None:
+    """A VerdryxError with the install hint when the SDK is missing; never imports it."""
+    _PROVIDER.check_installed()
 
 
 class AnthropicAdapter(RequestAdapter[dict[str, Any]]):

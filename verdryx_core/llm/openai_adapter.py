@@ -42,6 +42,7 @@ __all__ = [
     "INSTALL_HINT",
     "MODEL_PREFIX",
     "OpenAIAdapter",
+    "check_sdk",
     "import_sdk",
     "openai_tool",
 ]
@@ -84,6 +85,11 @@ _PROVIDER: Final = Provider(
 def import_sdk() -> Any:
     """The `openai` module, or a VerdryxError saying how to install it."""
     return _PROVIDER.import_sdk()
+
+
+def check_sdk() -> None:
+    """A VerdryxError with the install hint when the SDK is missing; never imports it."""
+    _PROVIDER.check_installed()
 
 
 def openai_tool(tool: Mapping[str, Any]) -> dict[str, Any]:

@@ -13,6 +13,7 @@ where the provider echoes them back.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, TypeVar
@@ -64,10 +65,24 @@ class Provider:
         try:
             return importlib.import_module(self.module)
         except ImportError:
-            raise VerdryxError(
-                f"{self.named} was named but the {self.name} SDK is not installed",
-                hint=f"install it with {self.install_hint}, or use {{model}}=stub",
-            ) from None
+            raise self._not_installed() from None
+
+    def check_installed(self) -> None:
+        """A VerdryxError saying how to install the SDK when it is not there, without
+        importing it: an SDK takes a second or more to import, which a run whose every call is
+        answered from the store's cache never needs (the first call imports it)."""
+        try:
+            found = importlib.util.find_spec(self.module)
+        except (ImportError, ValueError):  # a parent that is no package, a broken entry
+            found = None
+        if found is None:
+            raise self._not_installed()
+
+    def _not_installed(self) -> VerdryxError:
+        return VerdryxError(
+            f"{self.named} was named but the {self.name} SDK is not installed",
+            hint=f"install it with {self.install_hint}, or use {{model}}=stub",
+        )
 
 
 class Settings(Protocol):
