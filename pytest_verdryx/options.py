@@ -410,10 +410,15 @@ class Settings:
 
 
 def eval_settings(
-    settings: Settings, prices_base: Path, target_root: Path | None = None
+    settings: Settings,
+    prices_base: Path,
+    target_root: Path | None = None,
+    *,
+    answered_ahead: bool = False,
 ) -> EvalSettings:
     """What the pipeline needs; a relative price file is read from `prices_base` (the ini
-    file's folder, as pytest reads an ini key's relative path)."""
+    file's folder, as pytest reads an ini key's relative path). `answered_ahead`: an xdist
+    worker whose model answers the controller calls ahead."""
     from verdryx_core.addons.typed import typed_options
     from verdryx_core.evaluation import EvalSettings
 
@@ -441,6 +446,7 @@ def eval_settings(
         user_model=settings.user_model,
         target_root=target_root,
         keep_workspaces=settings.keep_workspaces,
+        answered_ahead=answered_ahead,
         flags=FLAGS,
     )
 

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from pytest_verdryx.items import EvalCaseItem
+from pytest_verdryx.options import Settings
 from pytest_verdryx.run_folder import run_folder
 from pytest_verdryx.scoring import ItemScoring, scorer_for
 from verdryx_core.errors import VerdryxError
@@ -33,7 +34,14 @@ from verdryx_core.evaluation import Prefetch, Work, prefetch_all, start_prefetch
 from verdryx_core.evaluation.targets_ahead import call_targets_ahead
 from verdryx_core.targets.handoff import TargetHandoff
 
-__all__ = ["WORKERS_CALL_MODELS", "WORKERS_CALL_TARGETS", "PrefetchCalls", "TerminalStream"]
+__all__ = [
+    "WORKERS_CALL_MODELS",
+    "WORKERS_CALL_TARGETS",
+    "PrefetchCalls",
+    "TerminalStream",
+    "may_stop_early",
+    "models_called_ahead",
+]
 
 #: Said once on the xdist controller when some target calls are made by the workers, each
 #: for its own items; the figure is benchmarks/xdist_runs.py's (docs/targets.md, "Under
@@ -54,6 +62,21 @@ WORKERS_CALL_MODELS = (
 _EACH_WORKER = "with {given} each worker calls the target for its own cases ({because})"
 
 
+def may_stop_early(config: pytest.Config, settings: Settings) -> bool:
+    """Whether the session may end before its last item (then calls are not waited for up
+    front, so the ones a stop makes unnecessary are never made)."""
+    if settings.batch:
+        return False  # a Message Batch is sent whole, before anything else
+    option = config.option
+    return bool(option.maxfail) or bool(getattr(option, "stepwise", False))
+
+
+def models_called_ahead(config: pytest.Config, settings: Settings) -> bool:
+    """Whether, under xdist, the controller makes the run's model calls for the workers (into
+    the store's response cache: see `PrefetchCalls.for_workers`)."""
+    return settings.cache == "on" and settings.store and not may_stop_early(config, settings)
+
+
 class PrefetchCalls:
     def __init__(self, scoring: ItemScoring) -> None:
         self.scoring = scoring
@@ -69,12 +92,7 @@ class PrefetchCalls:
         self._in_flight = False
 
     def _may_stop_early(self) -> bool:
-        """Whether the session may end before its last item (then calls are not waited for
-        up front, so the ones a stop makes unnecessary are never made)."""
-        option = self.config.option
-        if self.context.settings.batch:
-            return False  # a Message Batch is sent whole, before anything else
-        return bool(option.maxfail) or bool(getattr(option, "stepwise", False))
+        return may_stop_early(self.config, self.context.settings)
 
     def _may_call(self) -> bool:
         """Nothing is paid for when listing cases, or when pytest stops after a collection

@@ -28,7 +28,7 @@ from pytest_verdryx.finish import SessionEnd, finish_session
 from pytest_verdryx.fixture import custom_case_identity
 from pytest_verdryx.items import EvalCaseItem
 from pytest_verdryx.options import FLAGS, Settings, eval_settings, evalset_patterns, worded
-from pytest_verdryx.prefetch import PrefetchCalls
+from pytest_verdryx.prefetch import PrefetchCalls, models_called_ahead
 from pytest_verdryx.quiet_phases import drop_unshown_phases
 from pytest_verdryx.run_folder import HANDOFF_KEY
 from pytest_verdryx.scoring import SCORING_KEY, ItemScoring
@@ -97,7 +97,12 @@ def _new_context(
         )
     )
     evaluation = Evaluation(
-        eval_settings(settings, inidir or rootdir, rootdir),
+        eval_settings(
+            settings,
+            inidir or rootdir,
+            rootdir,
+            answered_ahead=workerinput is not None and models_called_ahead(config, settings),
+        ),
         # The evaluation opens the store only when a call needs the response cache.
         store=store.open,
         run_id=run_id,

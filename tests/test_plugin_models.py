@@ -193,6 +193,17 @@ def test_model_cases_under_xdist_give_the_same_run(
     assert "--verdryx-concurrency=N serves them better" in said[0]
 
 
+_SAYS_WHETHER_THE_SDK_WAS_IMPORTED = """
+import sys
+
+def pytest_unconfigure(config):
+    worker = getattr(config, "workerinput", {}).get("workerid")
+    if worker:
+        with open(f"sdk-{worker}", "w") as out:
+            out.write(str("anthropic" in sys.modules))
+"""
+
+
 def test_under_xdist_the_controller_calls_ahead_once_per_case(
     pytester: pytest.Pytester, server: FakeAnthropic
 ) -> None:
@@ -200,9 +211,13 @@ def test_under_xdist_the_controller_calls_ahead_once_per_case(
     # collected cases need, 8 in flight, into the store's cache; workers grade from it.
     rendezvous(server, 8)
     write_evalset(pytester.path, "live", "live", _echo_cases(16))
+    pytester.makeconftest(_SAYS_WHETHER_THE_SDK_WAS_IMPORTED)
     db = pytester.path / "s.db"
     result = pytester.runpytest(f"--verdryx-db={db}", f"--verdryx-model={MODEL}", "-n", "2")
     result.assert_outcomes(passed=16)
+    # The workers grade from the cache: none imports the SDK (a second or more each).
+    imported = {path.name: path.read_text() for path in pytester.path.glob("sdk-*")}
+    assert imported == {"sdk-gw0": "False", "sdk-gw1": "False"}
     assert server.max_in_flight == 8
     assert len(server.requests) == 16  # once per case: the workers' calls were cache hits
     result.stdout.fnmatch_lines(["*model cache: 16 hits, 16 misses*"])

@@ -76,6 +76,9 @@ class ModelCalls:
             model,
             prices=self._price_book(),
             timeout=DEFAULT_TIMEOUT_S if timeout is None else timeout,
+            # A run that makes calls imports the SDK now, outside the calls' latencies; one
+            # whose answers come from the cache may never need it.
+            sdk_now=not (self.settings.answered_ahead or self.settings.cache == "replay"),
         )
         if adapter.model == "stub":  # free and deterministic: nothing to save by caching it
             return adapter

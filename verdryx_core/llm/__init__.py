@@ -7,12 +7,13 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from verdryx_core.llm.anthropic_adapter import AnthropicAdapter, check_sdk
+from verdryx_core.llm.anthropic_adapter import AnthropicAdapter, check_sdk, import_sdk
 from verdryx_core.llm.base import CALL_KINDS, Completion, Judgement, ModelAdapter
 from verdryx_core.llm.cache import CACHE_MODES, CachedAdapter, CacheStats
 from verdryx_core.llm.openai_adapter import MODEL_PREFIX as OPENAI_PREFIX
 from verdryx_core.llm.openai_adapter import OpenAIAdapter
 from verdryx_core.llm.openai_adapter import check_sdk as check_openai_sdk
+from verdryx_core.llm.openai_adapter import import_sdk as import_openai_sdk
 from verdryx_core.llm.pool import CallPool
 from verdryx_core.llm.prices import ModelPrice, PriceBook
 from verdryx_core.llm.progress import Progress
@@ -47,6 +48,7 @@ def make_adapter(
     max_retries: int = 4,
     temperature: float | None = None,
     timeout: float = DEFAULT_TIMEOUT_S,
+    sdk_now: bool = True,
 ) -> ModelAdapter:
     """`stub` is the offline stub; `openai:NAME` an OpenAI-compatible model; any other name
     is a real Anthropic model.
@@ -55,14 +57,16 @@ def make_adapter(
     `ANTHROPIC_API_KEY`, else `ANTHROPIC_AUTH_TOKEN`; `OPENAI_BASE_URL`, `OPENAI_API_KEY`),
     read here once; there is deliberately no way to pass a key as an argument a command line
     could carry. `timeout` bounds each attempt of each call, in seconds.
+
+    A missing SDK is named here, before any call. With `sdk_now` the SDK is also imported
+    here, so the first calls' latencies do not carry its import (a second or more); without
+    it the first call imports it, which a run answered from the response cache never makes.
     """
     if model == "stub":
         return StubAdapter()
     env = os.environ if env is None else env
     if model.startswith(OPENAI_PREFIX):
-        # Fail now, with the install hint, rather than at the first call; a run answered
-        # from the cache never imports the SDK.
-        check_openai_sdk()
+        (import_openai_sdk if sdk_now else check_openai_sdk)()
         return OpenAIAdapter(
             model,
             api_key=env.get("OPENAI_API_KEY") or None,
@@ -72,7 +76,7 @@ def make_adapter(
             temperature=temperature,
             timeout=timeout,
         )
-    check_sdk()  # as above
+    (import_sdk if sdk_now else check_sdk)()
     return AnthropicAdapter(
         model,
         api_key=env.get("ANTHROPIC_API_KEY") or None,
