@@ -5,6 +5,7 @@ response cache at half price, failed requests are their own call's error and not
 from __future__ import annotations
 
 import io
+import json
 import re
 from pathlib import Path
 
@@ -279,6 +280,39 @@ def test_a_runs_cases_planned_as_two_batches(fake: FakeAnthropic, store: Store) 
     assert judge.judge("p", "given", "r").score == 0.75
     assert len(fake.requests) == before
     assert fake.violations == []
+
+
+def test_a_conversations_batched_verdict_is_the_one_its_grader_reads(
+    fake: FakeAnthropic, store: Store
+) -> None:
+    # The judge is told a conversation's whole task (every turn), so the batch must ask for
+    # that verdict; a verdict on the last turn alone would be paid and then called again.
+    from verdryx_core.cases import EvalCase, judged_task
+    from verdryx_core.graders.base import GradeContext
+    from verdryx_core.graders.llm_judge import LLMJudgeGrader
+    from verdryx_core.llm.batch_plan import batch_run_calls
+
+    case = EvalCase(
+        id="chat",
+        prompt="and now?",
+        grader="llm_judge",
+        rubric="answers the last turn",
+        output="soon",
+        messages=(
+            {"role": "user", "content": "hello"},
+            {"role": "assistant", "content": "hi"},
+            {"role": "user", "content": "and now?"},
+        ),
+    )
+    judge = _session(fake, store)
+    batch_run_calls(None, judge, [("s", case)], stream=io.StringIO(), poll_s=0.01)
+    (sent,) = next(iter(fake.batches.values()))
+    assert "hello" in json.dumps(sent["params"]["messages"])  # the earlier turns went too
+    assert judged_task(case) != case.prompt
+    before = len(fake.requests)
+    grade = LLMJudgeGrader(judge).grade(case, "soon", GradeContext(eval_set_id="s"))
+    assert grade.value == 0.75
+    assert len(fake.requests) == before  # read from the batch's answer, not called again
 
 
 def test_verdryx_eval_batch(

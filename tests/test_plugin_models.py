@@ -197,10 +197,9 @@ _SAYS_WHETHER_THE_SDK_WAS_IMPORTED = """
 import sys
 
 def pytest_unconfigure(config):
-    worker = getattr(config, "workerinput", {}).get("workerid")
-    if worker:
-        with open(f"sdk-{worker}", "w") as out:
-            out.write(str("anthropic" in sys.modules))
+    process = getattr(config, "workerinput", {}).get("workerid", "main")
+    with open(f"sdk-{process}", "w") as out:
+        out.write(str("anthropic" in sys.modules))
 """
 
 
@@ -216,7 +215,7 @@ def test_under_xdist_the_controller_calls_ahead_once_per_case(
     result = pytester.runpytest(f"--verdryx-db={db}", f"--verdryx-model={MODEL}", "-n", "2")
     result.assert_outcomes(passed=16)
     # The workers grade from the cache: none imports the SDK (a second or more each).
-    imported = {path.name: path.read_text() for path in pytester.path.glob("sdk-*")}
+    imported = {path.name: path.read_text() for path in pytester.path.glob("sdk-gw*")}
     assert imported == {"sdk-gw0": "False", "sdk-gw1": "False"}
     assert server.max_in_flight == 8
     assert len(server.requests) == 16  # once per case: the workers' calls were cache hits
@@ -225,6 +224,21 @@ def test_under_xdist_the_controller_calls_ahead_once_per_case(
     run = stored_runs(db)[0]
     assert run.complete and len(run.scores) == 16
     assert all(score.cost_usd > 0 for score in run.scores)  # a hit keeps what the call cost
+
+
+def test_a_rerun_answered_by_the_cache_never_imports_the_sdk(
+    pytester: pytest.Pytester, server: FakeAnthropic
+) -> None:
+    write_evalset(pytester.path, "live", "live", _echo_cases(4))
+    pytester.makeconftest(_SAYS_WHETHER_THE_SDK_WAS_IMPORTED)
+    options = (f"--verdryx-db={pytester.path / 's.db'}", f"--verdryx-model={MODEL}")
+    pytester.runpytest(*options).assert_outcomes(passed=4)
+    # A new process: the reruns' calls are all in the store, so its SDK is never imported.
+    again = pytester.runpytest_subprocess(*options)
+    again.assert_outcomes(passed=4)
+    again.stdout.fnmatch_lines(["*model cache: 4 hits, 0 misses*"])
+    assert (pytester.path / "sdk-main").read_text() == "False"
+    assert len(server.requests) == 4
 
 
 def test_a_collection_error_costs_no_model_call(

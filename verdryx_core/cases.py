@@ -28,6 +28,7 @@ __all__ = [
     "case_key",
     "declare_model_free",
     "expected_text",
+    "judged_task",
     "output_text",
     "transcript_text",
 ]
@@ -273,6 +274,19 @@ def transcript_text(messages: Iterable[Mapping[str, Any]], ended: str | None = N
     if ended is not None:
         lines.append(f"[ended: {_ENDING_TEXT.get(ended, ended)}]")
     return "\n".join(lines)
+
+
+def judged_task(case: EvalCase) -> str:
+    """What the judge is told the task was: the prompt, or a conversation's every message
+    (the system prompt first, the last user message included), since a reply to the last
+    turn is judged in the light of the turns before it (docs/scenarios.md)."""
+    messages = case.messages or ()
+    if len(messages) <= 1:
+        return case.prompt
+    lines = [f"system: {case.system}"] if case.system else []
+    # Tool turns read as a transcript does: each call under its turn, a result by its tool.
+    lines += transcript_text(messages).splitlines()[1:]
+    return "The conversation:\n" + "\n".join(lines)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -68,17 +68,26 @@ class ModelCalls:
         """Whether any adapter built so far calls a real model."""
         return bool(self._cached)
 
-    def adapter(self, model: str) -> ModelAdapter:
+    def adapter(self, model: str, *, checked_ahead: bool = False) -> ModelAdapter:
+        """The adapter of `model`, behind the cache. Its SDK is imported now, outside the
+        calls' latencies, unless the answers may all come from the cache: a replay, an xdist
+        worker grading from the controller's calls, or (`checked_ahead`) an adapter whose
+        calls are looked up before the pool starts, which imports it only when one will go
+        out (verdryx_core.evaluation.sdk_import)."""
         from verdryx_core.llm import make_adapter
 
-        timeout = self.settings.call_timeout
+        settings = self.settings
+        deferred = (
+            settings.answered_ahead
+            or settings.cache == "replay"
+            or (checked_ahead and settings.cache == "on")
+        )
+        timeout = settings.call_timeout
         adapter = make_adapter(
             model,
             prices=self._price_book(),
             timeout=DEFAULT_TIMEOUT_S if timeout is None else timeout,
-            # A run that makes calls imports the SDK now, outside the calls' latencies; one
-            # whose answers come from the cache may never need it.
-            sdk_now=not (self.settings.answered_ahead or self.settings.cache == "replay"),
+            sdk_now=not deferred,
         )
         if adapter.model == "stub":  # free and deterministic: nothing to save by caching it
             return adapter

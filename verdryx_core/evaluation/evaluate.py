@@ -153,7 +153,7 @@ class Evaluation:
         self._calls.append(calls)
         live: OutputSource | None = None
         if needs_model:
-            live = ModelOutput(calls.adapter(settings.model))
+            live = ModelOutput(calls.adapter(settings.model, checked_ahead=True))
         if targeted:
             users = None
             if settings.user_model != STUB_USER_MODEL and any(c.user for c in cases):
@@ -164,7 +164,11 @@ class Evaluation:
                 users=users,
                 handoff=None if fresh else self.target_handoff,
             )
-        judge = calls.adapter(judge_name) if needs_judge and judge_name is not None else None
+        judge = (
+            calls.adapter(judge_name, checked_ahead=True)
+            if needs_judge and judge_name is not None
+            else None
+        )
         graders = build_graders(
             judge=judge,
             flags=settings.flags,

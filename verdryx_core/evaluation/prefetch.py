@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from verdryx_core.cases import EvalCase
 from verdryx_core.evaluation.batching import send_batches
 from verdryx_core.evaluation.scoring import CaseScorer
+from verdryx_core.evaluation.sdk_import import import_sdks_if_calling
 from verdryx_core.evaluation.target_output import TargetOutput
 from verdryx_core.graders.base import GradeContext
 from verdryx_core.llm.pool import CallPool
@@ -122,6 +123,9 @@ def start_prefetch(
             [(entry.context.eval_set_id, entry.case) for entry in remote],
             stream=stream if stream is not None else io.StringIO(),
         )
+    else:
+        # A model SDK is imported here when a call will go out, before any call is timed.
+        import_sdks_if_calling(scorer, [entry.case for entry in remote])
     # The agent under test is not "the model": the line says whose calls it counts.
     label = "target calls" if isinstance(scorer.live, TargetOutput) else "model calls"
     progress = Progress(len(remote), stream=stream, label=label) if stream is not None else None

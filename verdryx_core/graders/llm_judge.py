@@ -9,25 +9,12 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, final
 
-from verdryx_core.cases import EvalCase, transcript_text
+from verdryx_core.cases import EvalCase, judged_task
 from verdryx_core.errors import UsageError
 from verdryx_core.graders.base import Grade, GradeContext
 from verdryx_core.llm.base import Judgement, ModelAdapter
 
 __all__ = ["LLMJudgeGrader", "judged_task"]
-
-
-def judged_task(case: EvalCase) -> str:
-    """What the judge is told the task was: the prompt, or a conversation's every message
-    (the system prompt first, the last user message included), since a reply to the last
-    turn is judged in the light of the turns before it (docs/scenarios.md)."""
-    messages = case.messages or ()
-    if len(messages) <= 1:
-        return case.prompt
-    lines = [f"system: {case.system}"] if case.system else []
-    # Tool turns read as a transcript does: each call under its turn, a result by its tool.
-    lines += transcript_text(messages).splitlines()[1:]
-    return "The conversation:\n" + "\n".join(lines)
 
 
 @final

@@ -187,6 +187,10 @@ class AnthropicAdapter(RequestAdapter[dict[str, Any]]):
             secrets=(self._api_key, self._auth_token),
         )
 
+    def prepare(self) -> None:
+        """Import the SDK now, before the first call, so no call's latency carries it."""
+        import_sdk()
+
     def _get_client(self) -> anthropic.Anthropic:
         with self._lock:
             if self._client is None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from verdryx_core.cases import EvalCase, case_key
+from verdryx_core.cases import EvalCase, case_key, judged_task
 from verdryx_core.llm.anthropic_adapter import AnthropicAdapter
 from verdryx_core.llm.base import Completion
 from verdryx_core.llm.batch import BatchResult, PlannedCall, plan_call, prefetch_batch
@@ -91,7 +91,8 @@ def plan_judge_calls(
                 plan_call(
                     judge,
                     "judge",
-                    case.prompt,
+                    # What the grader sends: a conversation's whole task, not its last turn.
+                    judged_task(case),
                     output=output,
                     rubric=case.rubric,
                     repeat=index,

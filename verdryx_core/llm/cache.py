@@ -145,6 +145,18 @@ class CachedAdapter:
     def parameters(self) -> Mapping[str, Any]:
         return getattr(self.inner, "parameters", {})
 
+    @property
+    def answers_from_store(self) -> bool:
+        """Whether a call may be answered from the store (else every call goes out)."""
+        return self.mode in ("on", "replay") and self.store is not None
+
+    def prepare(self) -> None:
+        """Get the inner adapter ready to call (its SDK imported), for an adapter that was
+        built without (`make_adapter(sdk_now=False)`)."""
+        prepare = getattr(self.inner, "prepare", None)
+        if prepare is not None:
+            prepare()
+
     # -- keys ------------------------------------------------------------------------------
 
     def cache_key(

@@ -249,6 +249,10 @@ class OpenAIAdapter(RequestAdapter[Any]):
             _PROVIDER, self, credential_variable=_KEY_VARIABLE, secrets=(self._api_key,)
         )
 
+    def prepare(self) -> None:
+        """Import the SDK now, before the first call, so no call's latency carries it."""
+        import_sdk()
+
     def _get_client(self) -> Any:
         with self._lock:
             if self._client is None:
