@@ -146,3 +146,12 @@ def test_without_a_store_every_call_goes_out() -> None:
     run = _Run(None, "on", 1)
     import_sdks_if_calling(run.scorer, _cases())
     assert run.prepared == (1, 1)
+
+
+def test_a_store_that_cannot_be_read_counts_as_calls(tmp_path: Path) -> None:
+    # Only a guess at what the run will call: the calls report the store themselves.
+    store = Store.open(tmp_path / "s.db")
+    run = _Run(store, "on", 1)
+    store.close()
+    import_sdks_if_calling(run.scorer, _cases())
+    assert run.prepared == (1, 1)

@@ -61,13 +61,18 @@ def _will_call(cached: CachedAdapter, keys: Iterable[str | None]) -> bool:
     if not cached.answers_from_store:
         return True  # every call goes out
     chunks = iter(keys)
-    while chunk := list(islice(chunks, _CHUNK)):
-        if None in chunk:
-            return True
-        known = [key for key in chunk if key is not None]
-        cached.preload(known)
-        if not all(cached.has(key) for key in known):
-            return True
+    try:
+        while chunk := list(islice(chunks, _CHUNK)):
+            if None in chunk:
+                return True
+            known = [key for key in chunk if key is not None]
+            cached.preload(known)
+            if not all(cached.has(key) for key in known):
+                return True
+    except Exception:
+        # Only a guess at what the run will call: a case whose request cannot be keyed, or a
+        # store that cannot be read, is reported by its own call; here it counts as a call.
+        return True
     return False
 
 
