@@ -155,3 +155,10 @@ def test_a_store_that_cannot_be_read_counts_as_calls(tmp_path: Path) -> None:
     store.close()
     import_sdks_if_calling(run.scorer, _cases())
     assert run.prepared == (1, 1)
+
+
+def test_a_replay_never_imports_an_sdk(store: Store) -> None:
+    # A missing answer is that case's error, and nothing is called.
+    run = _Run(store, "replay", 1)
+    import_sdks_if_calling(run.scorer, _cases())
+    assert run.prepared == (0, 0)

@@ -58,6 +58,8 @@ def _cached(adapter: object) -> CachedAdapter | None:
 
 def _will_call(cached: CachedAdapter, keys: Iterable[str | None]) -> bool:
     """Whether a key is missing from the cache (None: a call nothing can foresee)."""
+    if cached.mode == "replay":
+        return False  # a missing answer is that case's error: a replay never calls
     if not cached.answers_from_store:
         return True  # every call goes out
     chunks = iter(keys)
