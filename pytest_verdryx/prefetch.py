@@ -41,6 +41,7 @@ __all__ = [
     "TerminalStream",
     "may_stop_early",
     "models_called_ahead",
+    "workers_call_models",
 ]
 
 #: Said once on the xdist controller when some target calls are made by the workers, each
@@ -71,10 +72,25 @@ def may_stop_early(config: pytest.Config, settings: Settings) -> bool:
     return bool(option.maxfail) or bool(getattr(option, "stepwise", False))
 
 
+def workers_call_models(config: pytest.Config, settings: Settings) -> tuple[str, str] | None:
+    """Under xdist, what keeps the controller from making the run's model calls for the
+    workers (into the store's response cache: see `PrefetchCalls.for_workers`), and why it
+    does; None when nothing does."""
+    carried = "the store's response cache is how the controller's answers reach them"
+    if settings.cache == "off":
+        return "--verdryx-cache=off", carried
+    if not settings.store:
+        return "--no-verdryx-store", carried
+    if may_stop_early(config, settings):
+        # Every call made up front would defeat the stop.
+        return "-x/--maxfail/--stepwise", "a stop leaves the rest unmade"
+    return None
+
+
 def models_called_ahead(config: pytest.Config, settings: Settings) -> bool:
-    """Whether, under xdist, the controller makes the run's model calls for the workers (into
-    the store's response cache: see `PrefetchCalls.for_workers`)."""
-    return settings.cache == "on" and settings.store and not may_stop_early(config, settings)
+    """Whether, under xdist, the controller makes the run's model calls for the workers (a
+    replay's answers are all read from the store, so none is made anywhere)."""
+    return settings.cache != "replay" and workers_call_models(config, settings) is None
 
 
 class PrefetchCalls:
@@ -241,7 +257,7 @@ class PrefetchCalls:
         if not evaluation.paid or not remote:
             evaluation.finish_calls()
             return  # the stub model and judge: free, nothing to call ahead
-        kept = self._why_workers_call_models()
+        kept = workers_call_models(self.config, self.context.settings)
         if kept is not None:
             given, because = kept
             self._write_line(WORKERS_CALL_MODELS.format(given=given, because=because))
@@ -267,20 +283,6 @@ class PrefetchCalls:
         entries = evaluation.finish_calls().take_entries()
         if entries:
             self.context.store.open().cache_put_many(entries)
-
-    def _why_workers_call_models(self) -> tuple[str, str] | None:
-        """What keeps the model calls from being made here for the workers, and why it does,
-        or None when nothing does."""
-        settings = self.context.settings
-        carried = "the store's response cache is how the controller's answers reach them"
-        if settings.cache == "off":
-            return "--verdryx-cache=off", carried
-        if not settings.store:
-            return "--no-verdryx-store", carried
-        if self._may_stop_early():
-            # Every call made up front would defeat the stop.
-            return "-x/--maxfail/--stepwise", "a stop leaves the rest unmade"
-        return None
 
     def _write_line(self, line: str) -> None:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")

@@ -4,9 +4,9 @@ never needs, while a run that calls must import it before its first call, or the
 calls' latencies (each item's duration) would carry the import
 (docs/models-and-judges.md, "Concurrency and progress").
 
-The calls the cases will make are planned as the batch path plans them, their keys read
-from the store in chunks (one query each, which the calls then find read), and the SDK
-imported at the first key missing. A call the plan cannot foresee (a judge on a target's
+The calls the cases will make are keyed as the batch path keys them (`llm.batch_plan`),
+the keys read from the store in chunks (one query each, which the calls then find read), and
+the SDK imported at the first key missing. A call nothing can foresee (a judge on a target's
 output, a check's part, repeats allocated as the run goes) counts as a call.
 """
 
@@ -19,7 +19,7 @@ from verdryx_core.cases import EvalCase, judged_task
 from verdryx_core.evaluation.scoring import CaseScorer
 from verdryx_core.evaluation.sources import ModelOutput
 from verdryx_core.evaluation.target_output import TargetOutput
-from verdryx_core.llm.base import Completion
+from verdryx_core.llm.batch_plan import known_model_output, model_call_key
 from verdryx_core.llm.cache import CachedAdapter
 
 __all__ = ["import_sdks_if_calling"]
@@ -100,17 +100,8 @@ def _model_keys(
         if samples is None:
             yield None
             return
-        kind = "tools" if case.calls_tools else "complete"
-        tools = list(case.tools or ()) if kind == "tools" else None
         for index in samples:
-            yield model.cache_key(
-                kind,
-                case.prompt,
-                tools=tools,
-                repeat=index,
-                system=case.system,
-                messages=case.messages,
-            )
+            yield model_call_key(model, case, index)
 
 
 def _judge_keys(
@@ -130,23 +121,10 @@ def _judge_keys(
             yield None
             return
         for index in samples:
-            output = _known_output(model, case, index)
+            output = known_model_output(model, case, index)
             if output is None:
                 yield None
                 return
             yield judge.cache_key(
                 "judge", judged_task(case), output=output, rubric=case.rubric, repeat=index
             )
-
-
-def _known_output(model: CachedAdapter | None, case: EvalCase, index: int) -> str | None:
-    """The output the judge will be shown, when it is known without a call."""
-    if case.output is not None:
-        return str(case.output)
-    if model is None or case.target is not None or case.calls_tools:
-        return None
-    key = model.cache_key(
-        "complete", case.prompt, repeat=index, system=case.system, messages=case.messages
-    )
-    answer = model.peek(key)
-    return None if answer is None else Completion.from_dict(answer).text

@@ -20,7 +20,13 @@ from verdryx_core.llm.batch import BatchResult, PlannedCall, plan_call, prefetch
 from verdryx_core.llm.cache import CachedAdapter
 from verdryx_core.llm.progress import TextStream
 
-__all__ = ["batch_run_calls", "plan_judge_calls", "plan_model_calls"]
+__all__ = [
+    "batch_run_calls",
+    "known_model_output",
+    "model_call_key",
+    "plan_judge_calls",
+    "plan_model_calls",
+]
 
 #: (eval set id, case) pairs: what a run evaluates.
 Cases = Iterable[tuple[str, EvalCase]]
@@ -53,23 +59,26 @@ def plan_model_calls(model: CachedAdapter, cases: Cases, *, repeat: int = 1) -> 
     return calls
 
 
-def _model_output(model: CachedAdapter | None, case: EvalCase, index: int) -> str | None:
+def model_call_key(model: CachedAdapter, case: EvalCase, index: int) -> str:
+    """The cache key of sample `index` of `case`'s model call, as scoring makes it."""
+    kind = _model_kind(case)
+    return model.cache_key(
+        kind,
+        case.prompt,
+        tools=list(case.tools or ()) if kind == "tools" else None,
+        repeat=index,
+        system=case.system,
+        messages=case.messages,
+    )
+
+
+def known_model_output(model: CachedAdapter | None, case: EvalCase, index: int) -> str | None:
     """What the judge will be shown for this sample, when it is known without a call."""
     if case.output is not None:
         return str(case.output)
     if model is None or case.target is not None:
         return None
-    kind = _model_kind(case)
-    tools = list(case.tools or ()) if kind == "tools" else None
-    key = model.cache_key(
-        kind,
-        case.prompt,
-        tools=tools,
-        repeat=index,
-        system=case.system,
-        messages=case.messages,
-    )
-    answer = model.peek(key)
+    answer = model.peek(model_call_key(model, case, index))
     if answer is None:
         return None  # failed or not batched: the case makes (or fails) its own call
     return Completion.from_dict(answer).text
@@ -84,7 +93,7 @@ def plan_judge_calls(
             continue
         rounds = max(1, repeat) if case.needs_model else 1
         for index in range(rounds):
-            output = _model_output(model, case, index)
+            output = known_model_output(model, case, index)
             if output is None:
                 continue
             calls.append(
