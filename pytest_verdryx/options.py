@@ -86,7 +86,8 @@ OPTIONS: Final = (
     ),
     _Option(
         "verdryx_window",
-        "pool this run with the N-1 previous runs of the same eval sets and model (default 1)",
+        "pool this run with the N-1 previous complete runs of the same eval sets, model, "
+        "judge, target and target version (default 1)",
         1,
         "int",
         minimum=1,

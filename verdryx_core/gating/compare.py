@@ -8,12 +8,12 @@ each face only maps the `GateOutcome` to its own exit status and words.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Final, Literal
 
 from verdryx_core.errors import CLI_FLAGS, ModelChangeError, VerdryxError, word_hint
 from verdryx_core.gating.case_drops import DEFAULT_FDR
-from verdryx_core.gating.comparison import GateResult, compare_to_baseline, select_window
+from verdryx_core.gating.comparison import GateResult, Window, compare_to_baseline, window_runs
 from verdryx_core.gating.drift import DEFAULT_ITERATIONS, DEFAULT_THRESHOLD, DriftReport
 from verdryx_core.runs import Baseline, EvalRun
 from verdryx_core.store import Store
@@ -157,9 +157,9 @@ def compare(
         return GateOutcome(baseline=name, not_gated="the run is incomplete")
     try:
         _check_judge(run, baseline, allow=gate.allow_model_change)
-        window = [run] if history is None else select_window(history, run, gate.window)
+        window = Window(runs=(run,)) if history is None else window_runs(history, run, gate.window)
         result = compare_to_baseline(
-            window,
+            window.runs,
             baseline,
             known_keys=known_keys or None,
             gate=gate.rule,
@@ -175,6 +175,12 @@ def compare(
         )
     except VerdryxError as exc:
         return refused(name, exc.worded(flags))
+    if len(window.runs) > 1 or window.skipped:
+        result = replace(
+            result,
+            pooled=tuple(earlier.id for earlier in window.runs[1:]),
+            window_skipped=window.skipped,
+        )
     outcome = checked(name, result, gate, flags=flags, calibration=calibration)
     if outcome.refused is None and gate.judge_correction:
         return _corrected(name, result, run, baseline, calibration, gate, flags)

@@ -29,10 +29,13 @@ __all__ = [
     "METRICS",
     "CaseDelta",
     "GateResult",
+    "Window",
     "check_models",
     "compare_to_baseline",
+    "not_comparable",
     "pass_rate",
     "select_window",
+    "window_runs",
 ]
 
 #: What the gate compares per case (`--verdryx-gate-metric`): the score, or pass/fail.
@@ -76,6 +79,10 @@ class GateResult:
     case_drops: Mapping[str, CaseDrop] = field(default_factory=dict)
     #: The false discovery rate they were corrected at.
     fdr: float = DEFAULT_FDR
+    #: The earlier runs a window pooled with this one, newest first (their ids).
+    pooled: tuple[str, ...] = ()
+    #: The earlier runs a window passed over as not comparable: (run id, why).
+    window_skipped: tuple[tuple[str, str], ...] = ()
 
     def significant(self, key: str) -> bool:
         """Whether this case's drop is significant after the false discovery correction."""
@@ -212,10 +219,14 @@ def compare_to_baseline(
     cluster_of: dict[str, str | None] = {}
     # Each score's key once (a run can hold 50,000 scores; the key is built, not stored).
     keyed = [[(score.key, score) for score in run.scores] for run in window]
+    # An earlier run of the window adds samples only of a case graded as it is now.
+    graded_as = {key: score.fingerprint for key, score in keyed[0]} if len(window) > 1 else {}
     for run, scores in zip(window, keyed, strict=True):
         for key, score in scores:
             base = base_cases.get(key)
             if base is None:
+                continue
+            if run is not current and score.fingerprint != graded_as.get(key, score.fingerprint):
                 continue
             if score.value is None:
                 if run is current:
@@ -415,27 +426,63 @@ def _base_value(case: BaselineCase, metric: str) -> float:
     return 1.0 if passed else 0.0
 
 
-def select_window(store: Store, current: EvalRun, size: int) -> list[EvalRun]:
-    """The current run and the `size - 1` complete runs before it of the same eval sets and
-    model, newest first (docs/options.md, `--verdryx-window`). Partial runs (a `-k` subset,
-    an `--lf` rerun) are left out: they measured other cases than a whole run does."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Window:
+    """The runs a window pools (the current one first, then earlier ones, newest first),
+    and the earlier runs passed over as not comparable: (run id, why), newest first."""
+
+    runs: tuple[EvalRun, ...]
+    skipped: tuple[tuple[str, str], ...] = ()
+
+
+def not_comparable(summary: RunSummary, current: EvalRun) -> str | None:
+    """Why an earlier complete run of the same eval sets may not be pooled with `current`,
+    in words (`another target`); None when it may (docs/options.md, `--verdryx-window`).
+    A window pools samples of one measurement: the same model, judge, agent under test and
+    its version. A run of anything else would move the verdict by what it measured."""
+    if summary.partial:
+        return "partial"
+    for name, words in (
+        ("model", "another model"),
+        ("judge_model", "another judge"),
+        ("target", "another target"),
+        ("target_version", "another target version"),
+    ):
+        if getattr(summary, name) != getattr(current, name):
+            return words
+    return None
+
+
+def window_runs(store: Store, current: EvalRun, size: int) -> Window:
+    """The current run and the `size - 1` complete runs before it of the same eval sets,
+    model, judge, target and target version, newest first, with the runs passed over on the
+    way (docs/options.md, `--verdryx-window`). Partial runs (a `-k` subset, an `--lf` rerun)
+    are passed over too: they measured other cases than a whole run does."""
     if size < 1:
         raise UsageError(f"window {size} is not a positive number of runs")
     if size == 1:
-        return [current]
-    earlier = [
-        summary
-        for summary in store.list_runs(
-            model=current.model,
-            eval_set_ids=current.eval_set_ids,
-            complete_only=True,
-            before=iso_utc(current.started_at),
-        )
-        if not summary.partial
-    ][: size - 1]
+        return Window(runs=(current,))
     runs = [current]
-    for summary in earlier:
+    skipped: list[tuple[str, str]] = []
+    for summary in store.list_runs(
+        eval_set_ids=current.eval_set_ids,
+        complete_only=True,
+        before=iso_utc(current.started_at),
+    ):
+        if len(runs) == size:
+            break
+        if summary.id == current.id:
+            continue
+        why = not_comparable(summary, current)
+        if why is not None:
+            skipped.append((summary.id, why))
+            continue
         run = store.load_run(summary.id)
-        if run is not None and run.id != current.id:
+        if run is not None:
             runs.append(run)
-    return runs
+    return Window(runs=tuple(runs), skipped=tuple(skipped))
+
+
+def select_window(store: Store, current: EvalRun, size: int) -> list[EvalRun]:
+    """`window_runs(store, current, size).runs` as a list."""
+    return list(window_runs(store, current, size).runs)

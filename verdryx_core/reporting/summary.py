@@ -6,6 +6,7 @@ text enters the lines, by the text rule (untrusted/text.py)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -28,6 +29,7 @@ __all__ = [
     "repeat_note",
     "run_lines",
     "unmeasured_lines",
+    "window_line",
 ]
 
 
@@ -145,6 +147,9 @@ def gate_lines(
             f"case{'s' if result.matched != 1 else ''}   current: {report.mean_score:.3f}"
             + (f" (window of {report.window} runs)" if report.window > 1 else "")
         )
+        window = window_line(result)
+        if window:
+            lines.append(window)
         interval = _interval(report)
         lines.append(f"delta: {report.delta:+.3f}   {interval}")
         if report.mde is not None and report.mde > 0:
@@ -191,6 +196,24 @@ def gate_lines(
             for item in drops
         )
     return _printable(lines)
+
+
+def window_line(result: GateResult, *, listed: int = 10) -> str | None:
+    """`window: this run and 2 earlier (1a2b3c4d, 5e6f7a8b); 3 earlier not comparable, not
+    pooled (3 another target)`: what a window pooled, by short run id, and what it passed
+    over (docs/options.md, `--verdryx-window`); None without a window."""
+    if not result.pooled and not result.window_skipped:
+        return None
+    shown = ", ".join(run_id[:8] for run_id in result.pooled[:listed])
+    more = f" and {len(result.pooled) - listed} more" if len(result.pooled) > listed else ""
+    line = f"window: this run and {len(result.pooled)} earlier" + (
+        f" ({shown}{more})" if result.pooled else ""
+    )
+    if result.window_skipped:
+        why = Counter(reason for _, reason in result.window_skipped)
+        counts = ", ".join(f"{count} {reason}" for reason, count in why.most_common())
+        line += f"; {len(result.window_skipped)} earlier not comparable, not pooled ({counts})"
+    return line
 
 
 def plan_line(plan: Plan, *, repeats_help: bool = True) -> str:
