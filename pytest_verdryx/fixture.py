@@ -167,7 +167,7 @@ class VerdryxCase:
             expected=expected_text(self.case),
             reason=reason,
         )
-        self.score = score
-        self._scoring.record(self._item, score)
+        # Pooled with the test's earlier attempts when a rerun plugin runs it again.
+        score = self.score = self._scoring.record(self._item, score)
         outcome_for(score, self._scoring.context, self.case, raise_below=False)
         return score

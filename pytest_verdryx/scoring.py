@@ -16,6 +16,7 @@ from pytest_verdryx.options import worded
 from verdryx_core.cases import EvalCase
 from verdryx_core.errors import VerdryxError
 from verdryx_core.evaluation import CaseScorer, Evaluation, Work, stability
+from verdryx_core.evaluation.attempts import pooled_attempts
 from verdryx_core.runs import Score
 from verdryx_core.untrusted.text import printable
 
@@ -33,6 +34,8 @@ class ItemScoring:
         self._fresh_scorer: CaseScorer | None = None
         #: node id -> how many times its setup has begun (a rerun plugin runs an item again).
         self._attempts: dict[str, int] = {}
+        #: node id -> the score of its attempts so far, while a rerun makes the next one.
+        self._earlier: dict[str, Score] = {}
 
     def scorer(self, *, fresh: bool = False) -> CaseScorer:
         """The scorer of this session's items; model and judge adapters exist only when some
@@ -53,8 +56,9 @@ class ItemScoring:
 
     def begin_attempt(self, item: pytest.Item) -> None:
         """An item's setup begins. On a rerun (pytest-rerunfailures runs the same item
-        again), what the last attempt recorded is dropped: the newest attempt is the one
-        that counts, and it makes its calls afresh."""
+        again), the last attempt's score is set aside, to be pooled with this attempt's
+        (every attempt is a sample of the case, docs/outcomes.md "Reruns"), and what else
+        it recorded is dropped; this attempt makes its calls afresh."""
         attempts = self._attempts[item.nodeid] = self._attempts.get(item.nodeid, 0) + 1
         if attempts > 1:
             self._forget(item)
@@ -64,7 +68,9 @@ class ItemScoring:
 
     def _forget(self, item: pytest.Item) -> None:
         state = self.context.state
-        if state.scores.pop(item.nodeid, None) is not None:
+        earlier = state.scores.pop(item.nodeid, None)
+        if earlier is not None:
+            self._earlier[item.nodeid] = earlier[1]
             case = case_of(item)
             if case is not None and case.needs_model:
                 state.live_cases -= 1
@@ -102,10 +108,15 @@ class ItemScoring:
                     del self.futures[item.nodeid]
         else:
             score = self.scorer(fresh=self.is_rerun(item)).score(work.case, work.context)
-        self.record(item, score)
-        return score
+        return self.record(item, score)
 
-    def record(self, item: pytest.Item, score: Score) -> None:
+    def record(self, item: pytest.Item, score: Score) -> Score:
+        """Record the item's score, pooled with its earlier attempts' (a rerun), and return
+        what was recorded: the score its outcome is decided by."""
+        earlier = self._earlier.pop(item.nodeid, None)
+        if earlier is not None:
+            case = case_of(item)  # None for a custom case: its attempts' mean
+            score = pooled_attempts(earlier, score, rule=case.aggregate if case else None)
         state = self.context.state
         state.add_score(item.nodeid, score)
         properties = [
@@ -124,6 +135,7 @@ class ItemScoring:
         case = case_of(item)
         if case is not None and case.needs_model:
             state.live_cases += 1  # its output came from the model or a target
+        return score
 
 
 def scorer_for(

@@ -91,7 +91,11 @@ def write_summary(tr: Any, end: SessionEnd) -> None:
             for label in ("stable-pass", "stable-fail", "flaky")
             if label in labels
         )
-        across = "their" if allocation is not None else str(settings.repeat)
+        # Reruns add their attempts' samples (docs/outcomes.md, "Reruns"): cases then differ.
+        sizes = {len(score.samples) for _, score in end.state.scores.values() if score.samples}
+        across = (
+            str(settings.repeat) if allocation is None and sizes == {settings.repeat} else "their"
+        )
         tr.write_line(f"across {across} samples per case: {counts}")
         flaky = sorted(key for key, label in stability.items() if label == "flaky")
         if flaky:

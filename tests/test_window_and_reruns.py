@@ -12,6 +12,7 @@ import pytest
 from plugin_support import stored_runs, write_evalset
 
 from verdryx_core.cli import main
+from verdryx_core.evaluation.attempts import pooled_attempts
 from verdryx_core.gating.comparison import compare_to_baseline, window_runs
 from verdryx_core.runs import Baseline, BaselineCase, EvalRun, Score
 from verdryx_core.store import Store
@@ -66,22 +67,8 @@ def _diluted_store(pytester: pytest.Pytester, other: list[str]) -> Path:
     return db
 
 
-# Another agent altogether, and the same agent at another declared version.
-DILUTERS = [
-    pytest.param(["--verdryx-target=agent:rival"], "another target", id="target"),
-    pytest.param(
-        ["--verdryx-target=agent:answer", "--verdryx-target-version=v9"],
-        "another target version",
-        id="target-version",
-    ),
-]
-
-
-@pytest.mark.parametrize(("other", "why"), DILUTERS)
-def test_the_window_pools_no_run_of_another_measurement(
-    pytester: pytest.Pytester, other: list[str], why: str
-) -> None:
-    db = _diluted_store(pytester, other)
+def test_the_window_pools_no_run_of_another_target(pytester: pytest.Pytester) -> None:
+    db = _diluted_store(pytester, ["--verdryx-target=agent:rival"])
     # The agent now also fails q4-q11: a clear regression on its own.
     current = _session(
         pytester,
@@ -99,36 +86,25 @@ def test_the_window_pools_no_run_of_another_measurement(
     baseline_run = stored_runs(db)[-1]  # the oldest
     assert (
         f"window: this run and 1 earlier ({baseline_run.id[:8]}); 3 earlier not comparable, "
-        f"not pooled (3 {why})"
+        "not pooled (3 another target)"
     ) in text
 
 
-@pytest.mark.parametrize(("other", "why"), DILUTERS)
-def test_verdryx_drift_pools_no_run_of_another_measurement(
-    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str], other: list[str], why: str
+def test_verdryx_drift_pools_no_run_of_another_target_version(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    db = _diluted_store(pytester, other)
+    # The same agent at another declared version, right on every case.
+    db = _diluted_store(pytester, ["--verdryx-target=agent:answer", "--verdryx-target-version=v9"])
     stored = _session(pytester, db, range(12), "--verdryx-target=agent:answer")
     assert stored.ret == 1  # q0-q11 fail their bar; no baseline named: stored, not gated
-    code = main(
-        [
-            "drift",
-            "--baseline",
-            "v1",
-            "--window",
-            "10",
-            "--db",
-            str(db),
-            "--root",
-            str(pytester.path),
-        ]
-    )
+    root = str(pytester.path)
+    code = main(["drift", "--baseline", "v1", "--window", "10", "--db", str(db), "--root", root])
     out, err = capsys.readouterr()
     assert code == 1, out + err
     assert "verdict: REGRESSED" in out
     assert re.search(
-        rf"window: this run and 1 earlier \([0-9a-f-]{{8}}\); 3 earlier not comparable, "
-        rf"not pooled \(3 {why}\)",
+        r"window: this run and 1 earlier \([0-9a-f-]{8}\); 3 earlier not comparable, "
+        r"not pooled \(3 another target version\)",
         out,
     ), out
 
@@ -202,3 +178,123 @@ def test_a_window_pools_no_sample_of_a_case_graded_otherwise_than_now() -> None:
     result = compare_to_baseline([run("now", 0.0, "edited"), run("before", 1.0, "old")], baseline)
     assert result.report is not None
     assert result.report.mean_score == 0.0  # the current run alone
+
+
+# -- reruns ------------------------------------------------------------------------------------
+
+# An agent that got worse: wrong on the first try of q0-q9, right when asked again. Its
+# tries are counted in a file beside it, so a rerun on an xdist worker sees the
+# controller's first call.
+SECOND_TRY = """
+import pathlib
+
+HERE = pathlib.Path(__file__).parent
+
+
+def answer(case):
+    log = HERE / "tries.log"
+    with log.open("a") as tries:
+        tries.write(case.id + "\\n")
+    worse = (HERE / "worse").exists() and int(case.id[1:]) < 10
+    first = log.read_text().split().count(case.id) == 1
+    return "no" if worse and first else "yes"
+"""
+
+
+def _rerun_store(pytester: pytest.Pytester, *current: str) -> tuple[pytest.RunResult, Path]:
+    """Baseline v1 of the agent right on all 20 cases; then the worse agent, run with
+    `--reruns=3` under `--verdryx-fail-on=cases` (a case below its bar fails, so it is run
+    again) and `current`."""
+    pytester.makepyfile(agent=SECOND_TRY)
+    write_evalset(
+        pytester.path,
+        "ask",
+        "ask",
+        [{"id": f"q{i}", "prompt": f"question {i}", "expected": "yes"} for i in range(CASES)],
+    )
+    db = pytester.path / "store.db"
+    common = [f"--verdryx-db={db}", "--verdryx-target=agent:answer"]
+    saved = pytester.runpytest(*common, "--verdryx-save-baseline=v1")
+    assert saved.ret == 0, saved.stdout.str()
+    (pytester.path / "worse").touch()
+    (pytester.path / "tries.log").unlink()
+    result = pytester.runpytest(*common, "--reruns=3", "--verdryx-fail-on=cases", *current)
+    # Each worse case was asked twice, wrong then right; the others once.
+    tries = (pytester.path / "tries.log").read_text().split()
+    assert [tries.count(f"q{i}") for i in range(CASES)] == [2] * 10 + [1] * 10
+    run = stored_runs(db)[0]
+    by_case = {score.case_id: score for score in run.scores}
+    assert [by_case[f"q{i}"].samples for i in range(10)] == [(0.0, 1.0)] * 10
+    assert [by_case[f"q{i}"].value for i in range(10)] == [0.5] * 10
+    assert run.mean_score == pytest.approx(0.75)
+    return result, db
+
+
+@pytest.mark.parametrize("mode", [["-n", "0"], ["-n", "2"]], ids=["n0", "n2"])
+def test_every_attempt_of_a_rerun_case_is_a_sample_never_the_best_of_them(
+    pytester: pytest.Pytester, mode: list[str]
+) -> None:
+    result, _ = _rerun_store(pytester, "--verdryx-baseline=v1", *mode)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    result.stdout.fnmatch_lines(["*delta: -0.250*", "*verdict: REGRESSED*"])
+    # The second try passes the bar of 0.5 as the mean of both: the item passes on its rerun.
+    outcomes = result.parseoutcomes()
+    assert (outcomes["passed"], outcomes["rerun"]) == (20, 10)
+
+
+def test_verdryx_drift_gates_every_attempt_of_a_rerun_case(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    result, db = _rerun_store(pytester)
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()  # no baseline named
+    code = main(["drift", "--baseline", "v1", "--db", str(db), "--root", str(pytester.path)])
+    out, err = capsys.readouterr()
+    assert code == 1, out + err
+    assert "delta: -0.250" in out and "verdict: REGRESSED" in out
+
+
+def _attempt(value: float | None, samples: tuple[float, ...] = (), cost: float = 0.1) -> Score:
+    return Score(
+        case_id="q0",
+        eval_set_id="ask",
+        value=value,
+        unmeasured=None if value is not None else "the provider refused",
+        grader="exact",
+        cost_usd=cost,
+        samples=samples,
+        bar=0.5,
+        passed=None if value is None else value >= 0.5,
+    )
+
+
+def test_attempts_pool_their_samples_by_the_cases_aggregate() -> None:
+    first, second = _attempt(0.0, (0.0, 0.0)), _attempt(0.5, (1.0, 0.0))
+    pooled = pooled_attempts(first, second, rule=None)
+    assert (pooled.samples, pooled.value, pooled.passed) == ((0.0, 0.0, 1.0, 0.0), 0.25, False)
+    assert pooled.cost_usd == pytest.approx(0.2)  # both attempts were paid for
+    # pass@2 over the four samples: 1 - C(3, 2) / C(4, 2).
+    assert pooled_attempts(first, second, rule="pass@2").value == pytest.approx(0.5)
+    # An attempt that measured nothing adds no sample, and its cost all the same.
+    unmeasured = pooled_attempts(_attempt(1.0), _attempt(None), rule=None)
+    assert (unmeasured.value, unmeasured.samples) == (1.0, ())
+    assert unmeasured.cost_usd == pytest.approx(0.2)
+
+
+def test_a_rerun_custom_case_keeps_every_attempts_score(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_custom="""
+        import pytest
+
+        TRIES = []
+
+        @pytest.mark.verdryx(case_id="steps")
+        def test_steps(verdryx):
+            TRIES.append(1)
+            verdryx.record(0.2 if len(TRIES) == 1 else 1.0)
+        """
+    )
+    db = pytester.path / "s.db"
+    result = pytester.runpytest(f"--verdryx-db={db}", "--reruns=2")
+    assert result.parseoutcomes() == {"passed": 1, "rerun": 1}, result.stdout.str()
+    (score,) = stored_runs(db)[0].scores
+    assert (score.samples, score.value) == ((0.2, 1.0), pytest.approx(0.6))
