@@ -335,7 +335,7 @@ class VerdryxSession:
         }
         state.expected_count = len(state.expected)
         state.targets = self.context.evaluation.targets_of(
-            item.case for item in session.items if isinstance(item, EvalCaseItem)
+            (item.evalset.id, item.case) for item in session.items if isinstance(item, EvalCaseItem)
         )
         state.human_labels = _human_labels(session.items)
         if self.settings.repeat_auto:

@@ -71,8 +71,9 @@ class SessionState:
     live_cases: int = 0
     #: Node ids of files that failed to collect (--continue-on-collection-errors, xdist).
     collection_errors: set[str] = field(default_factory=set)
-    #: The agents under test of this process's selected eval items (`module:callable`).
-    targets: set[str] = field(default_factory=set)
+    #: The agent under test of each eval set of this process's selected eval items that
+    #: need an output (`module:callable`; None: the model alone), by eval set id.
+    targets: dict[str, str | None] = field(default_factory=dict)
     #: Calls made ahead that a stop (-x, --maxfail, Ctrl-C) left unmade.
     calls_not_made: int = 0
     #: Calls in flight at a Ctrl-C, given up without waiting (paid for or not: unknown).
@@ -128,7 +129,7 @@ class SessionState:
             "collection_errors": sorted(self.collection_errors),
             "errors": list(self.errors),
             "live_cases": self.live_cases,
-            "targets": sorted(self.targets),
+            "targets": dict(self.targets),
             "calls_not_made": self.calls_not_made,
             "calls_given_up": self.calls_given_up,
             "unscored_calls": self.unscored_calls,
@@ -155,7 +156,7 @@ class SessionState:
         self.collection_errors.update(payload.get("collection_errors", ()))
         self.errors.extend(payload.get("errors", ()))
         self.live_cases += int(payload.get("live_cases", 0))
-        self.targets.update(payload.get("targets", ()))
+        self.targets.update(payload.get("targets") or {})
         self.calls_not_made += int(payload.get("calls_not_made", 0))
         self.calls_given_up += int(payload.get("calls_given_up", 0))
         self.unscored_calls += int(payload.get("unscored_calls", 0))

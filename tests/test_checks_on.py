@@ -194,6 +194,8 @@ def test_the_store_keeps_every_check_and_a_store_of_the_schema_before_keeps_its_
         db.execute("ALTER TABLE scores DROP COLUMN cluster")
         db.execute("ALTER TABLE baseline_cases DROP COLUMN samples")
         db.execute("ALTER TABLE baseline_cases DROP COLUMN cluster")
+        db.execute("ALTER TABLE runs DROP COLUMN set_targets")
+        db.execute("ALTER TABLE baselines DROP COLUMN set_targets")
         db.execute("PRAGMA user_version = 3")
     checks = (
         CheckResult(grader="tool_trace", weight=2.0, value=0.5, reason="a\nb", on="tool_calls"),

@@ -222,6 +222,7 @@ def test_every_score_column_is_checked(
         ("is_partial", 4),
         ("finished_at", "yesterday"),
         ("eval_set_ids", "not json"),
+        ("set_targets", '{"set": 5}'),
     ],
 )
 def test_a_bad_run_row_is_named_and_the_others_are_listed(

@@ -24,8 +24,10 @@ __all__ = [
     "EvalRun",
     "Score",
     "iso_utc",
+    "joined_targets",
     "parse_iso",
     "pool_values",
+    "set_targets_problem",
 ]
 
 
@@ -297,6 +299,12 @@ class EvalRun:
     #: A shard run's share of the cases when they were collected (before `-k` and the like):
     #: fewer scores than this, and the shard was narrowed (docs/sharding.md).
     shard_share: int | None = None
+    #: The agent under test of each eval set whose cases were given to a live source, by eval
+    #: set id: its `module:callable` (several joined by ", " when its cases name their own),
+    #: or None for the model alone; `target_version` is theirs when they have one. Targets
+    #: are compared per eval set (docs/targets.md, "One target per eval set"). None: a run
+    #: recorded before they were kept, which `target` alone describes.
+    set_targets: Mapping[str, str | None] | None = field(default=None, hash=False)
     #: Cases that errored instead of scoring ("set::case: why", one line each): they make the
     #: run incomplete. Not stored; what reaches the store is the run's `complete` flag.
     errors: tuple[str, ...] = field(default=(), compare=False)
@@ -310,6 +318,7 @@ class EvalRun:
         )
         object.__setattr__(self, "agent_id", self.agent_id or None)
         _clean_fields(self, _RUN_TEXT)
+        object.__setattr__(self, "set_targets", _cleaned_targets(self.set_targets))
 
     @property
     def measured(self) -> tuple[Score, ...]:
@@ -381,6 +390,7 @@ class EvalRun:
             "target": self.target,
             "target_version": self.target_version,
             "shard_share": self.shard_share,
+            "set_targets": None if self.set_targets is None else dict(self.set_targets),
         }
 
     @property
@@ -417,6 +427,7 @@ class EvalRun:
             target=data.get("target"),
             target_version=data.get("target_version"),
             shard_share=data.get("shard_share"),
+            set_targets=data.get("set_targets"),
         )
 
 
@@ -482,6 +493,11 @@ class Baseline:
     #: The agent under test of the baseline's run, and its declared version (None: none).
     target: str | None = None
     target_version: str | None = None
+    #: Its run's agent under test per eval set (`EvalRun.set_targets`); None: not recorded.
+    set_targets: Mapping[str, str | None] | None = field(default=None, hash=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "set_targets", _cleaned_targets(self.set_targets))
 
     @classmethod
     def from_run(
@@ -514,6 +530,7 @@ class Baseline:
             plugin_version=run.plugin_version,
             target=run.target,
             target_version=run.target_version,
+            set_targets=run.set_targets,
             cases=tuple(
                 BaselineCase(
                     eval_set_id=score.eval_set_id,
@@ -545,7 +562,11 @@ class Baseline:
             "cases": [case.to_dict() for case in self.cases],
         } | {
             name: value
-            for name, value in (("target", self.target), ("target_version", self.target_version))
+            for name, value in (
+                ("target", self.target),
+                ("target_version", self.target_version),
+                ("set_targets", None if self.set_targets is None else dict(self.set_targets)),
+            )
             if value is not None
         }
 
@@ -563,7 +584,47 @@ class Baseline:
             cases=tuple(BaselineCase.from_dict(item) for item in data.get("cases") or ()),
             target=data.get("target"),
             target_version=data.get("target_version"),
+            set_targets=data.get("set_targets"),
         )
+
+
+def set_targets_problem(value: object) -> str | None:
+    """Why `value` is not a run's targets per eval set (an object of eval set id -> target
+    or null); None when it is one."""
+    if not isinstance(value, Mapping):
+        return "expected an object of eval set id -> target (or null)"
+    for set_id, target in value.items():
+        if not isinstance(set_id, str) or not (target is None or isinstance(target, str)):
+            return f"eval set {set_id!r} has target {target!r}, expected text or null"
+    return None
+
+
+def _cleaned_targets(
+    value: Mapping[str, str | None] | None,
+) -> Mapping[str, str | None] | None:
+    """A plain dict in eval set order, its text cleaned (the text rule, untrusted/text.py)."""
+    if value is None:
+        return None
+    problem = set_targets_problem(value)
+    if problem is not None:
+        raise ValueError(f"set_targets: {problem}")
+    return {
+        clean_text(set_id): None if target is None else clean_text(target)
+        for set_id, target in sorted(value.items())
+    }
+
+
+def joined_targets(set_targets: Mapping[str, str | None]) -> str | None:
+    """The run's `target` from its targets per eval set: every one, sorted, joined by ", "
+    (None when every set was the model alone)."""
+    specs = {
+        spec.strip()
+        for target in set_targets.values()
+        if target
+        for spec in target.split(",")
+        if spec.strip()
+    }
+    return ", ".join(sorted(specs)) or None
 
 
 def pool_values(runs: Iterable[EvalRun]) -> list[float]:

@@ -17,7 +17,7 @@ import dataclasses
 import os
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -46,7 +46,7 @@ from verdryx_core.graders.registry import checked_grader, load_custom_grader
 from verdryx_core.llm.cache import REFRESH
 from verdryx_core.llm.prices import PriceBook
 from verdryx_core.llm.progress import TextStream
-from verdryx_core.runs import EvalRun, Score
+from verdryx_core.runs import EvalRun, Score, joined_targets
 from verdryx_core.store import CacheEntry, Store
 from verdryx_core.targets.handoff import TargetHandoff
 from verdryx_core.targets.users import STUB_USER_MODEL, UserModel
@@ -315,12 +315,17 @@ class Evaluation:
         complete: bool,
         eval_set_ids: Iterable[str] = (),
         errors: Sequence[str] = (),
-        targets: Iterable[str] = (),
+        targets: Mapping[str, str | None] | Iterable[str] = (),
     ) -> EvalRun:
         """The run of `scores`, in their order; its eval sets are the scored ones plus
         `eval_set_ids`. The judge is recorded only when it graded something; `targets` are
-        the agents under test its cases were given to (`targets_of`)."""
-        target = ", ".join(sorted(set(targets))) or None
+        the agents under test its cases were given to, per eval set (`targets_of`; a plain
+        list of them records no eval set's own)."""
+        if isinstance(targets, Mapping):
+            set_targets: Mapping[str, str | None] | None = targets
+            target = joined_targets(targets)
+        else:
+            set_targets, target = None, ", ".join(sorted(set(targets))) or None
         judged = any(score.grader == "llm_judge" and score.value is not None for score in scores)
         settings = self.settings
         return EvalRun(
@@ -337,15 +342,21 @@ class Evaluation:
             errors=tuple(errors),
             target=target,
             target_version=settings.target_version if target else None,
+            set_targets=set_targets,
         )
 
-    def targets_of(self, cases: Iterable[EvalCase]) -> set[str]:
-        """The agents under test that produce these cases' outputs (by `module:callable`)."""
+    def targets_of(self, cases: Iterable[tuple[str, EvalCase]]) -> dict[str, str | None]:
+        """The agent under test of each eval set among these (eval set id, case) pairs whose
+        cases need an output: its `module:callable` (several joined by ", "), or None for the
+        model alone. A set whose every case was recorded has no entry: nothing produced it."""
         default = self.settings.target
+        specs: dict[str, set[str | None]] = {}
+        for set_id, case in cases:
+            if case.needs_model:
+                specs.setdefault(set_id, set()).add(target_of(case, default))
         return {
-            spec
-            for case in cases
-            if case.needs_model and (spec := target_of(case, default)) is not None
+            set_id: ", ".join(sorted(spec for spec in found if spec)) or None
+            for set_id, found in sorted(specs.items())
         }
 
     def save(
@@ -429,7 +440,7 @@ def _evaluate(
         complete=not interrupted and not incomplete_because,
         eval_set_ids=[evalset.id for evalset in sets],
         errors=errors,
-        targets=evaluation.targets_of(entry.case for entry in work),
+        targets=evaluation.targets_of((entry.context.eval_set_id, entry.case) for entry in work),
     )
     if store is not None:
         evaluation.save(store, run)

@@ -22,6 +22,7 @@ from verdryx_core.gating.drift import (
     Scores,
     compute_drift,
 )
+from verdryx_core.gating.set_targets import same_targets, target_differences, version_change
 from verdryx_core.runs import Baseline, BaselineCase, EvalRun, Score, iso_utc
 from verdryx_core.store import RunSummary, Store
 
@@ -148,9 +149,9 @@ def check_models(
         problems.append(f"model {run.model!r} (baseline: {baseline.model!r})")
     if run.judge_model and baseline.judge_model and run.judge_model != baseline.judge_model:
         problems.append(f"judge {run.judge_model!r} (baseline: {baseline.judge_model!r})")
-    # A baseline saved before targets were recorded names none: it cannot tell a change.
-    if run.target and baseline.target and run.target != baseline.target:
-        problems.append(f"target {run.target!r} (baseline: {baseline.target!r})")
+    # The agent under test, eval set by eval set: one file of a project whose sets name
+    # their own targets is compared on its own sets (docs/targets.md).
+    problems.extend(target_differences(run, baseline))
     if not problems:
         return None
     message = (
@@ -170,17 +171,7 @@ def run_changes(
     run: EvalRun | RunSummary, baseline: Baseline, *, allow: bool
 ) -> tuple[str | None, str | None]:
     """(`check_models`' message, the target's version change in words, if any)."""
-    target_change = None
-    if (
-        run.target
-        and run.target == baseline.target
-        and run.target_version != baseline.target_version
-    ):
-        target_change = (
-            f"target {run.target} {baseline.target_version or '(no version)'} -> "
-            f"{run.target_version or '(no version)'}"
-        )
-    return check_models(run, baseline, allow=allow), target_change
+    return check_models(run, baseline, allow=allow), version_change(run, baseline)
 
 
 def compare_to_baseline(
@@ -442,14 +433,14 @@ def not_comparable(summary: RunSummary, current: EvalRun) -> str | None:
     its version. A run of anything else would move the verdict by what it measured."""
     if summary.partial:
         return "partial"
-    for name, words in (
-        ("model", "another model"),
-        ("judge_model", "another judge"),
-        ("target", "another target"),
-        ("target_version", "another target version"),
-    ):
-        if getattr(summary, name) != getattr(current, name):
-            return words
+    if summary.model != current.model:
+        return "another model"
+    if summary.judge_model != current.judge_model:
+        return "another judge"
+    if not same_targets(summary, current):
+        return "another target"
+    if summary.target_version != current.target_version:
+        return "another target version"
     return None
 
 

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from typing import Final
 
 from verdryx_core.errors import GroupError, UsageError
+from verdryx_core.gating.set_targets import merged_set_targets
 from verdryx_core.gating.sharding import ShardSpec, parse_shard
-from verdryx_core.runs import EvalRun
+from verdryx_core.runs import EvalRun, joined_targets
 from verdryx_core.store import RunSummary, Store
 
 __all__ = ["AssembledGroup", "assemble_group"]
@@ -110,6 +111,7 @@ def assemble_group(store: Store, group: str, *, shards: int | None = None) -> As
             raise GroupError(f"run {newest[k].id} of group {group!r} vanished from {store.path}")
         runs.append(run)
     _check_same(runs, group)
+    set_targets = merged_set_targets(runs, group)
     narrowed = [
         f"{run.shard} (run {run.id}: {len(run.scores)} of its {run.shard_share} cases)"
         for run in runs
@@ -136,7 +138,7 @@ def assemble_group(store: Store, group: str, *, shards: int | None = None) -> As
             "ran different eval sets or options"
         )
     return AssembledGroup(
-        run=_combined(runs, group),
+        run=_combined(runs, group, set_targets),
         total=total,
         shard_runs=tuple(runs),
         superseded=tuple(superseded),
@@ -144,7 +146,11 @@ def assemble_group(store: Store, group: str, *, shards: int | None = None) -> As
 
 
 def _check_same(runs: list[EvalRun], group: str) -> None:
-    for name in ("model", "target", "target_version", "judge_model", "agent_id", "commit"):
+    # Targets are the eval sets' own (`merged_set_targets` checks them set by set); only
+    # shards recorded before they were kept per eval set are held to one run-level target.
+    legacy = any(run.set_targets is None for run in runs)
+    names = ("model", *(("target",) if legacy else ()), "target_version", "judge_model")
+    for name in (*names, "agent_id", "commit"):
         values = {getattr(run, name) for run in runs} - {None}
         if len(values) > 1:
             shown = "; ".join(f"shard {run.shard}: {getattr(run, name)!r}" for run in runs)
@@ -154,7 +160,9 @@ def _check_same(runs: list[EvalRun], group: str) -> None:
             )
 
 
-def _combined(runs: list[EvalRun], group: str) -> EvalRun:
+def _combined(
+    runs: list[EvalRun], group: str, set_targets: dict[str, str | None] | None
+) -> EvalRun:
     first = runs[0]
     finished = [run.finished_at for run in runs if run.finished_at is not None]
     # The same shard runs always assemble to the same id: gating a group twice replaces the
@@ -178,6 +186,7 @@ def _combined(runs: list[EvalRun], group: str) -> EvalRun:
         run_group=group,
         shard=None,
         partial=False,
-        target=first.target,
-        target_version=first.target_version,
+        target=first.target if set_targets is None else joined_targets(set_targets),
+        target_version=next((run.target_version for run in runs if run.target_version), None),
+        set_targets=set_targets,
     )

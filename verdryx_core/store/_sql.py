@@ -34,6 +34,9 @@ from verdryx_core.store.rows import (
     run_problem,
     samples_problem,
     score_problem,
+    set_targets_column_problem,
+    set_targets_from_text,
+    set_targets_text,
     unit_problem,
 )
 
@@ -44,7 +47,7 @@ RUN_COLUMNS: Final = (
     "id, model, judge_model, agent_id, eval_set_ids, started_at, finished_at, complete, "
     "plugin_version, cases, unmeasured, mean_score, total_tokens, model_cost_usd, "
     "judge_cost_usd, label, vcs_commit, vcs_branch, ci_url, run_group, shard, is_partial, "
-    "target, target_version, shard_share"
+    "target, target_version, shard_share, set_targets"
 )
 SCORE_COLUMNS: Final = (
     "run_id, seq, eval_set_id, case_id, value, unmeasured, grader, tokens, cost_usd, "
@@ -77,7 +80,7 @@ class SqlStore(Store):
             # DELETE then INSERT, not an upsert: a replaced run is also the newest saved.
             self.db.execute("DELETE FROM scores WHERE run_id = ?", (run.id,))
             self.db.execute("DELETE FROM runs WHERE id = ?", (run.id,))
-            self.db.execute(f"INSERT INTO runs ({RUN_COLUMNS}) VALUES ({marks(25)})", row)
+            self.db.execute(f"INSERT INTO runs ({RUN_COLUMNS}) VALUES ({marks(26)})", row)
             self.db.insert_rows("scores", SCORE_COLUMNS, score_rows)
 
     def insert_run(self, run: EvalRun) -> bool:
@@ -86,7 +89,7 @@ class SqlStore(Store):
             # ON CONFLICT DO NOTHING: a writer that inserted this id first (and has not yet
             # committed) is waited for, then this insert does nothing: no duplicate-key error.
             inserted = self.db.execute(
-                f"INSERT INTO runs ({RUN_COLUMNS}) VALUES ({marks(25)}) "
+                f"INSERT INTO runs ({RUN_COLUMNS}) VALUES ({marks(26)}) "
                 "ON CONFLICT (id) DO NOTHING",
                 row,
             ).rowcount
@@ -127,6 +130,7 @@ class SqlStore(Store):
             run.target,
             run.target_version,
             run.shard_share,
+            set_targets_text(run.set_targets),
         )
         return row, [self._score_row(run.id, seq, score) for seq, score in enumerate(run.scores)]
 
@@ -161,6 +165,7 @@ class SqlStore(Store):
             target=summary.target,
             target_version=summary.target_version,
             shard_share=summary.shard_share,
+            set_targets=summary.set_targets,
         )
 
     def find_run(self, prefix: str) -> EvalRun | None:
@@ -310,7 +315,7 @@ class SqlStore(Store):
     def _insert_baseline(self, baseline: Baseline, conflict: str) -> bool:
         inserted = self.db.execute(
             "INSERT INTO baselines (id, label, run_id, mean, created_at, model, judge_model, "
-            f"plugin_version, target, target_version) VALUES ({marks(10)}){conflict}",
+            f"plugin_version, target, target_version, set_targets) VALUES ({marks(11)}){conflict}",
             (
                 baseline.id,
                 baseline.label,
@@ -322,6 +327,7 @@ class SqlStore(Store):
                 baseline.plugin_version,
                 baseline.target,
                 baseline.target_version,
+                set_targets_text(baseline.set_targets),
             ),
         ).rowcount
         if not inserted:
@@ -350,7 +356,7 @@ class SqlStore(Store):
         with self.db.errors(f"read baseline {id_or_label}"), self.db.lock:
             rows = self.db.rows(
                 "SELECT id, label, run_id, mean, created_at, model, judge_model, plugin_version, "
-                "target, target_version FROM baselines WHERE id = ? OR label = ? "
+                "target, target_version, set_targets FROM baselines WHERE id = ? OR label = ? "
                 "ORDER BY CASE WHEN id = ? THEN 0 ELSE 1 END, created_at DESC LIMIT 1",
                 (id_or_label, id_or_label, id_or_label),
             )
@@ -368,6 +374,15 @@ class SqlStore(Store):
                 else []
             )
         self._check_baseline(row, case_rows)
+        problem = set_targets_column_problem(row[10])
+        if problem is not None:
+            raise StoreRowError(
+                self.path,
+                baseline=str(row[1] or row[0]),
+                column="baselines.set_targets",
+                problem=problem,
+                repair=repair_command(self.path, baseline=str(row[0])),
+            )
         return Baseline(
             id=row[0],
             label=row[1],
@@ -379,6 +394,7 @@ class SqlStore(Store):
             plugin_version=row[7],
             target=row[8],
             target_version=row[9],
+            set_targets=set_targets_from_text(row[10]),
             cases=tuple(
                 BaselineCase(
                     eval_set_id=eval_set_id,
@@ -690,4 +706,5 @@ def _summary(row: Sequence[Any]) -> RunSummary:
         target=row[22],
         target_version=row[23],
         shard_share=row[24],
+        set_targets=set_targets_from_text(row[25]),
     )

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 __all__ = ["SCHEMA_VERSION", "CacheEntry", "RunSummary", "Store"]
 
 #: Version 2 added the run provenance columns and the `verdryx_meta` marker table.
-SCHEMA_VERSION: Final = 5
+SCHEMA_VERSION: Final = 6
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -105,6 +105,8 @@ class RunSummary:
     target: str | None = None
     target_version: str | None = None
     shard_share: int | None = None
+    #: The agent under test per eval set (`EvalRun.set_targets`); None: not recorded.
+    set_targets: Mapping[str, str | None] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final
 
 from verdryx_core.errors import StoreError
 from verdryx_core.limits import MAX_TOTAL_COST_USD, MAX_TOTAL_TOKENS, cost_problem, token_problem
-from verdryx_core.runs import CheckResult
+from verdryx_core.runs import CheckResult, set_targets_problem
 
 __all__ = [
     "RUN_FIELDS",
@@ -34,6 +34,9 @@ __all__ = [
     "run_problem",
     "samples_problem",
     "score_problem",
+    "set_targets_column_problem",
+    "set_targets_from_text",
+    "set_targets_text",
     "unit_problem",
 ]
 
@@ -64,6 +67,7 @@ RUN_FIELDS: Final = (
     "target",
     "target_version",
     "shard_share",
+    "set_targets",
 )
 SCORE_FIELDS: Final = (
     "run_id",
@@ -230,6 +234,30 @@ def checks_from_text(value: str | None) -> tuple[CheckResult, ...]:
     if not value:
         return ()
     return tuple(CheckResult.from_dict(item) for item in json.loads(value))
+
+
+def set_targets_text(value: Mapping[str, str | None] | None) -> str | None:
+    """A run's (or baseline's) targets per eval set as the `set_targets` column keeps them: a
+    JSON object, NULL when they were not recorded."""
+    return None if value is None else json.dumps(dict(value), sort_keys=True)
+
+
+def set_targets_column_problem(value: object) -> str | None:
+    """Why a stored `set_targets` column cannot be read back (None: it can)."""
+    if value is None:
+        return None
+    try:
+        parsed = json.loads(value) if isinstance(value, str) else None
+    except ValueError:
+        parsed = None
+    if parsed is None or set_targets_problem(parsed) is not None:
+        return _holds(value, "a JSON object of eval set id -> target or null")
+    return None
+
+
+def set_targets_from_text(value: str | None) -> dict[str, str | None] | None:
+    """The column read back (already checked by `set_targets_column_problem`)."""
+    return None if value is None else dict(json.loads(value))
 
 
 def _check_problem(item: object) -> str | None:
@@ -401,6 +429,7 @@ def _run_checks(fields: dict[str, Any]) -> list[tuple[str, str]]:
         ("total_tokens", _count_problem(fields["total_tokens"], limit=MAX_TOTAL_TOKENS)),
         ("model_cost_usd", _cost_column_problem(fields["model_cost_usd"])),
         ("judge_cost_usd", _cost_column_problem(fields["judge_cost_usd"])),
+        ("set_targets", set_targets_column_problem(fields["set_targets"])),
     ]
     return [(f"runs.{column}", problem) for column, problem in checks if problem is not None]
 
@@ -510,6 +539,9 @@ def repaired_run(
         fields["plugin_version"] = ""
     for name in (*_RUN_TEXT, *_RUN_TEXT_MORE):
         fields[name] = _text_or_none(fields[name])
+    if set_targets_column_problem(fields["set_targets"]) is not None:
+        # Not recorded, then: the run is compared by its `target` alone, as older runs are.
+        fields["set_targets"] = None
     if any(column == "runs.eval_set_ids" for column, _ in _run_checks(fields)):
         fields["eval_set_ids"] = json.dumps(sorted({s["eval_set_id"] for s in scores}))
     changed = [

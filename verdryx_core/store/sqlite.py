@@ -154,6 +154,15 @@ ALTER TABLE scores ADD COLUMN cluster TEXT;
 ALTER TABLE baseline_cases ADD COLUMN samples TEXT;
 ALTER TABLE baseline_cases ADD COLUMN cluster TEXT;
 """,
+    6: """
+-- The agent under test per eval set (docs/targets.md, "One target per eval set"): a JSON
+-- object of eval set id -> module:callable, or null for the model alone, on the run and on
+-- the baseline frozen from it, so one file or one shard of a project whose eval sets name
+-- their own targets is compared on its own sets. NULL for every older row: those runs and
+-- baselines are compared by `target` alone, as before.
+ALTER TABLE runs ADD COLUMN set_targets TEXT;
+ALTER TABLE baselines ADD COLUMN set_targets TEXT;
+""",
 }
 assert max(_MIGRATIONS) == SCHEMA_VERSION
 

@@ -18,6 +18,7 @@ from verdryx_core.cli.commands._table import render_table, short_id, when
 from verdryx_core.errors import UsageError
 from verdryx_core.gating.baselines import find_baseline
 from verdryx_core.gating.comparison import compare_to_baseline
+from verdryx_core.gating.set_targets import target_differences
 from verdryx_core.reporting.summary import fmt_score
 from verdryx_core.runs import Baseline
 from verdryx_core.store import RunSummary, Store
@@ -181,8 +182,8 @@ def _verdict(
     run = store.load_run(summary.id)
     if run is None:  # replaced or deleted since it was listed
         return None, "run no longer stored", None
-    if run.target and baseline.target and run.target != baseline.target:
-        return None, f"other target than the baseline's ({baseline.target})", None
+    if target_differences(run, baseline):
+        return None, f"other target than the baseline's ({baseline.target or 'none'})", None
     result = compare_to_baseline([run], baseline)
     if result.report is None:
         return None, "no case in common with the baseline", None
