@@ -18,7 +18,7 @@ import os
 from typing import Any
 
 from verdryx_core.llm import PriceBook
-from verdryx_core.targets import TargetCase, TargetResult, sdk_client_options
+from verdryx_core.targets import TargetCase, TargetResult
 
 DEFAULT_MODEL = "claude-haiku-4-5"
 MAX_TURNS = 6
@@ -90,13 +90,11 @@ def _as_param(block: Any) -> dict[str, Any]:
 def _client(base_url: str | None, api_key: str | None) -> Any:
     """One SDK client per endpoint for the whole run, shared by every case's thread (the
     SDK's client is thread-safe): its connections are kept alive from case to case, where a
-    client per case would open a connection per case. Built with verdryx's
-    `sdk_client_options` (docs/targets.md, "A target on an SDK")."""
+    client per case would open a connection per case (docs/targets.md, "A target on an
+    SDK")."""
     import anthropic
 
-    return anthropic.Anthropic(
-        base_url=base_url, api_key=api_key, **sdk_client_options(anthropic.Anthropic)
-    )
+    return anthropic.Anthropic(base_url=base_url, api_key=api_key)
 
 
 def run_agent(case: TargetCase, *, client: Any = None, model: str | None = None) -> TargetResult:

@@ -87,6 +87,7 @@ class ModelCalls:
             model,
             prices=self._price_book(),
             timeout=DEFAULT_TIMEOUT_S if timeout is None else timeout,
+            connections=settings.concurrency,
             sdk_now=not deferred,
         )
         if adapter.model == "stub":  # free and deterministic: nothing to save by caching it

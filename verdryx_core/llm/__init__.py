@@ -48,6 +48,7 @@ def make_adapter(
     max_retries: int = 4,
     temperature: float | None = None,
     timeout: float = DEFAULT_TIMEOUT_S,
+    connections: int | None = None,
     sdk_now: bool = True,
 ) -> ModelAdapter:
     """`stub` is the offline stub; `openai:NAME` an OpenAI-compatible model; any other name
@@ -56,7 +57,8 @@ def make_adapter(
     The endpoint and credential come from the environment (`ANTHROPIC_BASE_URL`,
     `ANTHROPIC_API_KEY`, else `ANTHROPIC_AUTH_TOKEN`; `OPENAI_BASE_URL`, `OPENAI_API_KEY`),
     read here once; there is deliberately no way to pass a key as an argument a command line
-    could carry. `timeout` bounds each attempt of each call, in seconds.
+    could carry. `timeout` bounds each attempt of each call, in seconds; `connections` is how
+    many calls are made at once (the run's concurrency), each kept alive.
 
     A missing SDK is named here, before any call. With `sdk_now` the SDK is also imported
     here, so the first calls' latencies do not carry its import (a second or more); without
@@ -75,6 +77,7 @@ def make_adapter(
             max_retries=max_retries,
             temperature=temperature,
             timeout=timeout,
+            connections=connections,
         )
     (import_sdk if sdk_now else check_sdk)()
     return AnthropicAdapter(
@@ -86,4 +89,5 @@ def make_adapter(
         max_retries=max_retries,
         temperature=temperature,
         timeout=timeout,
+        connections=connections,
     )

@@ -27,13 +27,13 @@ from verdryx_core.cases import ToolCall
 from verdryx_core.errors import ModelCallError
 from verdryx_core.llm.base import CALL_NAMES, Completion, Judgement
 from verdryx_core.llm.call_request import CallRequest, conversation_of
+from verdryx_core.llm.connections import http_client_options
 from verdryx_core.llm.conversation import anthropic_messages
 from verdryx_core.llm.judge_answer import judgement, unreadable_judgement
 from verdryx_core.llm.judge_prompt import reading_from_blocks
 from verdryx_core.llm.prices import PriceBook
 from verdryx_core.llm.provider_errors import Provider, ProviderErrors
 from verdryx_core.llm.request_adapter import RequestAdapter
-from verdryx_core.llm.sdk_http import sdk_client_options
 from verdryx_core.llm.usage import TokenUsage
 from verdryx_core.llm.wire import MalformedAnswer, read_json_object, token_count
 from verdryx_core.timeouts import DEFAULT_TIMEOUT_S, check_timeout
@@ -86,7 +86,8 @@ def check_sdk() -> None:
 
 class AnthropicAdapter(RequestAdapter[dict[str, Any]]):
     """Claude through the Messages API. Thread-safe: one SDK client (one connection pool) is
-    built on first use and shared by every pool thread.
+    built on first use and shared by every pool thread; `connections` (the run's concurrency)
+    is how many calls it makes at once, each kept alive (verdryx_core.llm.connections).
 
     Credentials come from the caller (`make_adapter` reads `ANTHROPIC_API_KEY`, or
     `ANTHROPIC_AUTH_TOKEN` for proxies that want a bearer token), never from a flag. With no
@@ -107,6 +108,7 @@ class AnthropicAdapter(RequestAdapter[dict[str, Any]]):
         max_tokens: int = 1024,
         judge_max_tokens: int = 1024,
         timeout: float = DEFAULT_TIMEOUT_S,
+        connections: int | None = None,
     ) -> None:
         self.model = model
         self.base_url = base_url or DEFAULT_BASE_URL
@@ -116,6 +118,7 @@ class AnthropicAdapter(RequestAdapter[dict[str, Any]]):
         self.max_tokens = max_tokens
         self.judge_max_tokens = judge_max_tokens
         self.timeout = check_timeout(timeout)
+        self.connections = connections
         self._api_key = api_key or None
         self._auth_token = auth_token or None
         self._sdk: Any = None
@@ -209,9 +212,7 @@ class AnthropicAdapter(RequestAdapter[dict[str, Any]]):
                     kwargs["api_key"] = self._api_key
                 else:
                     kwargs["auth_token"] = self._auth_token
-                # Connections kept alive on a light transport, unless a proxy needs the SDK's
-                # (verdryx_core.llm.sdk_http).
-                kwargs.update(sdk_client_options(sdk.Anthropic))
+                kwargs.update(http_client_options(sdk, self.connections))
                 self._sdk = sdk
                 self._client = sdk.Anthropic(**kwargs)
                 # The SDK and httpx log each request's URL at INFO; a user:password in

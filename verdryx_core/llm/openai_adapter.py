@@ -24,13 +24,13 @@ from verdryx_core.cases import ToolCall
 from verdryx_core.errors import UsageError
 from verdryx_core.llm.base import CALL_NAMES, Completion, Judgement
 from verdryx_core.llm.call_request import CallRequest, conversation_of
+from verdryx_core.llm.connections import http_client_options
 from verdryx_core.llm.conversation import openai_messages
 from verdryx_core.llm.judge_answer import judgement
 from verdryx_core.llm.judge_prompt import RECORD_VERDICT, JudgeReading, reading_from_blocks
 from verdryx_core.llm.prices import PriceBook
 from verdryx_core.llm.provider_errors import Provider, ProviderErrors, preview
 from verdryx_core.llm.request_adapter import RequestAdapter
-from verdryx_core.llm.sdk_http import sdk_client_options
 from verdryx_core.llm.usage import TokenUsage
 from verdryx_core.llm.wire import MalformedAnswer, read_json_object, token_count
 from verdryx_core.timeouts import DEFAULT_TIMEOUT_S, check_timeout
@@ -121,7 +121,8 @@ def _chat_request(request: CallRequest) -> dict[str, Any]:
 
 class OpenAIAdapter(RequestAdapter[Any]):
     """A chat-completions model. Thread-safe: one SDK client (one connection pool) is built
-    on first use and shared by every pool thread.
+    on first use and shared by every pool thread; `connections` (the run's concurrency) is
+    how many calls it makes at once, each kept alive (verdryx_core.llm.connections).
 
     The credential comes from the caller (`make_adapter` reads `OPENAI_API_KEY`), never from
     a flag. OpenAI's own endpoint needs it, and its absence fails the first call naming the
@@ -141,6 +142,7 @@ class OpenAIAdapter(RequestAdapter[Any]):
         max_tokens: int = 1024,
         judge_max_tokens: int = 1024,
         timeout: float = DEFAULT_TIMEOUT_S,
+        connections: int | None = None,
     ) -> None:
         name = model[len(MODEL_PREFIX) :] if model.startswith(MODEL_PREFIX) else ""
         if not name.strip():
@@ -158,6 +160,7 @@ class OpenAIAdapter(RequestAdapter[Any]):
         self.max_tokens = max_tokens
         self.judge_max_tokens = judge_max_tokens
         self.timeout = check_timeout(timeout)
+        self.connections = connections
         self._api_key = api_key or None
         self._sdk: Any = None
         self._client: Any = None
@@ -264,10 +267,8 @@ class OpenAIAdapter(RequestAdapter[Any]):
                 sdk = import_sdk()
                 self._sdk = sdk
                 # Key and endpoint explicit, so the SDK never picks others from os.environ.
-                # Connections kept alive on a light transport, unless a proxy needs the SDK's
-                # (verdryx_core.llm.sdk_http).
                 self._client = sdk.OpenAI(
-                    **sdk_client_options(sdk.OpenAI),
+                    **http_client_options(sdk, self.connections),
                     api_key=self._api_key or _NO_KEY,
                     base_url=self.base_url,
                     max_retries=self.max_retries,

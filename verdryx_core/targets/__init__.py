@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from verdryx_core.errors import TargetLoadError, TargetResultError
-from verdryx_core.llm.sdk_http import sdk_client_options
 from verdryx_core.targets.cache import TargetCache
 from verdryx_core.targets.case import TargetCase
 from verdryx_core.targets.loader import load_target, parse_spec
@@ -25,5 +24,4 @@ __all__ = [
     "load_target",
     "normalise_result",
     "parse_spec",
-    "sdk_client_options",
 ]
