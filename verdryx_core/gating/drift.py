@@ -13,10 +13,7 @@ from __future__ import annotations
 
 import math
 import numbers
-import os
-import threading
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any, Final
@@ -50,21 +47,11 @@ DEFAULT_CONFIDENCE: Final = 0.95
 _POWER: Final = 0.8
 #: A drop of exactly the threshold is regressed; 0.75 - 0.8 must not escape by one ulp.
 _THRESHOLD_TOLERANCE: Final = 1e-9
-#: Bootstrap draws held in memory at once (indices plus gathered values: ~4 MB). Small
-#: enough to stay in cache, which on the machines we measured is faster than bigger chunks.
+#: Resampled indices held in memory at once (with the values they gather: ~4 MB).
 _CHUNK_ELEMENTS: Final = 1 << 18
 #: Resample through multinomial counts of the distinct values when there are at most
 #: n / this many of them: a binomial draw costs about as much as this many index draws.
 _DISTINCT_RATIO: Final = 16
-
-#: Total draws from which the independent bootstraps run on threads (~30 ms of work).
-_PARALLEL_DRAWS: Final = 1 << 23
-#: Parts a large bootstrap is cut into for the threads (see `_bootstrap_all`).
-_SEGMENTS: Final = 4
-#: Samples below this size draw indices by `_IndexDraws`' 32-bit multiply-shift.
-_LEMIRE_LIMIT: Final = 1 << 32
-#: Sample size from which bootstrap draws gather float32 (see `_bootstrap_means`).
-_FLOAT32_FROM: Final = 4096
 
 Scores = Sequence[float] | np.ndarray
 
@@ -255,21 +242,21 @@ def compute_drift(
     # The two-sample interval decides only when cases do not pair; otherwise it is drawn
     # only when asked for, since no verdict, summary or report line reads it.
     two_sample_drawn = two_sided and (two_sample_interval or not with_pairs)
-    # One independent stream per sample, so running them on threads changes nothing, and
-    # skipping the two-sample draws leaves the paired interval as it was.
-    streams = np.random.SeedSequence(seed).spawn(3)
-    jobs = [(cur, streams[0]), (base, streams[1])] if two_sample_drawn else []
-    if with_pairs and diffs is not None and clusters is None:
-        jobs.append((diffs, streams[2]))
-    # The cut into parts counts the two-sample draws whether or not they are made, so asking
-    # for that interval changes no paired number.
-    sizes = [cur.size, base.size] if two_sided else []
+    # One independent stream per sample: skipping the two-sample draws leaves the paired
+    # interval as it was.
+    current_stream, baseline_stream, paired_stream = np.random.SeedSequence(seed).spawn(3)
+    resampled: list[np.ndarray] = []
+    if two_sample_drawn:
+        resampled = [
+            _bootstrap_means(cur, iterations, _generator(current_stream)),
+            _bootstrap_means(base, iterations, _generator(baseline_stream)),
+        ]
     if with_pairs and diffs is not None:
-        sizes.append(diffs.size)
-    resampled = _bootstrap_all(jobs, iterations, cut_by=iterations * sum(sizes))
-    if with_pairs and diffs is not None and clusters is not None:
-        rng = np.random.Generator(np.random.SFC64(streams[2]))
-        resampled.append(cluster_bootstrap_means(diffs, clusters, iterations, rng))
+        rng = _generator(paired_stream)
+        if clusters is None:
+            resampled.append(_bootstrap_means(diffs, iterations, rng))
+        else:
+            resampled.append(cluster_bootstrap_means(diffs, clusters, iterations, rng))
 
     two_sample = _Test(estimate=mean_score - float(np.mean(base)), se=None, ci_high=None)
     t_statistic = ci_low = ci_high = None
@@ -364,192 +351,34 @@ def _paired(
     return stats, _Test(estimate=mean_diff, se=se, ci_high=high)
 
 
-def _bootstrap_all(
-    jobs: list[tuple[np.ndarray, np.random.SeedSequence]],
-    iterations: int,
-    *,
-    cut_by: int | None = None,
-) -> list[np.ndarray]:
-    """Resample means for each (values, stream); large jobs run side by side on threads.
-
-    numpy releases the GIL while it draws, gathers and sums. A large job is cut into
-    `_SEGMENTS` parts, each with its own child stream, so three jobs still share two cores
-    evenly; the cut depends only on the sizes (`cut_by` draws, by default those of `jobs`),
-    so the worker count never changes a number.
-    """
-    draws = iterations * sum(values.size for values, _ in jobs) if cut_by is None else cut_by
-    segments = _SEGMENTS if draws >= _PARALLEL_DRAWS else 1
-    bounds = np.linspace(0, iterations, segments + 1).astype(int)
-    tasks = [
-        (sample, child, int(stop - start))
-        for sample, (_, stream) in zip([_Sample(values) for values, _ in jobs], jobs, strict=True)
-        for child, start, stop in zip(
-            stream.spawn(segments) if segments > 1 else [stream],
-            bounds[:-1],
-            bounds[1:],
-            strict=True,
-        )
-    ]
-
-    def run(task: tuple[_Sample, np.random.SeedSequence, int]) -> np.ndarray:
-        sample, stream, count = task
-        # SFC64: a quarter faster than the default PCG64 at raw bits, and as sound for
-        # simulation (it passes PractRand and BigCrush); bits are most of the work here.
-        return sample.means(count, np.random.Generator(np.random.SFC64(stream)))
-
-    workers = min(len(tasks), _cpu_count())
-    if segments == 1 or workers < 2:
-        parts = [run(task) for task in tasks]
-    else:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            parts = list(pool.map(run, tasks))
-    return [np.concatenate(parts[i : i + segments]) for i in range(0, len(parts), segments)]
-
-
-def _cpu_count() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
-
-def _bootstrap_means(
-    values: np.ndarray,
-    iterations: int,
-    rng: np.random.Generator,
-    *,
-    chunk_elements: int = _CHUNK_ELEMENTS,
-    use_counts: bool | None = None,
-) -> np.ndarray:
+def _bootstrap_means(values: np.ndarray, iterations: int, rng: np.random.Generator) -> np.ndarray:
     """Means of `iterations` resamples of `values`, each n draws with replacement.
 
-    Two exact ways to draw the same thing: with few distinct values (pass/fail, judge
-    scales) the counts of each value in a resample are Multinomial(n, share of each), which
-    costs one draw per distinct value instead of one per score; otherwise indices are drawn
-    `chunk_elements` at a time so memory stays bounded whatever n is. `use_counts` forces a
-    way (tests compare them). Each resample consumes the generator the same way whatever
-    the chunk, so the chunk size does not change the answer.
+    With few distinct values (pass/fail, judge scales) the counts of each value in a
+    resample are Multinomial(n, share of each): one draw per distinct value instead of one
+    per score, the same distribution exactly. Otherwise indices are drawn a bounded number of
+    resamples at a time, so memory stays bounded whatever n is.
     """
-    return _Sample(values, use_counts=use_counts).means(
-        iterations, rng, chunk_elements=chunk_elements
-    )
-
-
-class _Sample:
-    """A sample prepared once for resampling; the segments of a bootstrap share it."""
-
-    __slots__ = ("centre", "constant", "counts", "distinct", "n", "spread", "values")
-
-    def __init__(self, values: np.ndarray, *, use_counts: bool | None = None) -> None:
-        self.values = values
-        self.n = n = values.size
+    n = values.size
+    if values.min() == values.max():
         # Zero variance: every resample is the sample; np.mean could be an ulp off.
-        self.constant = bool(values.min() == values.max())
-        self.distinct: np.ndarray | None = None
-        self.counts: np.ndarray | None = None
-        self.centre, self.spread = 0.0, values
-        if self.constant:
-            return
-        distinct, counts = np.unique(values, return_counts=True)
-        if use_counts is None:
-            use_counts = distinct.size * _DISTINCT_RATIO <= n
-        if use_counts:
-            self.distinct, self.counts = distinct, counts
-            return
-        # Gathering is memory-bound: for large samples centred float32 halves the traffic
-        # (about 2x faster where we measured) and rounds each value by < 1e-7 of the score
-        # range, far below the Monte Carlo error of any interval; sums accumulate in
-        # float64. Small samples stay exact, so their intervals are the plain fractions
-        # people check.
-        if n >= _FLOAT32_FROM:
-            self.centre = float(np.mean(values))
-            self.spread = (values - self.centre).astype(np.float32)
-
-    def means(
-        self, iterations: int, rng: np.random.Generator, *, chunk_elements: int = _CHUNK_ELEMENTS
-    ) -> np.ndarray:
-        n = self.n
-        if self.constant:
-            return np.full(iterations, float(self.values[0]))
-        if self.distinct is not None and self.counts is not None:
-            drawn = rng.multinomial(n, self.counts / n, size=iterations)
-            return (drawn @ self.distinct) / n
-        rows = min(iterations, max(1, chunk_elements // n))
-        sums = np.empty(iterations)
-        draw = _IndexDraws(rng, n, rows)
-        gathered = _scratch("gathered", (rows, n), self.spread.dtype)
-        for start in range(0, iterations, rows):
-            stop = min(iterations, start + rows)
-            picks = draw(stop - start)
-            out = gathered[: stop - start]
-            # mode="wrap": with `out` the default mode buffers (indices are in range anyway).
-            np.take(self.spread, picks, out=out, mode="wrap")
-            out.sum(axis=1, dtype=np.float64, out=sums[start:stop])
-        return self.centre + sums / n
+        return np.full(iterations, float(values[0]))
+    distinct, counts = np.unique(values, return_counts=True)
+    if distinct.size * _DISTINCT_RATIO <= n:
+        return (rng.multinomial(n, counts / n, size=iterations) @ distinct) / n
+    rows = max(1, _CHUNK_ELEMENTS // n)
+    means = np.empty(iterations)
+    for start in range(0, iterations, rows):
+        stop = min(iterations, start + rows)
+        means[start:stop] = values[rng.integers(0, n, size=(stop - start, n))].mean(axis=1)
+    return means
 
 
-#: Per-thread scratch arrays, kept between calls: a fresh multi-megabyte array costs a
-#: page fault per 4 KiB the first time it is written, which showed up in every profile.
-_SCRATCH = threading.local()
-
-
-def _scratch(name: str, shape: tuple[int, int], dtype: Any) -> np.ndarray:
-    """An uninitialised array of this shape, reusing this thread's buffer called `name`."""
-    size = shape[0] * shape[1] * np.dtype(dtype).itemsize
-    held: np.ndarray | None = getattr(_SCRATCH, name, None)
-    if held is None or held.size < size:
-        held = np.empty(size, dtype=np.uint8)
-        setattr(_SCRATCH, name, held)
-    return held[:size].view(dtype).reshape(shape)
-
-
-class _IndexDraws:
-    """Uniform indices into a sample of n values, up to `rows` resamples of n at a time.
-
-    Drawing the indices is most of a bootstrap's time, and `Generator.integers` spends
-    several times what the random bits cost. Here each 64-bit output of the generator is
-    cut into two 32-bit numbers x, mapped by Lemire's multiply-shift, index = (x * n) >> 32,
-    in a few whole-array numpy passes. That is exactly uniform once the x whose low product
-    bits fall below 2**32 mod n are rejected: about one draw in a million (n / 2**32), each
-    redrawn from a second stream by `integers`, one at a time in row order. Each resample
-    takes a fixed number of outputs from the first stream, so how the resamples are chunked
-    never changes a number. (Samples of 2**32 or more use `integers`.)
-    """
-
-    __slots__ = ("_limit", "_n", "_redraw", "_rng", "_rows", "_width")
-
-    def __init__(
-        self, rng: np.random.Generator, n: int, rows: int, *, width: int | None = None
-    ) -> None:
-        self._rng = rng
-        self._n = n
-        self._rows = rows
-        self._width = n if width is None else width  # indices per resample (tests vary it)
-        self._redraw = rng.spawn(1)[0] if n < _LEMIRE_LIMIT else None
-        self._limit = np.uint32(_LEMIRE_LIMIT % n) if n < _LEMIRE_LIMIT else None
-
-    def __call__(self, rows: int) -> np.ndarray:
-        n, width = self._n, self._width
-        if self._redraw is None:
-            return self._rng.integers(0, n, size=(rows, width))
-        words = -(-width // 2)  # 64-bit outputs per resample
-        raw = self._rng.bit_generator.random_raw(rows * words)
-        short = raw.view(np.uint32).reshape(rows, 2 * words)[:, :width]
-        product = _scratch("product", (self._rows, width), np.uint64)[:rows]
-        np.multiply(short, np.uint64(n), out=product)
-        if self._limit:
-            # The low half of each product is the product in wrapping uint32 arithmetic:
-            # one contiguous pass, faster than reading every other word of `product`.
-            low = _scratch("low", (self._rows, width), np.uint32)[:rows]
-            np.multiply(short, np.uint32(n), out=low)
-            rejected = _scratch("rejected", (self._rows, width), np.bool_)[:rows]
-            np.less(low, self._limit, out=rejected)
-            if rejected.any():
-                flat = product.reshape(-1)
-                for position in np.flatnonzero(rejected).tolist():
-                    flat[position] = int(self._redraw.integers(0, n)) << 32
-        np.right_shift(product, np.uint64(32), out=product)
-        return product.view(np.int64)
+def _generator(stream: np.random.SeedSequence) -> np.random.Generator:
+    # SFC64, as sound for simulation as numpy's default PCG64 (it passes PractRand and
+    # BigCrush), and the generator every earlier interval was drawn with: another would move
+    # each interval by its Monte Carlo error.
+    return np.random.Generator(np.random.SFC64(stream))
 
 
 def _percentile_interval(draws: np.ndarray, confidence: float) -> tuple[float, float]:
