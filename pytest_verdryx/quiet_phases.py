@@ -10,6 +10,11 @@ session's end, before the summary is written, such reports leave that list; the 
 reports, failures, reports carrying captured output, other tests' reports) stay as pytest
 keeps them. JUnit XML and the other hooks saw every report as it came: only the terminal's
 own list shrinks.
+
+No hook keeps a report out of that list: the runner logs every phase's report, and
+`pytest_report_teststatus` only picks the key it is filed under, where every key but `""`
+is counted in the closing stats line and turns it yellow. So the list, the reporter's
+`stats` that `pytest_terminal_summary` implementations read, is edited here.
 """
 
 from __future__ import annotations
