@@ -15,18 +15,19 @@ Rows, all measured in this run:
   for the run) through `TargetRunner`, a round's cases submitted together as a session
   submits them, at concurrency 1 (one call at a time).
 
-Each verdryx path minus the SDK alone sending the same request is verdryx's own share of a
-call (the model and judge rows against the sync client, the target row against the async
-one): what verdryx adds over the same SDK client used alone.
+Each verdryx path minus the SDK alone sending the same request, in the same round (the
+median over rounds), is verdryx's own share of a call (the model and judge rows against the
+sync client, the target row against the async one): what verdryx adds over the same SDK
+client used alone.
 
 The rows run interleaved, in rounds (each round runs every row in turn), so a change in the
 machine's load touches all of them alike; each row's figure is its median round (the fastest
 beside it), and each is also given as a ratio to the SDK alone (sync, the model's request).
 
-Targets: verdryx's own share at most 0.3 ms of client CPU per call (median rounds) on each
-path; the model phase of N calls at 100 ms latency and concurrency 64 within 1.3x of N x
-latency / 64 (a wall-time figure: it holds only on an idle machine, where CPU per call times
-N stays under the ideal).
+Targets: verdryx's own share at most 0.3 ms of client CPU per call on each path; the model
+phase of N calls at 100 ms latency and concurrency 64 within 1.3x of N x latency / 64 (a
+wall-time figure: it holds only on an idle machine, where CPU per call times N stays under
+the ideal).
 
     python benchmarks/call_cost.py [--calls 500] [--rounds 10] [--quick]
 """
@@ -270,11 +271,19 @@ def main(argv: list[str] | None = None) -> int:
             f"{ms / sdk_ms:.2f}x the SDK alone, sync)"
         )
     print(f"  {'model, concurrency 64 (0 ms)':<32} {c64_cpu:6.2f} ms  ({load()})")
-    # What verdryx adds on each path over the same SDK client sending the same request.
+    # What verdryx adds on each path over the same SDK client sending the same request: the
+    # median over rounds of the two rows' difference in that round, so a change of load
+    # between rounds cancels out.
+    pairs = {
+        "model": ("model (adapter.complete)", "the SDK alone (sync, raw)"),
+        "judge": ("judge (adapter.judge)", "the SDK alone (sync, judge's)"),
+        "target": ("target with SDK (TargetRunner)", "the SDK alone (async, raw)"),
+    }
     shares = {
-        "model": rows["model (adapter.complete)"] - rows["the SDK alone (sync, raw)"],
-        "judge": rows["judge (adapter.judge)"] - rows["the SDK alone (sync, judge's)"],
-        "target": rows["target with SDK (TargetRunner)"] - rows["the SDK alone (async, raw)"],
+        name: statistics.median(
+            path - alone for path, alone in zip(figures[row], figures[base], strict=True)
+        )
+        for name, (row, base) in pairs.items()
     }
     print(
         "verdryx's own share over the same SDK client alone: "
