@@ -18,6 +18,7 @@ import pytest
 # session, eval cases or not, and the rest of the core is imported when it is used
 # (docs/options.md, "When verdryx turns on").
 from verdryx_core.defaults import DEFAULT_MIN_SCORE, DEFAULT_THRESHOLD, GATES
+from verdryx_core.option_numbers import option_float
 
 if TYPE_CHECKING:
     from verdryx_core.errors import VerdryxError
@@ -490,11 +491,15 @@ def _convert(option: _Option, raw: object, source: str) -> Any:
     text = str(raw).strip()
     if option.kind == "repeat" and text == "auto":
         return "auto"
+    if option.kind == "float":
+        # One rule for every float option of both faces: finite, within its range.
+        try:
+            return option_float(text, minimum=option.minimum, maximum=option.maximum)
+        except ValueError as exc:
+            raise pytest.UsageError(f"{source}: {exc}") from None
     try:
         if option.kind in ("int", "repeat"):
             value: Any = int(text)
-        elif option.kind == "float":
-            value = float(text)
         else:
             value = text
     except ValueError:

@@ -171,7 +171,7 @@ def test_plan_of_a_run_with_repeats_uses_the_per_case_variances(
         (("--baseline", "nope"), "unknown baseline 'nope'; known baselines: v1"),
         (("--run", "zzzz"), "no such eval run: 'zzzz'"),
         (("--baseline", "v1", "--detect", "0"), "detect 0.0 is not a drop in (0, 1]"),
-        (("--baseline", "v1", "--detect", "nan"), "detect nan is not a drop in (0, 1]"),
+        (("--baseline", "v1", "--detect", "nan"), "--detect: 'nan' is not a finite number"),
         (("--baseline", "v1", "--power", "1"), "power 1.0 is not in [0.5, 1)"),
         (("--baseline", "v1", "--power", "high"), "argument --power: invalid float value"),
         (("--baseline", "v1", "--run", "x"), "not allowed with argument"),

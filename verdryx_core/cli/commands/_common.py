@@ -5,14 +5,41 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from verdryx_core.errors import StoreError
+from verdryx_core.option_numbers import option_float
 from verdryx_core.store import Store, resolve_store_path
 from verdryx_core.untrusted.text import PrintableStream, printable_json
 
-__all__ = ["add_db_argument", "add_json_argument", "open_store", "print_command", "print_json"]
+__all__ = [
+    "add_db_argument",
+    "add_json_argument",
+    "float_argument",
+    "open_store",
+    "print_command",
+    "print_json",
+]
+
+
+def float_argument(
+    *, minimum: float | None = None, maximum: float | None = None
+) -> Callable[[str], float]:
+    """An argparse `type` for a float option: finite and within [minimum, maximum], by the
+    rule the pytest plugin reads its float options with (verdryx_core.option_numbers), so
+    `nan` or `inf` is a usage error naming the option before anything runs."""
+
+    def read(text: str) -> float:
+        float(text)  # not a number at all: argparse's own "invalid float value: 'x'"
+        try:
+            return option_float(text, minimum=minimum, maximum=maximum)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    read.__name__ = "float"  # argparse names the type in its own messages
+    return read
 
 
 def add_db_argument(parser: argparse.ArgumentParser) -> None:

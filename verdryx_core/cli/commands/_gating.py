@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from verdryx_core.cli.commands._common import float_argument
 from verdryx_core.gating.compare import GateOutcome, GatePolicy
 from verdryx_core.gating.comparison import METRICS
 from verdryx_core.gating.drift import DEFAULT_THRESHOLD, GATES
@@ -27,17 +28,21 @@ EXIT_REGRESSED = 1
 EXIT_REFUSED = 2
 
 
+#: A share or a score difference: finite and in [0, 1] (docs/options.md, "Numbers").
+_unit = float_argument(minimum=0.0, maximum=1.0)
+
+
 def add_gate_arguments(parser: argparse.ArgumentParser, *, window: bool = False) -> None:
     parser.add_argument("--baseline", required=True, help="baseline id or label")
     if window:
         parser.add_argument("--window", type=int, default=1, help="pool N runs (default 1)")
     parser.add_argument("--gate", choices=GATES, default="significant", help="verdict rule")
-    parser.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD)
-    parser.add_argument("--min-effect", type=float, default=0.0)
+    parser.add_argument("--threshold", type=_unit, default=DEFAULT_THRESHOLD)
+    parser.add_argument("--min-effect", type=_unit, default=0.0)
     parser.add_argument("--allow-model-change", action="store_true")
     parser.add_argument(
         "--min-coverage",
-        type=float,
+        type=_unit,
         default=0.5,
         metavar="F",
         help="refuse a gate that compared less than this share of the baseline's cases "
@@ -45,7 +50,7 @@ def add_gate_arguments(parser: argparse.ArgumentParser, *, window: bool = False)
     )
     parser.add_argument(
         "--detect",
-        type=float,
+        type=float_argument(),
         default=0.05,
         metavar="D",
         help="the smallest drop you need to see; an on-track verdict that cannot see it is "

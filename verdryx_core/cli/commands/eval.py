@@ -16,6 +16,7 @@ from verdryx_core.addons.typed import typed_options
 from verdryx_core.cli.commands._common import (
     add_db_argument,
     add_json_argument,
+    float_argument,
     open_store,
     print_json,
 )
@@ -81,7 +82,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--min-score",
-        type=float,
+        type=float_argument(minimum=0.0, maximum=1.0),
         default=None,
         help="pass bar for cases without one (default: the grader's own bar, 1.0 for "
         f"tool_trace, else {DEFAULT_MIN_SCORE})",

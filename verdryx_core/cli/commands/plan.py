@@ -10,6 +10,7 @@ from pathlib import Path
 from verdryx_core.cli.commands._common import (
     add_db_argument,
     add_json_argument,
+    float_argument,
     open_store,
     print_json,
 )
@@ -37,14 +38,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--run", metavar="ID", help="plan from this stored run (an id prefix)")
     parser.add_argument(
         "--detect",
-        type=float,
+        type=float_argument(),
         default=DEFAULT_DETECT,
         metavar="D",
         help=f"the drop to see, in score points (default {DEFAULT_DETECT})",
     )
     parser.add_argument(
         "--power",
-        type=float,
+        type=float_argument(),
         default=DEFAULT_POWER,
         metavar="P",
         help=f"the chance of seeing it, in [0.5, 1) (default {DEFAULT_POWER})",

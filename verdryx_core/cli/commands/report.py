@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from verdryx_core.cli.commands._common import add_db_argument, open_store
+from verdryx_core.cli.commands._common import add_db_argument, float_argument, open_store
 from verdryx_core.gating.baselines import find_baseline
 from verdryx_core.gating.drift import DEFAULT_THRESHOLD, GATES
 from verdryx_core.reporting.html import write_report
@@ -38,8 +38,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "cost-per-outcome table",
     )
     parser.add_argument("--gate", choices=GATES, default="significant", help="verdict rule")
-    parser.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD)
-    parser.add_argument("--min-effect", type=float, default=0.0)
+    parser.add_argument(
+        "--threshold", type=float_argument(minimum=0.0, maximum=1.0), default=DEFAULT_THRESHOLD
+    )
+    parser.add_argument("--min-effect", type=float_argument(minimum=0.0, maximum=1.0), default=0.0)
     parser.add_argument(
         "--root", default=".", help="where .verdryx/baselines/ lives (default: current dir)"
     )

@@ -17,7 +17,7 @@ from verdryx_core.addons.service.server_limits import (
     ServerLimits,
     connection_budget,
 )
-from verdryx_core.cli.commands._common import add_db_argument
+from verdryx_core.cli.commands._common import add_db_argument, float_argument
 from verdryx_core.cli.commands._service import open_service_storage
 from verdryx_core.errors import UsageError
 
@@ -42,7 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--header-timeout",
-        type=float,
+        type=float_argument(),
         default=DEFAULT_HEADER_TIMEOUT_S,
         metavar="S",
         help="close a connection whose request line and headers are not whole S seconds after "
@@ -50,7 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--body-timeout",
-        type=float,
+        type=float_argument(),
         default=DEFAULT_BODY_TIMEOUT_S,
         metavar="S",
         help="close a connection whose request body is not whole S seconds after its headers, "

@@ -22,8 +22,9 @@ from verdryx_core.addons.slo import (
     split_payload,
     subject_is_emittable,
 )
-from verdryx_core.cli.commands._common import add_json_argument, print_json
+from verdryx_core.cli.commands._common import add_json_argument, float_argument, print_json
 from verdryx_core.errors import UsageError
+from verdryx_core.option_numbers import option_float
 
 NAME = "slo"
 HELP = "error budgets per agent: task success, quality floor, containment, cost discipline"
@@ -31,12 +32,9 @@ HELP = "error budgets per agent: task success, quality floor, containment, cost 
 
 def _fraction(text: str) -> float:
     try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number; pass e.g. 0.95") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not within 0..1; pass e.g. 0.95")
-    return value
+        return option_float(text, minimum=0.0, maximum=1.0)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{exc}; pass e.g. 0.95") from None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -58,7 +56,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--window", default="28d", help="a label for the window (default 28d)")
     parser.add_argument(
-        "--confidence", type=float, default=0.95, help="Wilson interval level (default 0.95)"
+        "--confidence",
+        type=float_argument(),
+        default=0.95,
+        help="Wilson interval level (default 0.95)",
     )
     parser.add_argument(
         "--min-events",
@@ -72,11 +73,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="comma-separated outcome tags that count as success (default case_resolved)",
     )
     parser.add_argument(
-        "--quality-floor", type=float, default=0.8, help="a score at or above is good (0.8)"
+        "--quality-floor",
+        type=float_argument(),
+        default=0.8,
+        help="a score at or above is good (0.8)",
     )
     parser.add_argument(
         "--cost-multiple",
-        type=float,
+        type=float_argument(),
         default=3.0,
         help="a run costing more than this times the fleet median is bad (default 3.0)",
     )

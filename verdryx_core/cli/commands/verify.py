@@ -36,7 +36,7 @@ from verdryx_core.addons.contracts.model import (
 )
 from verdryx_core.addons.contracts.validate import load_contract
 from verdryx_core.addons.service.client import Client
-from verdryx_core.cli.commands._common import add_json_argument, print_json
+from verdryx_core.cli.commands._common import add_json_argument, float_argument, print_json
 from verdryx_core.errors import UsageError, VerdryxError
 from verdryx_core.store import Store, resolve_store_path
 
@@ -107,7 +107,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=float_argument(),
         default=60.0,
         metavar="S",
         help="with --server: seconds the whole exchange with the server may take, both "
