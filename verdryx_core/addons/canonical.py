@@ -9,7 +9,13 @@ from typing import Any, Final
 
 from verdryx_core.errors import UsageError
 
-__all__ = ["INSTALL_HINT", "CanonicalizationError", "canonical_json", "require_canonical_json"]
+__all__ = [
+    "INSTALL_HINT",
+    "CanonicalizationError",
+    "canonical_json",
+    "canonical_json_missing",
+    "require_canonical_json",
+]
 
 INSTALL_HINT: Final = (
     "canonical JSON (evidence bundles, the event log) needs the rfc8785 package: "
@@ -34,10 +40,17 @@ def canonical_json(value: Any) -> bytes:
         raise CanonicalizationError(str(exc)) from exc
 
 
-def require_canonical_json() -> None:
-    """UsageError naming the extra when `rfc8785` is not installed (checked at start, so an
-    event log asked for is not silently lost at the end)."""
+def canonical_json_missing() -> bool:
+    """Whether the `rfc8785` package cannot be imported (its extra is not installed)."""
     try:
         import rfc8785  # noqa: F401
     except ImportError:
-        raise UsageError(INSTALL_HINT) from None
+        return True
+    return False
+
+
+def require_canonical_json() -> None:
+    """UsageError naming the extra when `rfc8785` is not installed (checked at start, so an
+    event log asked for is not silently lost at the end)."""
+    if canonical_json_missing():
+        raise UsageError(INSTALL_HINT)

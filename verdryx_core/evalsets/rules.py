@@ -479,7 +479,7 @@ def check_case(
                     f"(this check is {kind!r})",
                 )
             # A plugged-in grader checks its own fields of a check as of a case of its own.
-            refused_check = case_problem(kind, {**check, "id": case["id"]})
+            refused_check = case_problem(kind, {**check, "id": case["id"], **_workspace_of(case)})
             if refused_check is not None:
                 raise fail(f"{prefix}{refused_check.field}", str(refused_check))
             if kind == "tool_trace":
@@ -510,6 +510,12 @@ def check_case(
     if refused is not None:
         raise fail(refused.field, str(refused))
     return case
+
+
+def _workspace_of(case: Mapping[str, Any]) -> dict[str, Any]:
+    """The case's workspace, for a check's own grader to know it has one (a contract check
+    then keeps an evidence bundle)."""
+    return {"workspace": case["workspace"]} if "workspace" in case else {}
 
 
 def _check_on(check: Mapping[str, Any], kind: str, fail: Any, prefix: str) -> None:
