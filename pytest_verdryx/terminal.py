@@ -117,7 +117,11 @@ def write_summary(tr: Any, end: SessionEnd) -> None:
         tr.write_line(f"stored: {run.id} in {end.store_path}")
     result = end.gate.result if end.gate is not None else None
     if result is not None:
-        for line in gate_lines(result, flags=FLAGS, repeats_help=end.state.live_cases > 0):
+        refused = end.gate is not None and end.gate.refused is not None
+        lines = gate_lines(
+            result, flags=FLAGS, repeats_help=end.state.live_cases > 0, refused=refused
+        )
+        for line in lines:
             regressed = line.startswith("verdict: REGRESSED")
             tr.write_line(line, bold=regressed, red=regressed)
     if end.plan is not None:

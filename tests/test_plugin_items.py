@@ -42,7 +42,10 @@ def test_outcomes_follow_the_table(pytester: pytest.Pytester) -> None:
         [
             exact_case("pass", "yes"),
             exact_case("fail", "Yes "),
-            exact_case("bar", "x", min_score=0.0),
+            # Passes on its own low bar: f1 1/3 (one word of three), below the default 0.5.
+            exact_case(
+                "bar", "red cyan pink", expected="red green blue", grader="f1", min_score=0.3
+            ),
             {"id": "judge", "prompt": "p", "grader": "llm_judge", "rubric": "r", "output": "o"},
         ],
     )
@@ -60,7 +63,7 @@ def test_outcomes_follow_the_table(pytester: pytest.Pytester) -> None:
         ]
     )
     run = stored_runs(db)[0]
-    assert run.mean_score == pytest.approx(1 / 3)  # the skipped case is not a 0.0
+    assert run.mean_score == pytest.approx((1 + 0 + 1 / 3) / 3)  # the skipped case is no 0.0
     assert [s.case_id for s in run.unmeasured] == ["judge"]
 
 

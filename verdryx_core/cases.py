@@ -397,6 +397,11 @@ class EvalCase:
             "combine": None if self.combine == "mean" else self.combine,
             # The content the agent starts from, never where it lies on this machine.
             "workspace": self.workspace["sha256"] if self.workspace is not None else None,
+            # What changes the measurement though not the output: the pass bar (the pass
+            # metric, the outcome) and the cluster (the interval). One line of a set's
+            # `defaults` changing either is an edit of every case, never a silent change.
+            "min_score": float(self.min_score) if self.min_score is not None else None,
+            "cluster": self.cluster,
         }
         payload.update({name: value for name, value in extra.items() if value is not None})
         return _canonical_hash(payload)

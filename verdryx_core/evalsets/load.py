@@ -300,6 +300,12 @@ def _describe(error: jsonschema.ValidationError, field: str | None) -> str:
             f"{error.instance!r} is not a usable tool name: 1 to 64 letters, digits, '_', '-' "
             "or '.'"
         )
+    if validator == "exclusiveMinimum" and field is not None and field.endswith("min_score"):
+        return (
+            f"a pass bar of {error.instance!r} passes every output, so the case could never "
+            "fail and a drop could never show in its pass rate; give a bar above 0, or leave "
+            "min_score out for the grader's own"
+        )
     if validator == "enum":
         values: Any = error.validator_value
         allowed = ", ".join(map(str, values))

@@ -15,6 +15,7 @@ from verdryx_core.errors import CLI_FLAGS, ModelChangeError, VerdryxError, word_
 from verdryx_core.gating.case_drops import DEFAULT_FDR
 from verdryx_core.gating.comparison import GateResult, Window, compare_to_baseline, window_runs
 from verdryx_core.gating.drift import DEFAULT_ITERATIONS, DEFAULT_THRESHOLD, DriftReport
+from verdryx_core.gating.verdict_footing import footing_problem
 from verdryx_core.runs import Baseline, EvalRun
 from verdryx_core.store import Store
 
@@ -219,6 +220,9 @@ def checked(
             ),
         )
     report = result.report
+    footing = footing_problem(report)
+    if footing is not None:  # no interval, or too few clusters to draw one from
+        return GateOutcome(baseline=name, result=result, refused=footing)
     if gate.require_power and report is not None and report.underpowered:
         assert report.mde is not None
         return GateOutcome(

@@ -121,9 +121,12 @@ def gate_lines(
     list_limit: int = 10,
     flags: Mapping[str, str] = CLI_FLAGS,
     repeats_help: bool = True,
+    refused: bool = False,
 ) -> list[str]:
     """The gate's lines; `flags`: how the face printing them spells its settings;
-    `repeats_help`: whether some case's output is live (see `repeat_note`)."""
+    `repeats_help`: whether some case's output is live (see `repeat_note`); `refused`: the
+    gate was refused (its reason is printed apart), so the verdict line says so instead of
+    what the statistics alone read."""
     baseline = result.baseline
     name = baseline.label or baseline.id
     lines: list[str] = []
@@ -163,7 +166,8 @@ def gate_lines(
         if report.clusters is not None:
             lines.append(report.clusters.words())
         metric = "" if result.metric == "score" else f", metric: {result.metric}"
-        lines.append(f"verdict: {report.verdict_label()}  (gate: {report.gate}{metric})")
+        label = "REFUSED" if refused else report.verdict_label()
+        lines.append(f"verdict: {label}  (gate: {report.gate}{metric})")
     for title, keys in (
         ("added since the baseline (not compared)", result.added),
         ("removed since the baseline", result.removed),
