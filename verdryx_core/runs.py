@@ -103,6 +103,10 @@ _RUN_TEXT: Final = (
 )
 
 
+#: The grader whose model is the run's judge (`EvalRun.judge_model`).
+_JUDGE: Final = "llm_judge"
+
+
 def _unit(value: object) -> bool:
     """A number in [0, 1] (finite; a bool is not a score)."""
     return (
@@ -215,6 +219,19 @@ class Score:
     @property
     def measured(self) -> bool:
         return self.value is not None
+
+    @property
+    def uses_judge(self) -> bool:
+        """Graded by the LLM judge: an `llm_judge` case, or a case one of whose `checks` is
+        (its judge is the run's judge, recorded and compared like an `llm_judge` case's)."""
+        return self.grader == _JUDGE or any(check.grader == _JUDGE for check in self.checks)
+
+    @property
+    def judged(self) -> bool:
+        """The judge graded it: the case's value, or its `llm_judge` check's, was measured."""
+        if self.grader == _JUDGE:
+            return self.value is not None
+        return any(check.grader == _JUDGE and check.value is not None for check in self.checks)
 
     def to_dict(self) -> dict[str, Any]:
         return (

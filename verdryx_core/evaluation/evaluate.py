@@ -326,7 +326,8 @@ class Evaluation:
             target = joined_targets(targets)
         else:
             set_targets, target = None, ", ".join(sorted(set(targets))) or None
-        judged = any(score.grader == "llm_judge" and score.value is not None for score in scores)
+        # A judge inside `checks` is the run's judge too (docs/models-and-judges.md).
+        judged = any(score.judged for score in scores)
         settings = self.settings
         return EvalRun(
             id=self.run_id,

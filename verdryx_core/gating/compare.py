@@ -294,14 +294,14 @@ def _check_judge(run: EvalRun, baseline: Baseline, *, allow: bool) -> None:
     judge change (their scores would all be missing), unless the change is allowed."""
     if allow or not baseline.judge_model or run.judge_model:
         return
-    unjudged = [
-        score for score in run.scores if score.grader == "llm_judge" and score.value is None
-    ]
+    # A case judged inside its `checks` counts as an llm_judge case does.
+    unjudged = [score for score in run.scores if score.uses_judge and not score.judged]
     if unjudged:
         raise ModelChangeError(
             f"baseline {baseline.label or baseline.id!r} was judged by "
             f"{baseline.judge_model!r}, and this run's {len(unjudged)} llm_judge case(s) had "
-            "no judge: comparing them would compare nothing",
+            "no judge (a case with an llm_judge check counts): comparing them would compare "
+            "nothing",
             hint=f"pass {{judge}} {baseline.judge_model}, or {{allow_model_change}} to compare "
             "the other cases anyway",
         )
