@@ -87,6 +87,7 @@ def add_junit_properties(
         "verdryx.ci_high": _num(interval.high if interval else None),
         "verdryx.verdict": "" if drift is None else drift.verdict,
         "verdryx.unmeasured": len(run.unmeasured),
+        "verdryx.failed_by_output": sum(s.failed_by_output is not None for s in run.scores),
         "verdryx.cost_usd": f"{run.total_cost_usd:.6g}",
         "verdryx.complete": str(run.complete).lower(),
     }

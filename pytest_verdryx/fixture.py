@@ -126,6 +126,7 @@ class VerdryxCase:
             # The grader's own pass bar (tool_trace 1.0), as for a file's case.
             grader_bar=getattr(grader, "default_min_score", None),
             checks=grade.checks,
+            failed_by_output=grade.failed_by_output,
         )
 
     def record(self, score: float, reason: str | None = None) -> Score:
@@ -149,6 +150,7 @@ class VerdryxCase:
         grader: str | None = None,
         grader_bar: float | None = None,
         checks: tuple[CheckResult, ...] = (),
+        failed_by_output: str | None = None,
     ) -> Score:
         score = decided(
             self.case,
@@ -166,6 +168,7 @@ class VerdryxCase:
             output=stored_output(output),
             expected=expected_text(self.case),
             reason=reason,
+            failed_by_output=failed_by_output,
         )
         # Pooled with the test's earlier attempts when a rerun plugin runs it again.
         score = self.score = self._scoring.record(self._item, score)

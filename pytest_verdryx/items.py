@@ -248,6 +248,9 @@ def failure_text(score: Score, bar: float, case: EvalCase | None) -> str:
         f"{score.key} scored {score.value:.3f}, below the pass bar {bar:g}  "
         f"[grader: {score.grader}]"
     ]
+    if score.failed_by_output is not None:
+        # Said first: a 0 for what could not be graded, not a grader's judgement.
+        lines.append(labelled("could not grade the output (scored 0)", score.failed_by_output))
     if score.samples:
         shown = ", ".join(f"{value:.2f}" for value in score.samples)
         lines.append(f"samples: {shown}  ({stability(score.samples, bar)})")
@@ -286,7 +289,7 @@ def failure_text(score: Score, bar: float, case: EvalCase | None) -> str:
             lines.append(labelled(shown, output))
     if score.checks:
         lines.extend(_check_lines(score))
-    elif score.reason:
+    elif score.reason and score.reason != score.failed_by_output:
         lines.append(labelled("reason", score.reason))
     # An agent's output, an expected value or a judge's reason may hold NUL, terminal escapes,
     # U+2028 or a line a CI runner would run (`::error ...`): each further line of a value is

@@ -131,6 +131,11 @@ class ItemScoring:
             properties.append(
                 ("verdryx.unmeasured", printable(score.unmeasured or "", keep_newlines=False))
             )
+        if score.failed_by_output is not None:
+            # Scored 0: its output could not be graded (docs/outcomes.md).
+            properties.append(
+                ("verdryx.failed_by_output", printable(score.failed_by_output, keep_newlines=False))
+            )
         item.user_properties.extend(properties)
         case = case_of(item)
         if case is not None and case.needs_model:

@@ -17,6 +17,7 @@ from verdryx_core.reporting.summary import (
     fmt_usd,
     gate_lines,
     kept_workspace_lines,
+    output_failure_lines,
     plan_line,
     repeat_note,
     run_lines,
@@ -109,6 +110,8 @@ def write_summary(tr: Any, end: SessionEnd) -> None:
         tr.write_line(note)
     for line in kept_workspace_lines([score for score in run.scores if score.passed is False]):
         tr.write_line(line)
+    for line in output_failure_lines(run.scores):
+        tr.write_line(line, red=not line.startswith(" "))
     if run.unmeasured:
         tr.write_line("unmeasured (skipped, counted apart):")
         for line in unmeasured_lines(run.unmeasured):

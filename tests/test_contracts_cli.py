@@ -357,10 +357,13 @@ def test_grader_base_path_defaults_to_the_eval_set_directory(ws: Path) -> None:
     assert result.value == 1.0
 
 
-def test_grader_missing_workspace_is_flag_not_zero(tmp_path: Path) -> None:
+def test_grader_missing_workspace_is_a_flag_the_output_caused_so_zero(tmp_path: Path) -> None:
+    # The output names a folder that is not there: the contract's verdict is FLAG, and the
+    # agent caused it, so the case scores 0, never unmeasured (docs/outcomes.md).
     result = grade(case({"success_criteria": [EXISTS]}, output="gone"), tmp_path / "s.json")
-    assert result.value is None
-    assert result.unmeasured.startswith("FLAG: base path")
+    assert result.value == 0.0 and result.unmeasured is None
+    assert result.failed_by_output is not None
+    assert result.failed_by_output.startswith("FLAG: base path")
 
 
 def test_grader_records_verdicts_with_the_case_id_as_task_id(ws: Path, tmp_path: Path) -> None:

@@ -12,6 +12,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+# Imported once, here: pytester's in-process sessions drop what each of them imported, and
+# importing the SDK again is most of what a judged session costs.
+import anthropic  # noqa: F401
 import pytest
 from fakes.anthropic_server import FakeAnthropic
 from plugin_support import exact_case, stored_runs, write_evalset

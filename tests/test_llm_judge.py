@@ -174,14 +174,16 @@ MALFORMED_REPLIES = {
 
 
 @pytest.mark.parametrize("name", sorted(MALFORMED_REPLIES))
-def test_malformed_judge_answers_from_the_wire_are_unmeasured_but_paid(
+def test_malformed_judge_answers_about_the_output_score_0_and_are_paid(
     server: FakeAnthropic, name: str
 ) -> None:
+    # A judge answer that is no verdict is an answer about this output, which the output can
+    # steer: the output's failure, 0, never unmeasured (docs/outcomes.md).
     server.script(MALFORMED_REPLIES[name])
     grade = LLMJudgeGrader(make_adapter(MODEL, env=server.env())).grade(CASE, "Hi!", CONTEXT)
-    assert grade.value is None
-    assert grade.unmeasured is not None
-    assert grade.unmeasured.startswith(f"judge {MODEL}: judge answer unreadable")
+    assert grade.value == 0.0 and grade.unmeasured is None
+    assert grade.failed_by_output is not None
+    assert grade.failed_by_output.startswith(f"judge {MODEL}: judge answer unreadable")
     assert grade.tokens == 15  # the call was made and paid
     assert grade.cost_usd == pytest.approx(3.5e-05)
 
@@ -213,10 +215,10 @@ def test_the_grader_passes_prompt_output_rubric_and_repeat_to_the_judge() -> Non
 
 
 @pytest.mark.parametrize("value", [None, 1.5, -1.0])
-def test_a_stub_judge_out_of_range_is_unmeasured_too(value: float | None) -> None:
+def test_a_stub_judge_out_of_range_is_the_outputs_failure_too(value: float | None) -> None:
     grade = LLMJudgeGrader(StubAdapter(judge_value=value, cost_usd=0.01)).grade(CASE, "x", CONTEXT)
-    assert grade.value is None
-    assert grade.unmeasured is not None and grade.unmeasured.startswith("judge stub:")
+    assert grade.value == 0.0 and grade.unmeasured is None
+    assert grade.failed_by_output is not None and grade.failed_by_output.startswith("judge stub:")
     assert grade.cost_usd == 0.01
 
 

@@ -89,13 +89,23 @@ def test_contract_cases_are_graded_in_pytest_and_stored_per_agent(
     db = pytester.path / "v.db"
     args = [f"--verdryx-db={db}", f"--verdryx-agent-id={AGENT}", "-rs"]
     result = pytester.runpytest(*args)
-    # PASS 1.0, FAIL 0.0, FLAG unmeasured (skipped with the reason): never a zero.
-    result.assert_outcomes(passed=1, failed=1, skipped=2)
+    # PASS 1.0, FAIL 0.0, a FLAG the contract decides (a claim it cannot verify) unmeasured
+    # (skipped with the reason): never a zero. A FLAG the output caused (it names a folder
+    # that is not there) scores 0 (docs/outcomes.md, "What counts as unmeasured").
+    result.assert_outcomes(passed=1, failed=2, skipped=1)
     result.stdout.fnmatch_lines(["*SKIPPED*unverifiable*the report was emailed*"])
-    result.stdout.fnmatch_lines(["*SKIPPED*FLAG*no-such-workspace*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*contracts::nowhere scored 0.000, below the pass bar*",
+            "could not grade the output (scored 0): FLAG: base path*no-such-workspace*",
+        ]
+    )
     (run,) = stored_runs(db)
     values = {score.case_id: score.value for score in run.scores}
-    assert values == {"report": 1.0, "scope": 0.0, "emailed": None, "nowhere": None}
+    assert values == {"report": 1.0, "scope": 0.0, "emailed": None, "nowhere": 0.0}
+    failed_by = {score.case_id: score.failed_by_output for score in run.scores}
+    assert failed_by["nowhere"] and "no-such-workspace" in failed_by["nowhere"]
+    assert failed_by["scope"] is None and failed_by["emailed"] is None
 
     document = _runs_json(capsys, db, AGENT)
     assert [item["run_id"] for item in document["runs"]] == [run.id]
@@ -112,7 +122,7 @@ def test_contract_cases_are_graded_in_pytest_and_stored_per_agent(
     assert "table 'orders' in app.db has 2 rows" in verdicts["report"]["reason"]
 
     # A second session adds to the agent's record, newest first; no other agent has one.
-    pytester.runpytest(*args).assert_outcomes(passed=1, failed=1, skipped=2)
+    pytester.runpytest(*args).assert_outcomes(passed=1, failed=2, skipped=1)
     mine = _runs_json(capsys, db, AGENT)
     assert len(mine["runs"]) == 2 and len(mine["contract_verdicts"]) == 8
     assert {item["agent_id"] for item in mine["contract_verdicts"]} == {AGENT}

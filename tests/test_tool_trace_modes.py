@@ -218,10 +218,12 @@ def test_several_acceptable_lists_take_the_best_score() -> None:
     assert ToolTraceGrader().grade(case, exact, CONTEXT).value == 1.0
 
 
-def test_a_name_only_trace_against_expected_arguments_is_unmeasured() -> None:
+def test_a_name_only_trace_against_expected_arguments_is_the_outputs_failure() -> None:
+    # The agent's trace lacks what the case grades: 0, never unmeasured (docs/outcomes.md).
     case = _case(expected_tool_calls=[{"name": "search", "arguments": {"q": "x"}}])
     grade = ToolTraceGrader().grade(case, ["search"], CONTEXT)
-    assert grade.value is None and grade.unmeasured and "arguments" in grade.unmeasured
+    assert grade.value == 0.0 and grade.unmeasured is None
+    assert grade.failed_by_output and "arguments" in grade.failed_by_output
 
 
 def test_a_recorded_trace_is_names_or_call_objects() -> None:

@@ -96,15 +96,29 @@ def test_a_choice_template_is_refused_and_the_next_case_spends_nothing(
     assert len(service.asks()) == 1
 
 
-def test_an_unanswered_verdict_is_unmeasured_and_posts_nothing(service: FakeTypryx) -> None:
+def test_an_unanswered_verdict_about_the_output_scores_0_and_posts_nothing(
+    service: FakeTypryx,
+) -> None:
+    # Not the service's own failing: the output is what it could not answer about, so the
+    # output scores 0 (docs/outcomes.md, "What counts as unmeasured"), never unmeasured.
     service.script(service.unanswered("label_mass_too_low", cost_usd=0.0004))
     grade = grader_for(service).grade(case(expected="true"), "x", CONTEXT)
-    assert grade.value is None
-    assert grade.unmeasured is not None and "label_mass_too_low" in grade.unmeasured
-    assert "answer_id" in grade.unmeasured
+    assert grade.value == 0.0 and grade.unmeasured is None
+    assert grade.failed_by_output is not None and "label_mass_too_low" in grade.failed_by_output
+    assert "answer_id" in grade.failed_by_output
     assert grade.cost_usd == pytest.approx(0.0004)
     assert service.outcomes == {}
     assert [r.path for r in service.requests] == ["/v1/ask"]
+
+
+def test_an_unanswered_verdict_for_the_services_own_fault_is_unmeasured(
+    service: FakeTypryx,
+) -> None:
+    service.script(service.unanswered("backend_error", cost_usd=0.0))
+    grade = grader_for(service).grade(case(expected="true"), "x", CONTEXT)
+    assert grade.value is None and grade.failed_by_output is None
+    assert grade.unmeasured is not None and "backend_error" in grade.unmeasured
+    assert service.outcomes == {}
 
 
 # -- refusals and an unreachable service: infrastructure errors --------------------------------

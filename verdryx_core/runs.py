@@ -55,6 +55,9 @@ class CheckResult:
     #: The part of the result it read (`Check.reads`); None in runs stored before checks
     #: said what they read.
     on: str | None = None
+    #: Why the check could not grade what the agent produced, which scored it 0
+    #: (`Score.failed_by_output`); None otherwise.
+    failed_by_output: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -66,6 +69,8 @@ class CheckResult:
         }
         if self.on is not None:
             data["on"] = self.on
+        if self.failed_by_output is not None:
+            data["failed_by_output"] = self.failed_by_output
         return data
 
     @classmethod
@@ -78,6 +83,7 @@ class CheckResult:
             unmeasured=data.get("unmeasured"),
             reason=data.get("reason"),
             on=data.get("on"),
+            failed_by_output=data.get("failed_by_output"),
         )
 
 
@@ -89,6 +95,7 @@ _SCORE_TEXT: Final = (
     "output",
     "expected",
     "reason",
+    "failed_by_output",
 )
 #: Free text a reader sees beside the score (docs/store.md): kept as text whatever it was.
 _SCORE_FREE_TEXT: Final = ("output", "expected", "reason")
@@ -132,7 +139,10 @@ class Score:
     """The graded result of one case in one run.
 
     `value` is None exactly when the case was unmeasured, and `unmeasured` then says why:
-    an unmeasured case is counted apart, never as 0.0.
+    an unmeasured case is counted apart, never as 0.0. Unmeasured is for what the agent does
+    not control (no judge configured, no isolation); an output that could not be graded is
+    the output's failure: it scores 0 and `failed_by_output` says why (docs/outcomes.md,
+    "What counts as unmeasured").
     """
 
     case_id: str
@@ -174,6 +184,11 @@ class Score:
     #: The folders its samples were graded in, when kept (`--verdryx-keep-workspaces`); it
     #: travels with the score (xdist), never into the store.
     workspaces: tuple[str, ...] = field(default=(), compare=False)
+    #: Why what the agent produced (its output, its tool calls, the workspace it left)
+    #: could not be graded: a grader's time bound on it, a contract check it made fail to
+    #: run, a judge answer about it that cannot be read. Such a sample scores 0 and the case
+    #: is not passed, never unmeasured; None when every sample was graded.
+    failed_by_output: str | None = None
 
     def __post_init__(self) -> None:
         # The text rule (untrusted/text.py): an agent's or a provider's answer may hold a lone
@@ -192,6 +207,10 @@ class Score:
             )
         if self.value is not None and not _unit(self.value):
             raise ValueError(f"score for case {self.case_id!r}: value {self.value!r} not in [0, 1]")
+        if self.failed_by_output is not None and self.value is None:
+            raise ValueError(
+                f"score for case {self.case_id!r}: a case failed by its output is measured"
+            )
         # A score sums its samples' calls: held to the total bounds (verdryx_core/limits.py),
         # so no sum of scores overflows the store's 64-bit columns unnoticed. The plain
         # comparisons are the common path (every score passes here); limits words a failure.
@@ -256,6 +275,11 @@ class Score:
             | ({"required": True} if self.required else {})
             | ({"cluster": self.cluster} if self.cluster is not None else {})
             | ({"workspaces": list(self.workspaces)} if self.workspaces else {})
+            | (
+                {"failed_by_output": self.failed_by_output}
+                if self.failed_by_output is not None
+                else {}
+            )
         )
 
     @classmethod
@@ -280,6 +304,7 @@ class Score:
             required=bool(data.get("required", False)),
             cluster=data.get("cluster"),
             workspaces=tuple(data.get("workspaces") or ()),
+            failed_by_output=data.get("failed_by_output"),
         )
 
 

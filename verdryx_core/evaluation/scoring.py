@@ -101,6 +101,10 @@ class CaseScorer:
         latencies = [s.latency_s for s in samples if s.latency_s is not None]
         latency = math.fsum(latencies) if latencies else None
         kept = tuple(s.kept for s in samples if s.kept is not None)
+        # A sample whose output could not be graded scored 0 (it is measured); the case says
+        # why, so the summary, JUnit and --json list it (docs/outcomes.md).
+        failures = [s.grade.failed_by_output for s in samples if s.grade.failed_by_output]
+        failed_by_output = failures[-1] if failures else None
         if not measured:
             return self._score(
                 case,
@@ -149,6 +153,7 @@ class CaseScorer:
             notes=last.grade.notes,
             latency_s=latency,
             workspaces=kept,
+            failed_by_output=failed_by_output,
         )
 
     def grades_remotely(self, case: EvalCase) -> bool:
@@ -241,6 +246,7 @@ class CaseScorer:
         notes: Mapping[str, str] | None = None,
         latency_s: float | None = None,
         workspaces: tuple[str, ...] = (),
+        failed_by_output: str | None = None,
     ) -> Score:
         score = decided(
             case,
@@ -262,6 +268,7 @@ class CaseScorer:
             reason=reason,
             samples=samples,
             checks=checks,
+            failed_by_output=failed_by_output,
         )
         if latency_s is not None or notes or workspaces:
             score = replace(score, latency_s=latency_s, notes=notes or None, workspaces=workspaces)
@@ -285,11 +292,15 @@ def decided(
     reason: str | None = None,
     samples: tuple[float, ...] = (),
     checks: tuple[CheckResult, ...] = (),
+    failed_by_output: str | None = None,
 ) -> Score:
     """The Score of `case`, passed or not against its pass bar (`pass_bar`: the case's own
     `min_score`, the run's, `grader_bar` (the grader's own, `default_min_score`), else 0.5).
-    The one place that decides it; the Score carries the bar."""
+    The one place that decides it; the Score carries the bar. A case whose every sample
+    failed by its output (`failed_by_output`, value 0) is not passed, whatever the bar."""
     bar = pass_bar(case.min_score, min_score, grader_default=grader_bar)
+    if failed_by_output is not None and value is None:
+        failed_by_output = None  # unmeasured for another reason: the marker is for scores
     return Score(
         case_id=case.id,
         eval_set_id=eval_set_id,
@@ -300,7 +311,11 @@ def decided(
         cost_usd=cost_usd,
         judge_cost_usd=judge_cost_usd,
         fingerprint=case.fingerprint(),
-        passed=None if value is None else value >= bar,
+        passed=(
+            None
+            if value is None
+            else value >= bar and not (failed_by_output is not None and value <= 0.0)
+        ),
         bar=bar,
         samples=samples,
         output=output,
@@ -309,6 +324,7 @@ def decided(
         checks=checks,
         required=case.required,
         cluster=case.cluster,
+        failed_by_output=failed_by_output,
     )
 
 

@@ -28,10 +28,28 @@ class Grade:
     checks: tuple[CheckResult, ...] = ()
     #: What the grader keeps of this case for its own tables (`Score.notes`).
     notes: Mapping[str, str] | None = None
+    #: Why what the agent produced could not be graded; the value is then 0.0
+    #: (`output_failure`, `Score.failed_by_output`).
+    failed_by_output: str | None = None
 
     @classmethod
     def unmeasured_because(cls, reason: str, *, tokens: int = 0, cost_usd: float = 0.0) -> Grade:
+        """Not measured for a reason the agent does not control (no judge configured, no
+        isolation, a service that failed): counted apart, never a score."""
         return cls(value=None, unmeasured=reason, tokens=tokens, cost_usd=cost_usd)
+
+    @classmethod
+    def output_failure(cls, reason: str, *, tokens: int = 0, cost_usd: float = 0.0) -> Grade:
+        """What the agent produced (its output, its calls, the workspace it left) could not be
+        graded: a 0, never unmeasured, so nothing the agent writes decides what is measured
+        (docs/outcomes.md, "What counts as unmeasured")."""
+        return cls(
+            value=0.0,
+            reason=reason,
+            failed_by_output=reason,
+            tokens=tokens,
+            cost_usd=cost_usd,
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

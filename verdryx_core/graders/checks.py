@@ -135,6 +135,7 @@ class ChecksGrader:
                     unmeasured=grade.unmeasured,
                     reason=grade.reason,
                     on=_shown_part(check),
+                    failed_by_output=grade.failed_by_output,
                 )
             )
         reason = checks_reason(results)
@@ -149,10 +150,18 @@ class ChecksGrader:
                 cost_usd=cost,
                 checks=tuple(results),
             )
+        # A check that could not grade what the agent produced scored 0: so does its part of
+        # the case, and the case says why (docs/outcomes.md, "What counts as unmeasured").
+        failed = [
+            f"check #{number} {result.grader}: {result.failed_by_output}"
+            for number, result in enumerate(results, start=1)
+            if result.failed_by_output is not None
+        ]
         return Grade(
             value=combined(results, case.combine),
             reason=reason,
             tokens=tokens,
             cost_usd=cost,
             checks=tuple(results),
+            failed_by_output="; ".join(failed) if failed else None,
         )

@@ -1,8 +1,11 @@
 """`llm_judge`: a judge model scores the output against the case's rubric.
 
-The judge's reason travels in the Grade (shown in failure reports); an unreadable answer is
-unmeasured with the reason, never clamped into a score. The judge call is paid either way,
-so tokens and cost are kept on both paths.
+The judge's reason travels in the Grade (shown in failure reports). A reading that is not a
+verdict (no `record_verdict` call, a score out of range, two verdicts) is the judge's answer
+about this output, which the output can steer: it scores 0, never unmeasured, and never a
+clamped score. A 2xx body nobody can read (a proxy's error page) says nothing about the
+output: unmeasured (docs/outcomes.md, "What counts as unmeasured"). The judge call is paid
+either way, so tokens and cost are kept on every path.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from verdryx_core.cases import EvalCase, judged_task
 from verdryx_core.errors import UsageError
 from verdryx_core.graders.base import Grade, GradeContext
 from verdryx_core.llm.base import Judgement, ModelAdapter
+from verdryx_core.llm.wire import UNREADABLE_ANSWER
 
 __all__ = ["LLMJudgeGrader", "judged_task"]
 
@@ -43,11 +47,11 @@ class LLMJudgeGrader:
         """The Grade for a verdict already in hand (the plugin prefetches verdicts in a pool)."""
         tokens = judgement.input_tokens + judgement.output_tokens
         if judgement.score is None:
-            return Grade.unmeasured_because(
-                f"judge {self.judge.model}: {judgement.unmeasured or 'no verdict'}",
-                tokens=tokens,
-                cost_usd=judgement.cost_usd,
-            )
+            why = f"judge {self.judge.model}: {judgement.unmeasured or 'no verdict'}"
+            if (judgement.unmeasured or "").startswith(UNREADABLE_ANSWER):
+                # The wire's fault (not an answer at all): nothing about this output.
+                return Grade.unmeasured_because(why, tokens=tokens, cost_usd=judgement.cost_usd)
+            return Grade.output_failure(why, tokens=tokens, cost_usd=judgement.cost_usd)
         return Grade(
             value=judgement.score,
             reason=judgement.reason or None,

@@ -64,8 +64,10 @@ class RegexGrader:
         try:
             found = compiled.search(str(output), timeout=self.timeout_s)
         except TimeoutError:
-            return Grade.unmeasured_because(
-                f"regex {case.expected!r} did not finish within {self.timeout_s:g}s "
-                "(catastrophic backtracking); simplify the pattern"
+            # The pattern is the eval set's, the text is the agent's: an output that makes
+            # the search run out of time is the output's failure, never unmeasured.
+            return Grade.output_failure(
+                f"regex {case.expected!r} did not finish within {self.timeout_s:g}s on this "
+                "output (catastrophic backtracking): scored 0; simplify the pattern"
             )
         return Grade(value=1.0 if found is not None else 0.0)

@@ -304,6 +304,11 @@ class _Checked:
                 raise self._bad(case, "an unmeasured Grade without a reason")
             if answer.value is not None and not _unit(answer.value):
                 raise self._bad(case, f"value {answer.value!r}")
+            if answer.failed_by_output is not None and (
+                answer.value != 0.0 or not isinstance(answer.failed_by_output, str)
+            ):
+                # Grade.output_failure(reason): what could not be graded scores 0.
+                raise self._bad(case, f"a Grade failed by its output with value {answer.value!r}")
             # One grader's calls, bounded as a target's (verdryx_core/limits.py).
             for field, problem in (
                 ("tokens", token_problem(answer.tokens)),

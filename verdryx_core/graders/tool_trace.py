@@ -260,9 +260,9 @@ class ToolTraceGrader:
         ):
             actual = [ToolCall.from_value(item, made=True) for item in output]
         else:
-            # A string here is a model's text, not a trace; scoring it as "no calls" would
-            # invent a measurement.
-            return Grade.unmeasured_because(
+            # A string here is a model's text, not a trace: not "no calls", and not
+            # unmeasured either, since what the agent returned decides it (scored 0).
+            return Grade.output_failure(
                 "a tool_trace output is the list of tool calls made (names or "
                 f"{{name, arguments}} objects), got {type(output).__name__}"
             )
@@ -272,7 +272,7 @@ class ToolTraceGrader:
         if any(call.arguments is None for call in actual) and any(
             call.arguments is not None for calls in candidates for call in calls
         ):
-            return Grade.unmeasured_because(
+            return Grade.output_failure(
                 "the trace has tool names without arguments, and the case expects arguments"
             )
         schemas = _schemas(case) if case.options.get("check_types") else None

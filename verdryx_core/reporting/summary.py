@@ -24,6 +24,7 @@ __all__ = [
     "fmt_usd",
     "gate_lines",
     "kept_workspace_lines",
+    "output_failure_lines",
     "plan_line",
     "plan_lines",
     "repeat_note",
@@ -105,6 +106,21 @@ def kept_workspace_lines(failed: Sequence[Score]) -> list[str]:
         return []
     head = "kept workspaces of failed cases (workspace/: as the agent left it; evidence/):"
     return _printable([head, *lines])
+
+
+def output_failure_lines(scores: Sequence[Score], *, limit: int = 10) -> list[str]:
+    """The cases scored as failures because what the agent produced could not be graded
+    (`Score.failed_by_output`), headed; none when there are none (docs/outcomes.md)."""
+    failed = [score for score in scores if score.failed_by_output is not None]
+    if not failed:
+        return []
+    lines = [
+        f"scored 0, their output could not be graded (failures, not unmeasured): {len(failed)}"
+    ]
+    lines += [f"  {score.key}: {score.failed_by_output}" for score in failed[:limit]]
+    if len(failed) > limit:
+        lines.append(f"  ... and {len(failed) - limit} more")
+    return _printable(lines)
 
 
 def unmeasured_lines(scores: Sequence[Score], *, limit: int = 10) -> list[str]:

@@ -51,7 +51,8 @@ RUN_COLUMNS: Final = (
 )
 SCORE_COLUMNS: Final = (
     "run_id, seq, eval_set_id, case_id, value, unmeasured, grader, tokens, cost_usd, "
-    "judge_cost_usd, fingerprint, passed, samples, output, expected, reason, checks, cluster"
+    "judge_cost_usd, fingerprint, passed, samples, output, expected, reason, checks, cluster, "
+    "failed_by_output"
 )
 #: Keys per IN (...) query: under SQLite's bound-parameter limit.
 _CHUNK: Final = 500
@@ -613,6 +614,7 @@ class SqlStore(Store):
             self.db.text_in(score.reason),
             checks_text(score.checks),
             score.cluster,
+            score.failed_by_output,
         )
 
     def _score_from_row(self, row: Sequence[Any]) -> Score:
@@ -647,6 +649,7 @@ class SqlStore(Store):
             reason=self.db.text_out(row[15]),
             checks=checks_from_text(row[16]),
             cluster=row[17],
+            failed_by_output=row[18],
         )
 
 

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 __all__ = ["SCHEMA_VERSION", "CacheEntry", "RunSummary", "Store"]
 
 #: Version 2 added the run provenance columns and the `verdryx_meta` marker table.
-SCHEMA_VERSION: Final = 6
+SCHEMA_VERSION: Final = 7
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

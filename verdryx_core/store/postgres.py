@@ -150,6 +150,11 @@ ALTER TABLE baseline_cases ADD COLUMN cluster TEXT;
 ALTER TABLE runs ADD COLUMN set_targets TEXT;
 ALTER TABLE baselines ADD COLUMN set_targets TEXT;
 """,
+    7: """
+-- An output that could not be graded (docs/outcomes.md, "What counts as unmeasured"): the
+-- case scored 0 and this says why (NULL for every other score and every older row).
+ALTER TABLE scores ADD COLUMN failed_by_output TEXT;
+""",
 }
 assert max(_MIGRATIONS) == SCHEMA_VERSION
 

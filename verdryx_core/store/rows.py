@@ -88,6 +88,7 @@ SCORE_FIELDS: Final = (
     "reason",
     "checks",
     "cluster",
+    "failed_by_output",
 )
 
 _RUN_TEXT: Final = ("judge_model", "agent_id", "label", "vcs_commit", "vcs_branch", "ci_url")
@@ -319,7 +320,7 @@ def _plain_score_row(row: Sequence[Any]) -> bool:
     if len(row) != len(SCORE_FIELDS):
         return False
     (_, _, set_id, case_id, value, unmeasured, grader, tokens, cost, judge_cost) = row[:10]
-    (fingerprint, passed, samples, output, expected, reason, checks, cluster) = row[10:]
+    (fingerprint, passed, samples, output, expected, reason, checks, cluster, failed) = row[10:]
     return (
         type(set_id) is str
         and type(case_id) is str
@@ -342,6 +343,7 @@ def _plain_score_row(row: Sequence[Any]) -> bool:
         and (reason is None or type(reason) is str)
         and checks is None
         and (cluster is None or type(cluster) is str)
+        and failed is None
     )
 
 
@@ -372,10 +374,16 @@ def _score_columns_problem(row: Sequence[Any]) -> tuple[str, str] | None:
         ("reason", _free_text_problem(fields["reason"])),
         ("checks", _checks_problem(fields["checks"])),
         ("cluster", _text_problem(fields["cluster"], nullable=True)),
+        ("failed_by_output", _text_problem(fields["failed_by_output"], nullable=True)),
     ]
     for column, problem in checks:
         if problem is not None:
             return f"scores.{column}", problem
+    if fields["failed_by_output"] is not None and fields["value"] is None:
+        return "scores.failed_by_output", (
+            f"holds {_shown(fields['failed_by_output'])} although the case has no value; a "
+            "case its output failed is scored"
+        )
     if (fields["value"] is None) == (fields["unmeasured"] is None):
         # SQLite keeps a NaN as NULL: a score saved as NaN reads back as neither measured
         # nor unmeasured.
@@ -503,6 +511,12 @@ def repaired_score(row: Sequence[Any]) -> tuple[dict[str, Any], list[str]]:
     if _text_problem(fields["cluster"], nullable=True) is not None:
         fields["cluster"] = None
         changed.append("scores.cluster -> NULL")
+    if fields["failed_by_output"] is not None and (
+        fields["value"] is None
+        or _text_problem(fields["failed_by_output"], nullable=True) is not None
+    ):
+        fields["failed_by_output"] = None
+        changed.append("scores.failed_by_output -> NULL")
     if _count_problem(fields["tokens"], limit=MAX_TOTAL_TOKENS) is not None:
         changed.append(f"scores.tokens {_shown(fields['tokens'])} -> 0")
         fields["tokens"] = 0

@@ -1,4 +1,11 @@
-"""`contract`: did the agent do the work it promised? PASS 1.0, FAIL 0.0, FLAG unmeasured.
+"""`contract`: did the agent do the work it promised? PASS 1.0, FAIL 0.0, FLAG unmeasured,
+unless the agent caused it.
+
+A FLAG because a check could not run on what the agent left (a link out of the workspace, an
+unreadable or binary file, a locked database, a pattern that runs out of time on a file), or
+because the folder the output names is not there, is the output's failure: 0, the contract's
+verdict still FLAG. A FLAG the contract itself decides (a claim it declares unverifiable,
+nothing to check) stays unmeasured (docs/outcomes.md, "What counts as unmeasured").
 
 The case's `contract` field holds the promise (task_id defaults to the case id). Its paths
 are checked under the base path: the case's workspace as the agent left it, when the case has
@@ -18,7 +25,15 @@ from typing import Any, ClassVar, Final, final
 from verdryx_core.addons.canonical import canonical_json_missing, require_canonical_json
 from verdryx_core.addons.contracts.evidence import check_workspace, verify_and_collect, write_bundle
 from verdryx_core.addons.contracts.history import save_verdicts, verdict_rows
-from verdryx_core.addons.contracts.model import FAIL, FLAG, PASS, Contract, ContractVerdict, Limits
+from verdryx_core.addons.contracts.model import (
+    ERROR,
+    FAIL,
+    FLAG,
+    PASS,
+    Contract,
+    ContractVerdict,
+    Limits,
+)
 from verdryx_core.addons.contracts.validate import contract_from_data
 from verdryx_core.addons.errors import ContractError
 from verdryx_core.cases import EvalCase
@@ -108,12 +123,16 @@ class ContractGrader:
         try:
             verdict = self._verdict(contract, base, context)
         except UsageError as exc:
-            # No workspace to look at: nothing was checkable, which is a FLAG, never a 0.0.
-            return replace(Grade.unmeasured_because(f"{FLAG}: {exc}"), notes=notes or None)
+            # No folder where the output (or the workspace the agent left) should be: nothing
+            # was checkable, a FLAG, and the agent's doing, so it scores 0.
+            return replace(Grade.output_failure(f"{FLAG}: {exc}"), notes=notes or None)
         if verdict.verdict == PASS:
             grade = Grade(value=1.0, reason=verdict.reason)
         elif verdict.verdict == FAIL:
             grade = Grade(value=0.0, reason=verdict.reason)
+        elif any(result.status == ERROR for result in verdict.check_results):
+            # A check could not run on what the agent left: never unmeasured.
+            grade = Grade.output_failure(verdict.reason)
         else:
             grade = Grade.unmeasured_because(verdict.reason)
         return replace(grade, notes=notes or None)

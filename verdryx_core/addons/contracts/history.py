@@ -60,7 +60,8 @@ CREATE INDEX IF NOT EXISTS contract_verdicts_by_agent ON contract_verdicts (agen
 """,
 }
 
-#: A contract score is 1.0 (PASS), 0.0 (FAIL) or unmeasured (FLAG).
+#: A contract score is 1.0 (PASS), 0.0 (FAIL) or unmeasured (FLAG); a FLAG the agent caused
+#: scores 0.0 for the gate, and is still a FLAG here (`Score.failed_by_output`).
 _VERDICTS: dict[bool | None, str] = {True: "PASS", False: "FAIL", None: "FLAG"}
 
 
@@ -73,7 +74,8 @@ def verdict_rows(run: EvalRun) -> list[dict[str, Any]]:
         if score.grader != "contract":
             continue
         notes = score.notes or {}
-        verdict = _VERDICTS[None if score.value is None else score.value >= 1.0]
+        value = score.value
+        verdict = _VERDICTS[None if value is None or score.failed_by_output else value >= 1.0]
         rows.append(
             {
                 "agent_id": run.agent_id or notes.get("agent_id"),

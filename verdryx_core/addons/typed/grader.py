@@ -4,8 +4,11 @@ The service gets `{"task": prompt, "final_answer": output}` under the client's t
 the run id. A yes/no (`noul`) answer scores p(true); a `score` answer scores the
 probability-weighted mean level over the highest level, in [0, 1]. A `choice` template has
 options with no order, so no score: it is refused. An unanswered verdict is unmeasured,
-never a 0.0. When the case carries a label (`expected`), it is checked against the answer's
-type and posted as the outcome for that answer, so the service can calibrate.
+never a 0.0, when the service says the fault is its own (`backend_error`); for any other
+reason (it timed out on this output, its probabilities could not be read) the output scores
+0 (docs/outcomes.md, "What counts as unmeasured"). When the case carries a label
+(`expected`), it is checked against the answer's type and posted as the outcome for that
+answer, so the service can calibrate.
 """
 
 from __future__ import annotations
@@ -32,6 +35,9 @@ LABEL_SOURCE: Final = "verdryx:evalset"
 _TOLERANCE: Final = 1e-6
 _YES: Final = frozenset({"true", "yes"})
 _NO: Final = frozenset({"false", "no"})
+#: Unanswered reasons that are the service's own failing, not about the output: such a case
+#: is unmeasured (docs/typed-grader.md, "Unanswered verdicts").
+_SERVICE_FAULTS: Final = frozenset({"backend_error"})
 
 
 def _malformed(template: str, why: str) -> ModelCallError:
@@ -172,9 +178,12 @@ class TypedGrader:
         answer_id = answer.get("answer_id")
         if answer.get("unanswered"):
             reason = answer.get("reason") or "no reason given"
-            return Grade.unmeasured_because(
-                f"typryx did not answer ({reason}; answer_id {answer_id})", cost_usd=cost
-            )
+            why = f"typryx did not answer ({reason}; answer_id {answer_id})"
+            if reason in _SERVICE_FAULTS:
+                return Grade.unmeasured_because(why, cost_usd=cost)
+            # Any other reason is about this output (it timed out on it, its probabilities
+            # could not be read): the output's failure, never unmeasured (docs/outcomes.md).
+            return Grade.output_failure(why, cost_usd=cost)
         if shape is None and answer.get("type") in ("noul", "score", "choice"):
             with self._lock:
                 self._shape = {

@@ -31,6 +31,7 @@ from verdryx_core.evaluation import (
 from verdryx_core.evaluation.exec_notes import run_notes
 from verdryx_core.reporting.summary import (
     kept_workspace_lines,
+    output_failure_lines,
     repeat_note,
     run_lines,
     unmeasured_lines,
@@ -281,6 +282,12 @@ def eval_document(run: EvalRun) -> dict[str, Any]:
             {"case_id": s.case_id, "eval_set_id": s.eval_set_id, "reason": s.unmeasured}
             for s in run.unmeasured
         ],
+        # Scored 0 because the output could not be graded: failures, listed apart.
+        "failed_by_output": [
+            {"case_id": s.case_id, "eval_set_id": s.eval_set_id, "reason": s.failed_by_output}
+            for s in run.scores
+            if s.failed_by_output is not None
+        ],
         "total_tokens": run.total_tokens,
         "total_cost_usd": run.total_cost_usd,
         "model_cost_usd": run.model_cost_usd,
@@ -309,6 +316,11 @@ def _print_text(
         value = "  -- " if score.value is None else f"{score.value:.2f}"
         mark = "" if score.passed is None else (" pass" if score.passed else " FAIL")
         print(f"  [{value}]{mark:5} {score.key}")
+    failed_by_output = output_failure_lines(run.scores)
+    if failed_by_output:
+        print()
+        for line in failed_by_output:
+            print(f"  {line}")
     if run.unmeasured:
         print()
         print("  unmeasured:")
