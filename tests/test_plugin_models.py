@@ -122,15 +122,19 @@ def test_the_judge_scores_with_a_reason_and_its_cost_is_kept_apart(
     assert "<output>" in judge_requests[0].user_text
 
 
-def test_an_unreadable_judge_answer_is_unmeasured(
+def test_an_unreadable_judge_answer_is_the_outputs_failure(
     pytester: pytest.Pytester, server: FakeAnthropic
 ) -> None:
+    # A judge answer about this output that is no verdict scores 0, never unmeasured: the
+    # output can bring it about (docs/outcomes.md, "What counts as unmeasured").
     server.judge_score = "high"
     cases = [{"id": "j", "prompt": "p", "grader": "llm_judge", "rubric": "r", "output": "o"}]
     write_evalset(pytester.path, "judged", "judged", cases)
-    result = pytester.runpytest("--no-verdryx-store", f"--verdryx-judge={MODEL}", "-rs")
-    result.assert_outcomes(skipped=1)
-    result.stdout.fnmatch_lines(["*SKIPPED*unmeasured*"])
+    result = pytester.runpytest("--no-verdryx-store", f"--verdryx-judge={MODEL}")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["could not grade the output (scored 0): judge*judge answer unreadable*not a number*"]
+    )
 
 
 def test_a_live_tool_trace_grades_the_tool_use_blocks(
