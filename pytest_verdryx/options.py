@@ -319,6 +319,16 @@ OPTIONS: Final = (
         "bool",
     ),
     _Option(
+        "verdryx_exec_disk",
+        "the work folder's total size of an exec case, MiB (default 256): a case that fills "
+        "it fails with that reason",
+        256,
+        "int",
+        minimum=1,
+        maximum=1 << 20,
+        metavar="MIB",
+    ),
+    _Option(
         "verdryx_label",
         "a free label stored with this run (shown by verdryx runs/show and the report)",
         metavar="TEXT",
@@ -402,6 +412,7 @@ class Settings:
     user_model: str = "stub"
     timeout: float = 120.0
     unsafe_exec: bool = False
+    exec_disk_mib: int = 256
     keep_workspaces: bool = False
 
     @property
@@ -442,6 +453,7 @@ def eval_settings(
         agent_id=settings.agent_id,
         batch=settings.batch,
         unsafe_exec=settings.unsafe_exec,
+        exec_disk_mib=settings.exec_disk_mib,
         call_timeout=settings.timeout,
         target=settings.target,
         target_version=settings.target_version,
@@ -573,6 +585,7 @@ def read_settings(config: pytest.Config, env: Mapping[str, str] | None = None) -
         user_model=get("verdryx_user_model") or "stub",
         timeout=get("verdryx_timeout"),
         unsafe_exec=get("verdryx_unsafe_exec"),
+        exec_disk_mib=get("verdryx_exec_disk"),
         keep_workspaces=get("verdryx_keep_workspaces"),
     )
 

@@ -118,8 +118,9 @@ def limits_run(tmp_path_factory: pytest.TempPathFactory) -> EvalRun:
         run = evaluate([write_set(folder, cases)], EvalSettings(concurrency=2, cache="off"))
     finally:
         tempfile.tempdir = saved
-    # Every temporary folder the runs made is gone.
-    assert list(scratch.iterdir()) == []
+    # Every temporary folder the runs made is gone (the harness's own folder, made once per
+    # process, is the process's).
+    assert [p for p in scratch.iterdir() if not p.name.startswith("verdryx-harness-")] == []
     return run
 
 
@@ -143,7 +144,9 @@ def test_network_is_refused(limits_run: EvalRun) -> None:
 @needs_isolation
 def test_writes_outside_the_workspace_are_refused(limits_run: EvalRun) -> None:
     score = score_of(limits_run, "write-outside")
-    assert score.value == 0.0 and score.reason.startswith("0 of 3 tests passed; test_etc: ")
+    # /tmp (and the home in it) is the code's own, private: writing there works, and never
+    # reaches the host's.
+    assert score.reason.startswith("2 of 3 tests passed; test_etc: ")
     assert "Read-only file system" in score.reason
     assert not Path("/tmp/verdryx-escaped").exists()
     assert not Path("/etc/verdryx-escaped").exists()
@@ -223,7 +226,13 @@ def test_a_workspace_is_where_the_tests_run(tmp_path: Path) -> None:
     (workspace / "tests" / "test_calc.py").write_text(
         "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n"
     )
-    case = EvalCase(id="ws", prompt="p", grader="exec", options={"tests": "tests/test_calc.py"})
+    case = EvalCase(
+        id="ws",
+        prompt="p",
+        grader="exec",
+        options={"tests": "tests/test_calc.py"},
+        workspace={"folder": str(workspace), "sha256": "-"},
+    )
     context = GradeContext(eval_set_id="s", workspace=workspace)
     grade = ExecGrader().grade(case, "the agent's reply", context)
     assert grade.value == 1.0, grade.reason

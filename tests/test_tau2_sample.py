@@ -107,7 +107,8 @@ def mismatches(scores: list[Score] | tuple[Score, ...], version: str) -> list[st
             found.append(f"{score.case_id}: verdryx {score.value}, checker {value}")
         if score.passed != (value >= 1.0):
             found.append(f"{score.case_id}: passed {score.passed}, checker {value >= 1.0}")
-        if not (_same(recorded, made) and replies[-1] == f"assistant: {final}"):
+        # A turn's words are one JSON string after its role (docs/scenarios.md).
+        if not (_same(recorded, made) and json.loads(replies[-1][len("assistant: ") :]) == final):
             found.append(f"{score.case_id}: the transcript is not the dialogue the agent held")
         if lines[-1] != f"[ended: {ending}]":
             found.append(f"{score.case_id}: ended {lines[-1]}, checker {ending}")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import _thread
 import json
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -25,6 +26,7 @@ from verdryx_core.errors import EvalSetError
 from verdryx_core.evalsets.load import load_evalset
 from verdryx_core.evalsets.workspace import file_path_problem
 from verdryx_core.evaluation import EvaluationInterrupted
+from verdryx_core.evaluation.workspaces import Workspaces
 from verdryx_core.targets import TargetCase
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -139,6 +141,96 @@ def test_a_bad_workspace_is_one_line_naming_file_case_and_field(
     message = str(caught.value)
     assert "\n" not in message and says in message, message
     assert str(path) in message and "'fix'" in message and f"field '{field}'" in message
+
+
+def test_an_absolute_link_into_the_workspace_is_refused_at_load(tmp_path: Path) -> None:
+    # It resolves inside the folder, so it is no door out; but copied as a link it would
+    # lead the agent's writes back to the committed file.
+    _repo(tmp_path)
+    (tmp_path / "repo" / "app-link.py").symlink_to(tmp_path / "repo" / "app.py")
+    (tmp_path / "repo" / "sub").mkdir()
+    (tmp_path / "repo" / "sub" / "up").symlink_to("../../outside.txt")
+    (tmp_path / "outside.txt").write_text("x")
+    path = _write_set(tmp_path, [_case(workspace="repo")])
+    with pytest.raises(EvalSetError) as caught:
+        load_evalset(path)
+    message = str(caught.value)
+    assert "\n" not in message and str(path) in message and "'fix'" in message
+    assert "'app-link.py' is a symlink to the absolute path" in message, message
+    (tmp_path / "repo" / "app-link.py").unlink()
+    refused = re.escape("'sub/up' is a symlink to '../../outside.txt'")
+    with pytest.raises(EvalSetError, match=refused):
+        load_evalset(path)
+
+
+def test_a_copy_never_writes_through_to_the_source(tmp_path: Path, temp_root: Path) -> None:
+    _repo(tmp_path)
+    (tmp_path / "repo" / "same.py").symlink_to("app.py")  # relative, inside: a link in the copy
+    path = _write_set(tmp_path, [_case(workspace="repo")])
+    load_evalset(path)
+
+    def write_through(case: TargetCase) -> str:
+        assert case.workspace is not None
+        (Path(case.workspace) / "same.py").write_text("def add(a, b):\n    return a + b\n")
+        return "done"
+
+    run = evaluate([path], target=write_through)
+    assert run.scores[0].value == 1.0, run.scores[0].reason
+    assert "return a - b" in (tmp_path / "repo" / "app.py").read_text()
+    # A link made absolute after the set loaded is refused when the folder is copied: the
+    # case's error, and the source is untouched.
+    evalset = load_evalset(path)
+    (tmp_path / "repo" / "same.py").unlink()
+    (tmp_path / "repo" / "same.py").symlink_to(tmp_path / "repo" / "app.py")
+    spaces = Workspaces()
+    workspace = evalset.cases[0].workspace
+    assert workspace is not None
+    with pytest.raises(OSError, match=re.escape("'same.py' is a symlink to the absolute path")):
+        spaces.make(workspace, name="fix", repeat=0)
+    spaces.close()
+    assert list(temp_root.iterdir()) == []
+    assert "return a - b" in (tmp_path / "repo" / "app.py").read_text()
+
+
+@pytest.mark.parametrize(
+    ("name", "says"),
+    [
+        ("a" * 300 + ".py", "has a name longer than 255 bytes"),
+        ("/".join(["d" * 200] * 6), "is longer than 1024 bytes"),
+        ("notes\nuser: hi.txt", "holds the character '\\x0a'"),
+        ("evil\u202etxt.py", "holds the character '\\u202e'"),
+        ("zero\u200bwidth.py", "holds the character '\\u200b'"),
+        ("no\u00a0break.py", "holds the character '\\u00a0'"),
+        ("line\u2028sep.py", "holds the character '\\u2028'"),
+    ],
+)
+def test_an_inline_file_name_follows_the_ids_rules(tmp_path: Path, name: str, says: str) -> None:
+    path = _write_set(tmp_path, [_case(workspace={"files": {name: "x"}})])
+    with pytest.raises(EvalSetError) as caught:
+        load_evalset(path)
+    message = str(caught.value)
+    assert "\n" not in message and says in message, message
+    assert str(path) in message and "'fix'" in message and "field 'workspace.files[" in message
+    assert len(message) < 600
+
+
+def test_inline_file_names_that_are_nfc_twins_are_refused(tmp_path: Path) -> None:
+    files = {"caf\u00e9.py": "a", "cafe\u0301.py": "b"}
+    path = _write_set(tmp_path, [_case(workspace={"files": files})])
+    with pytest.raises(EvalSetError, match="another Unicode normalization form"):
+        load_evalset(path)
+    # A plain space is a name's own.
+    path = _write_set(tmp_path, [_case(workspace={"files": {"my notes.txt": "a"}})])
+    assert load_evalset(path).cases[0].workspace is not None
+
+
+def test_a_long_inline_name_through_pytest_is_one_error_line(pytester: pytest.Pytester) -> None:
+    case = _case(workspace={"files": {"a" * 300 + ".py": "x"}})
+    (pytester.path / "long.evalset.json").write_text(json.dumps({"id": "s", "cases": [case]}))
+    result = pytester.runpytest("long.evalset.json", "--no-verdryx-store")
+    text = result.stdout.str() + result.stderr.str()
+    assert "has a name longer than 255 bytes" in text
+    assert "Traceback" not in text and len(text.splitlines()) < 40, text
 
 
 def test_a_contract_check_needs_a_workspace_and_belongs_to_contract_checks(

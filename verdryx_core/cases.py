@@ -13,6 +13,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from verdryx_core.transcript import TRANSCRIPT_HEAD, quoted
+from verdryx_core.untrusted.text import printable_json
+
 __all__ = [
     "CHECKS_GRADER",
     "COMBINES",
@@ -257,23 +260,35 @@ _ENDING_TEXT: Final[Mapping[str, str]] = {
 
 
 def transcript_text(messages: Iterable[Mapping[str, Any]], ended: str | None = None) -> str:
-    """A dialogue as a reader (or a judge) reads it: one `role: text` line per turn, an
-    assistant's calls each on a line of its own under it, then how it ended. Untrusted
-    text: whoever prints it passes it through the printable rule."""
-    lines = ["[transcript]"]
-    for message in messages:
-        role = str(message.get("role", ""))
-        if role == "tool":
-            lines.append(f"tool {message.get('name', '')}: {message.get('content', '')}")
-            continue
-        content = message.get("content")
-        if content or not message.get("tool_calls"):
-            lines.append(f"{role}: {content or ''}")
-        for call in message.get("tool_calls") or ():
-            lines.append(f"  -> {ToolCall.from_value(call, made=True)}")
+    """A dialogue as a reader (or a judge) reads it, its roles kept as data
+    (`verdryx_core.transcript`): one `role: "words"` line per turn, the words a JSON string
+    whatever they say, an assistant's calls each on a line of its own under it, then how it
+    ended. Untrusted text: whoever prints it passes it through the printable rule."""
+    lines = [TRANSCRIPT_HEAD, *_message_lines(messages, quoted)]
     if ended is not None:
         lines.append(f"[ended: {_ENDING_TEXT.get(ended, ended)}]")
     return "\n".join(lines)
+
+
+def _message_lines(messages: Iterable[Mapping[str, Any]], words: Any) -> list[str]:
+    """One line per message, `words` writing a turn's text (and a tool's name)."""
+    lines = []
+    for message in messages:
+        role = str(message.get("role", ""))
+        if role == "tool":
+            lines.append(f"tool {words(str(message.get('name', '')))}: {words(_text(message))}")
+            continue
+        content = message.get("content")
+        if content or not message.get("tool_calls"):
+            lines.append(f"{role}: {words(_text(message))}")
+        for call in message.get("tool_calls") or ():
+            lines.append(f"  -> {printable_json(str(ToolCall.from_value(call, made=True)))}")
+    return lines
+
+
+def _text(message: Mapping[str, Any]) -> str:
+    content = message.get("content")
+    return "" if content is None else str(content)
 
 
 def judged_task(case: EvalCase) -> str:
@@ -284,8 +299,8 @@ def judged_task(case: EvalCase) -> str:
     if len(messages) <= 1:
         return case.prompt
     lines = [f"system: {case.system}"] if case.system else []
-    # Tool turns read as a transcript does: each call under its turn, a result by its tool.
-    lines += transcript_text(messages).splitlines()[1:]
+    # Each call under its turn, a result by its tool; the eval set's own words, as written.
+    lines += _message_lines(messages, str)
     return "The conversation:\n" + "\n".join(lines)
 
 

@@ -81,6 +81,7 @@ CLI_FLAGS: Final[Mapping[str, str]] = {
     "typed_template": "--typed-template",
     "typed_url": "--typed-url",
     "unsafe_exec": "--unsafe-exec",
+    "exec_disk": "--exec-disk",
     "user_model": "--user-model",
 }
 

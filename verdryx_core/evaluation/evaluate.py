@@ -174,6 +174,7 @@ class Evaluation:
             flags=settings.flags,
             plug_in=self.plug_in,
             unsafe_exec=settings.unsafe_exec,
+            exec_disk_mib=settings.exec_disk_mib,
         )
         graders.prepare({case.grader for case in cases})
         return CaseScorer(

@@ -30,7 +30,7 @@ def run_notes(
 
         isolation = detect_isolation()
         if isolation.isolated:
-            how = f"isolated by {isolation.name} (no network, private home, limits)"
+            how = f"isolated by {isolation.name} (no host files, no network, limits)"
         elif unsafe_exec:
             how = word_hint(
                 "UNISOLATED: no isolation on this machine, allowed by {unsafe_exec}", flags

@@ -66,6 +66,8 @@ class EvalSettings:
     #: Run exec cases without kernel isolation where the machine offers none
     #: (docs/workspaces-and-execution.md); otherwise they are refused there.
     unsafe_exec: bool = False
+    #: The work folder's total size of an exec case, MiB (docs/workspaces-and-execution.md).
+    exec_disk_mib: int = 256
     #: Send the model and judge calls as Message Batches before scoring (docs/sharding.md).
     batch: bool = False
     #: Leave every case's workspace folder in place after grading (the scores name them).

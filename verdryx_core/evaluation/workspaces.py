@@ -13,6 +13,7 @@ change the workspace the next grader reads.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import tempfile
@@ -21,7 +22,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
-__all__ = ["Sample", "Workspaces"]
+from verdryx_core.evalsets.workspace import link_problem
+
+__all__ = ["Sample", "Workspaces", "copy_folder"]
 
 _UNSAFE: Final = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -67,8 +70,7 @@ class Workspaces:
         try:
             folder = workspace.get("folder")
             if folder is not None:
-                # Links are copied as links: the load checked none leads outside the folder.
-                shutil.copytree(folder, sample.workspace, symlinks=True)
+                copy_folder(Path(folder), sample.workspace)
             else:
                 sample.workspace.mkdir()
                 for relative, text in workspace["files"].items():
@@ -99,3 +101,28 @@ class Workspaces:
             root, self._root = self._root, None
         if root is not None and not self.keep:
             shutil.rmtree(root, ignore_errors=True)
+
+
+def copy_folder(source: Path, copy: Path) -> None:
+    """`source` copied to `copy` (which must not exist): every file a new file with the same
+    bytes, never a link to the source's. A link is copied as a link only when it is relative
+    and stays inside the folder (the load checked it; checked again here, since the folder
+    may have changed since), so in the copy it leads to the copy's file; any other is an
+    OSError naming it, the case's error."""
+    root = Path(os.path.realpath(source))
+
+    def copy_entry(src: str, dst: str, *, follow_symlinks: bool = True) -> object:
+        del follow_symlinks  # links never reach here: `copytree(symlinks=True)` handles them
+        return shutil.copy2(src, dst, follow_symlinks=False)
+
+    def checked_links(folder: str, names: list[str]) -> list[str]:
+        for name in names:
+            path = Path(folder) / name
+            if path.is_symlink():
+                problem = link_problem(path, root)
+                if problem is not None:
+                    shown = path.relative_to(root).as_posix()
+                    raise OSError(f"the workspace's {shown!r} {problem}")
+        return []
+
+    shutil.copytree(root, copy, symlinks=True, ignore=checked_links, copy_function=copy_entry)

@@ -21,19 +21,31 @@ import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Final, final
 
 from verdryx_core.cases import EvalCase, output_text
 from verdryx_core.errors import CLI_FLAGS, GraderError, word_hint
 from verdryx_core.graders.base import Grade, GradeContext
+from verdryx_core.graders.exec_view import build_view
 from verdryx_core.graders.junit import read_junit
-from verdryx_core.sandbox import Finished, Isolation, Limits, detect_isolation, run_sandboxed
+from verdryx_core.sandbox import Finished, Isolation, Limits, detect_isolation
+from verdryx_core.sandbox.isolation import SETUP_FAILED
+from verdryx_core.sandbox.paired import Places, run_paired
 
-__all__ = ["DEFAULT_EXEC_TIMEOUT_S", "ExecGrader", "is_test_path", "solution_text"]
+__all__ = [
+    "DEFAULT_EXEC_DISK_MIB",
+    "DEFAULT_EXEC_TIMEOUT_S",
+    "ExecGrader",
+    "is_test_path",
+    "solution_text",
+]
 
 DEFAULT_EXEC_TIMEOUT_S: Final = 30.0
+#: The work folder's total size, MiB (`--verdryx-exec-disk`).
+DEFAULT_EXEC_DISK_MIB: Final = 256
 _SOLUTION: Final = "solution.py"
 _TESTS: Final = "test_solution.py"
 _JUNIT: Final = ".verdryx-junit.xml"
@@ -78,9 +90,11 @@ class ExecGrader:
         unsafe: bool = False,
         flags: Mapping[str, str] = CLI_FLAGS,
         isolation: Isolation | None = None,
+        disk_mib: int = DEFAULT_EXEC_DISK_MIB,
     ) -> None:
         self.isolation = detect_isolation() if isolation is None else isolation
         self.unsafe = unsafe
+        self.disk_mib = disk_mib
         self._flags = flags
 
     def grade(self, case: EvalCase, output: Any, context: GradeContext) -> Grade:
@@ -95,79 +109,135 @@ class ExecGrader:
             )
         options = case.options
         timeout = float(options.get("timeout", DEFAULT_EXEC_TIMEOUT_S))
-        limits = Limits(wall_s=timeout, cpu_s=math.ceil(timeout))
+        limits = Limits(wall_s=timeout, cpu_s=math.ceil(timeout), disk_bytes=self.disk_mib << 20)
         own = context.workspace is None
         workdir = Path(tempfile.mkdtemp(prefix="verdryx-case-")) if own else context.workspace
         assert workdir is not None
+        run = Path(tempfile.mkdtemp(prefix="verdryx-tests-"))
         try:
             code = solution_text(output)
             solution = workdir / _SOLUTION
             if code and (own or not solution.exists()):
                 solution.write_text(code, encoding="utf-8")
+            view, tests_dir, out_dir = run / "view", run / "tests", run / "out"
+            for folder in (view, tests_dir, out_dir):
+                folder.mkdir()
+            # The tests' side sees the agent's files but none of its code: the eval set's.
+            build_view(workdir, None if own else case.workspace, view)
+            job = _Job(case, workdir, view, tests_dir, out_dir, limits)
             command = options.get("command")
             if command is not None:
-                return self._by_exit_code(case, [str(part) for part in command], workdir, limits)
-            return self._by_tests(case, str(options["tests"]), workdir, limits)
+                return self._by_exit_code(job, [str(part) for part in command])
+            return self._by_tests(job, str(options["tests"]))
         finally:
+            shutil.rmtree(run, ignore_errors=True)
             if own:
                 shutil.rmtree(workdir, ignore_errors=True)
-            else:
-                (workdir / _JUNIT).unlink(missing_ok=True)
 
-    def _run(self, case: EvalCase, argv: Sequence[str], workdir: Path, limits: Limits) -> Finished:
+    def _run(self, job: _Job, argv: Callable[[Places], Sequence[str]]) -> Finished:
         # The run's own Python (and its console scripts) first: `python -m pytest` in a
         # command finds the packages verdryx runs with.
         path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
-        env = {"PATH": path, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
         try:
-            finished = run_sandboxed(
-                argv, workdir=workdir, isolation=self.isolation, limits=limits, env=env
+            finished, graded = run_paired(
+                argv,
+                workdir=job.workdir,
+                tests_view=job.view,
+                tests_dir=job.tests_dir,
+                out_dir=job.out_dir,
+                isolation=self.isolation,
+                limits=job.limits,
+                env={"PATH": path},
             )
         except OSError as exc:
             raise GraderError(
-                f"exec case {case.id!r}: the sandbox could not start: {exc}"
+                f"exec case {job.case.id!r}: the sandbox could not start: {exc}"
             ) from None
-        head = finished.output.lstrip()
-        # The tools' own complaints before the code started (unshare also says
-        # "sigprocmask" when the code it forked was killed by a limit: the code's doing).
-        if (
-            finished.exit_code == 1
-            and head.startswith(("bwrap:", "unshare:", "prlimit:", "setpriv:"))
-            and "sigprocmask" not in head
-        ):
-            first = head.splitlines()[0]
-            raise GraderError(f"exec case {case.id!r}: the sandbox failed: {first}")
+        for side in (finished, graded):
+            head = side.output.lstrip()
+            # The tools' own complaints before the code started (unshare also says
+            # "sigprocmask" when the code it forked was killed by a limit: the code's doing).
+            if (
+                side.exit_code == 1
+                and head.startswith(("bwrap:", "unshare:", "prlimit:", "setpriv:"))
+                and "sigprocmask" not in head
+            ):
+                first = head.splitlines()[0]
+                raise GraderError(f"exec case {job.case.id!r}: the sandbox failed: {first}")
+            if side.exit_code == 97 and SETUP_FAILED in side.output and not _full(side.output):
+                first = next(line for line in side.output.splitlines() if SETUP_FAILED in line)
+                raise GraderError(f"exec case {job.case.id!r}: the sandbox failed: {first}")
         return finished
 
-    def _by_exit_code(
-        self, case: EvalCase, argv: list[str], workdir: Path, limits: Limits
-    ) -> Grade:
-        finished = self._run(case, argv, workdir, limits)
+    def _by_exit_code(self, job: _Job, argv: list[str]) -> Grade:
+        finished = self._run(job, lambda places: argv)
         if finished.exit_code == 0 and not finished.timed_out:
             return Grade(value=1.0, reason=_cut(f"{argv[0]} exited 0"))
-        return Grade(value=0.0, reason=_cut(_why_ended(finished, argv[0])))
+        return Grade(value=0.0, reason=_cut(self._capped(_why_ended(finished, argv[0]))))
 
-    def _by_tests(self, case: EvalCase, tests: str, workdir: Path, limits: Limits) -> Grade:
+    def _by_tests(self, job: _Job, tests: str) -> Grade:
         if is_test_path(tests):
-            target = tests.strip()
+            relative = tests.strip()
+            if not (job.view / relative).is_file():
+                raise GraderError(
+                    f"exec case {job.case.id!r}: the test file {relative!r} is not in the "
+                    "case's workspace as the eval set gives it (the tests are the eval set's, "
+                    "never a copy the agent could have written)"
+                )
+
+            def target(places: Places) -> str:
+                return f"{places.workdir}/{relative}"
         else:
-            (workdir / _TESTS).write_text(tests, encoding="utf-8")
-            target = _TESTS
-        argv = [
-            sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-            f"--rootdir={workdir}", f"--junitxml={workdir / _JUNIT}", target,
-        ]  # fmt: skip
-        finished = self._run(case, argv, workdir, limits)
-        results = None if finished.timed_out else read_junit(workdir / _JUNIT)
+            (job.tests_dir / _TESTS).write_text(tests, encoding="utf-8")
+
+            def target(places: Places) -> str:
+                return f"{places.tests}/{_TESTS}"
+
+        # verdryx's own configuration, nothing of the work folder's.
+        (job.tests_dir / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+
+        def argv(places: Places) -> list[str]:
+            return [
+                sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--noconftest",
+                "-c", f"{places.tests}/pytest.ini", f"--rootdir={places.tests}",
+                f"--junitxml={places.out}/{_JUNIT}", target(places),
+            ]  # fmt: skip
+
+        finished = self._run(job, argv)
+        results = None if finished.timed_out else read_junit(job.out_dir / _JUNIT)
         if results is None:
-            return Grade(value=0.0, reason=_cut(_why_ended(finished, "pytest")))
+            return Grade(value=0.0, reason=_cut(self._capped(_why_ended(finished, "pytest"))))
         if results.ran == 0:
             return Grade(value=0.0, reason="no test ran (none collected, or all skipped)")
         value = results.passed / results.ran
         reason = f"{results.passed} of {results.ran} tests passed"
         if results.first_failure:
             reason += f"; {results.first_failure}"
-        return Grade(value=value, reason=_cut(reason))
+        return Grade(value=value, reason=_cut(self._capped(reason)))
+
+    def _capped(self, reason: str) -> str:
+        """`reason`, saying first when the work folder ran out of room."""
+        if not _full(reason):
+            return reason
+        cap = word_hint(f"its disk cap ({self.disk_mib} MiB, {{exec_disk}})", self._flags)
+        return f"the work folder reached {cap}: {reason}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Job:
+    """One grading's folders: the agent's work folder, the tests' view of it, their own
+    folder and their results folder."""
+
+    case: EvalCase
+    workdir: Path
+    view: Path
+    tests_dir: Path
+    out_dir: Path
+    limits: Limits
+
+
+def _full(text: str) -> bool:
+    return "No space left on device" in text or "[Errno 28]" in text
 
 
 def _why_ended(finished: Finished, what: str) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 __all__ = ["TestResults", "read_junit"]
 
@@ -40,10 +41,24 @@ def read_junit(path: Path) -> TestResults | None:
             bad = case.find("error")
         if bad is not None:
             if first is None:
-                message = (bad.get("message") or bad.text or "").strip().splitlines()
-                first = f"{case.get('name', '?')}: {message[0] if message else 'failed'}"
+                first = f"{case.get('name', '?')}: {_message(bad)}"
         elif case.find("skipped") is not None:
             skipped += 1
         else:
             passed += 1
     return TestResults(total=total, passed=passed, skipped=skipped, first_failure=first)
+
+
+#: What pytest says of an error it gives no message of its own (the test module could not
+#: be imported): the error's last `E ` line says why instead.
+_GENERIC: Final = frozenset({"", "collection failure"})
+
+
+def _message(bad: ElementTree.Element) -> str:
+    message = (bad.get("message") or "").strip()
+    if message.lower() in _GENERIC:
+        said = [line[1:].strip() for line in (bad.text or "").splitlines() if line[:2] == "E "]
+        if said:
+            return f"{message or 'error'}: {said[-1]}"
+    lines = (message or bad.text or "").strip().splitlines()
+    return lines[0] if lines else "failed"

@@ -109,6 +109,7 @@ def build_graders(
     flags: Mapping[str, str] = CLI_FLAGS,
     plug_in: PlugIn = load_custom_grader,
     unsafe_exec: bool = False,
+    exec_disk_mib: int = 256,
 ) -> GraderTable:
     """The graders for one run. Graders that cost money (the LLM judge; plugged-in ones such
     as the typed verdict service) are present only when configured: nothing is paid by
@@ -123,7 +124,7 @@ def build_graders(
         "json": JsonGrader,
         "numeric": NumericGrader,
         "f1": F1Grader,
-        "exec": lambda: _exec_grader(unsafe_exec, flags),
+        "exec": lambda: _exec_grader(unsafe_exec, flags, exec_disk_mib),
         "final_state": FinalStateGrader,
     }
     if judge is not None:
@@ -137,8 +138,8 @@ def build_graders(
     return GraderTable(graders, flags, plug_in=plug_in)
 
 
-def _exec_grader(unsafe: bool, flags: Mapping[str, str]) -> Grader:
+def _exec_grader(unsafe: bool, flags: Mapping[str, str], disk_mib: int) -> Grader:
     # Imported on first use: a run without exec cases never looks for a sandbox.
     from verdryx_core.graders.execution import ExecGrader
 
-    return ExecGrader(unsafe=unsafe, flags=flags)
+    return ExecGrader(unsafe=unsafe, flags=flags, disk_mib=disk_mib)

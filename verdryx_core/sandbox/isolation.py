@@ -1,10 +1,19 @@
 """Which kernel isolation this machine offers untrusted code: bubblewrap, else util-linux's
-`unshare`, else none (docs/workspaces-and-execution.md, "Isolation").
+`unshare`, else none (docs/workspaces-and-execution.md, "Isolation"), and the root it shows
+the code (docs/workspaces-and-execution.md, "What the code can see").
 
 Detected once per process by running `true` inside each candidate: a binary that exists
 but cannot create namespaces here (a container without user namespaces) is not offered.
 `VERDRYX_SANDBOX` forces the choice: `bwrap`, `unshare` or `none` (`none` is how a machine
 without isolation is simulated; `auto` or unset detects).
+
+Either way the code gets a root of its own, built on an empty in-memory file system: the
+Python runtime read-only (`runtime_paths`: the system's programs and libraries, the
+interpreter's prefixes and site-packages), a minimal `/dev`, its own `/proc`, a private
+`/tmp` (its home inside), the folders its run names (`Mount`), and its work folder: a
+size-capped in-memory file system, filled with a copy of the run's staging folder before the
+code starts. Nothing else of the host: no home folders, no checkout, no eval set, no `/run`
+and no socket of the host's.
 """
 
 from __future__ import annotations
@@ -13,7 +22,7 @@ import itertools
 import os
 import shlex
 import shutil
-import stat
+import site
 import subprocess
 import sys
 import tempfile
@@ -26,7 +35,17 @@ from typing import Final
 
 from verdryx_core.errors import UsageError
 
-__all__ = ["ISOLATION_ENV", "Isolation", "detect_isolation", "sandbox_user"]
+__all__ = [
+    "HOME",
+    "ISOLATION_ENV",
+    "STAGING",
+    "Isolation",
+    "Mount",
+    "View",
+    "detect_isolation",
+    "runtime_paths",
+    "sandbox_user",
+]
 
 ISOLATION_ENV: Final = "VERDRYX_SANDBOX"
 _CHOICES: Final = ("bwrap", "unshare", "none")
@@ -37,6 +56,46 @@ _CHOICES: Final = ("bwrap", "unshare", "none")
 #: process id, so xdist workers draw apart.
 _FIRST_UID: Final = 1_500_000_000
 _UIDS_PER_PROCESS: Final = 4096
+#: Where the staging folder is shown, read-only, while it is copied into the work folder.
+STAGING: Final = "/.verdryx/staging"
+#: The code's home, inside its private /tmp.
+HOME: Final = "/tmp/verdryx-home"
+#: What the sandbox says when it could not copy the work folder in (before any code ran).
+SETUP_FAILED: Final = "verdryx-sandbox:"
+_SETUP_EXIT: Final = 97
+#: The system folders shown read-only: programs and the libraries Python and its extensions
+#: load (a merged-/usr system has links for the others). No user data lives there.
+_SYSTEM: Final = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+#: Of /etc, what the dynamic loader and the links in /usr/bin need; nothing with accounts.
+_ETC: Final = (
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/alternatives",
+    "/etc/localtime",
+)
+_DEVICES: Final = ("null", "zero", "full", "random", "urandom", "tty")
+
+
+@dataclass(frozen=True, slots=True)
+class Mount:
+    """A host folder (or file) shown at `target`, read-only unless `writable`."""
+
+    source: str
+    target: str
+    writable: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class View:
+    """What one run sees besides the runtime: its work folder at `workdir` (an in-memory
+    file system of `disk_bytes`, as is its /tmp), filled with a copy of `staging` before the
+    command starts, and the `mounts` its run names."""
+
+    staging: Path
+    workdir: str
+    disk_bytes: int
+    mounts: tuple[Mount, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,163 +109,217 @@ class Isolation:
     def isolated(self) -> bool:
         return self.binary is not None
 
-    def wrap(
-        self, argv: Sequence[str], workdir: Path, scratch: Path, user: int | None
-    ) -> list[str]:
-        """`argv` to run inside the isolation in `workdir`; `workdir` and `scratch` (its home
-        and temporary folder) are the only folders it may write. With a `user` (verdryx
-        runs as root), the namespaces are made as root and the code then runs as `user`,
-        with no capabilities; the folders the Python runtime needs that `user` could not
-        reach (a Python under /root) are shown to it, and nothing else of theirs."""
-        command = list(argv)
-        if user is not None:
-            command = [
-                "setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups",
-                "--inh-caps=-all", "--", *command,
-            ]  # fmt: skip
+    def workdir(self, view: View) -> str:
+        """Where the command finds its work folder: its own copy, or (unisolated) the
+        staging folder itself."""
+        return view.workdir if self.isolated else str(view.staging)
+
+    def wrap(self, argv: Sequence[str], view: View, user: int | None, scratch: Path) -> list[str]:
+        """`argv` to run inside the isolation, in its work folder. With a `user` (verdryx
+        runs as root), the namespaces are made as root and the code (the copying in too)
+        then runs as `user`, with no capabilities and no way to gain any. `scratch` is a
+        host folder of the run's own, removed after it."""
+        if self.binary is None:
+            return list(argv)
+        # Run as the code, before it: copy the staging folder in, enter the work folder.
+        # Entry by entry: the work folder itself is the file system's root, not the code's
+        # to touch (cp -a of `.` would set its times).
+        setup = (
+            f"cd {STAGING} || exit {_SETUP_EXIT}; for e in * .[!.]* ..?*; do "
+            '{ [ -e "$e" ] || [ -L "$e" ]; } || continue; '
+            f'cp -a -- "$e" "$1"/ || {{ echo "{SETUP_FAILED} the work folder could not be '
+            f'copied in" >&2; exit {_SETUP_EXIT}; }}; done; cd "$1" || exit {_SETUP_EXIT}; '
+            'shift; exec "$@"'
+        )
+        inner = ["sh", "-c", setup, "sh", view.workdir, *argv]
         if self.name == "bwrap":
-            assert self.binary is not None
-            where, spare = str(workdir), str(scratch)
-            shown: list[str] = []
-            groups = _shown(user, workdir, scratch)
-            for hidden, paths in groups:
-                shown += ["--perms", "0755", "--tmpfs", hidden]
-                for path in paths:
-                    # The folders on the way, enterable (bwrap would make them 0700).
-                    for folder in reversed(Path(path).parents):
-                        if len(folder.parts) > len(Path(hidden).parts):
-                            shown += ["--perms", "0755", "--dir", str(folder)]
-                    if path not in (where, spare):
-                        shown += ["--ro-bind", path, path]
-            # As root, no user namespace: root's own would leave `user` unmapped.
-            spaces = (
-                ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-                 "--unshare-cgroup-try", "--cap-add", "CAP_SETUID,CAP_SETGID"]
-                if user is not None
-                else ["--unshare-all"]
-            )  # fmt: skip
-            return [
-                self.binary,
-                "--ro-bind", "/", "/",
-                "--dev", "/dev",
-                "--proc", "/proc",
-                *shown,
-                "--bind", where, where,
-                "--bind", spare, spare,
-                # What stands in for a hidden folder is as read-only as the rest.
-                *[arg for hidden, _ in groups for arg in ("--remount-ro", hidden)],
-                *spaces,
-                "--die-with-parent",
-                "--new-session",
-                "--chdir", where,
-                "--",
-                *command,
-            ]  # fmt: skip
-        if self.name == "unshare":
-            assert self.binary is not None
-            spaces = [] if user is not None else ["--user", "--map-root-user"]
-            return [
-                self.binary,
-                *spaces, "--net", "--pid", "--fork", "--mount", "--mount-proc", "--kill-child",
-                "sh", "-c", _unshare_setup(workdir, scratch, user), "sh", *command,
-            ]  # fmt: skip
-        return command
+            return self._bwrap(inner, view, user)
+        return self._unshare(inner, view, user, scratch)
+
+    def _bwrap(self, inner: list[str], view: View, user: int | None) -> list[str]:
+        assert self.binary is not None
+        size = str(view.disk_bytes)
+        command = [*_dropped(user, userns=False), *inner]
+        # As root, no user namespace: root's own would leave `user` unmapped.
+        spaces = (
+            ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+             "--unshare-cgroup-try", "--cap-add", "CAP_SETUID,CAP_SETGID"]
+            if user is not None
+            else ["--unshare-all"]
+        )  # fmt: skip
+        targets = [path for path, _ in runtime_paths()]
+        targets += [mount.target for mount in view.mounts] + [STAGING, view.workdir, HOME]
+        # The folders on the way, enterable by the code's user (bwrap would make them 0700).
+        shown: list[str] = []
+        for folder in _parents(targets):
+            shown += ["--perms", "0755", "--dir", folder]
+        for path, link in runtime_paths():
+            shown += ["--symlink", link, path] if link is not None else ["--ro-bind", path, path]
+        for mount in view.mounts:
+            shown += ["--bind" if mount.writable else "--ro-bind", mount.source, mount.target]
+        return [
+            self.binary,
+            *shown,
+            "--dev", "/dev",
+            "--perms", "1777", "--size", size, "--tmpfs", "/dev/shm",
+            "--proc", "/proc",
+            "--perms", "1777", "--size", size, "--tmpfs", "/tmp",
+            "--perms", "0777", "--dir", HOME,
+            "--ro-bind", str(view.staging), STAGING,
+            "--perms", "0777", "--size", size, "--tmpfs", view.workdir,
+            "--remount-ro", "/",
+            *spaces,
+            "--die-with-parent",
+            "--new-session",
+            "--chdir", "/",
+            "--",
+            *command,
+        ]  # fmt: skip
+
+    def _unshare(self, inner: list[str], view: View, user: int | None, scratch: Path) -> list[str]:
+        assert self.binary is not None
+        spaces = [] if user is not None else ["--user", "--map-root-user"]
+        command = [*_dropped(user, userns=user is None), *inner]
+        return [
+            self.binary,
+            *spaces, "--net", "--pid", "--fork", "--mount", "--ipc", "--uts", "--kill-child",
+            "sh", "-c", _unshare_root(view, scratch), "sh", *command,
+        ]  # fmt: skip
 
 
-def _unshare_setup(workdir: Path, scratch: Path, user: int | None) -> str:
-    """The shell run inside unshare's new mount namespace before the code: `workdir` and
-    `scratch` stay writable (a bind mount of their own each), hidden folders are shown (as
-    bwrap does), every other mount becomes read-only. Mount points come from mountinfo,
-    whose field 5 is the mount point."""
-    where, spare = shlex.quote(str(workdir)), shlex.quote(str(scratch))
-    lines = [f"mount --bind {where} {where} || exit 97", f"mount --bind {spare} {spare} || exit 97"]
-    groups = _shown(user, workdir, scratch)
-    if groups:
-        # Each shown folder is held at a mount point outside every hidden folder while the
-        # tmpfs goes over, then moved back; the points are removed once empty.
-        holder = Path(tempfile.mkdtemp(prefix="verdryx-keep-", dir=_open_tmp()))
-        count = 0
-        moves: list[str] = []
-        for hidden, paths in groups:
-            kept = []
-            for path in paths:
-                keep = shlex.quote(str(holder / str(count)))
-                count += 1
-                lines.append(f"mkdir {keep} && mount --bind {shlex.quote(path)} {keep} || exit 97")
-                kept.append((keep, shlex.quote(path)))
-            lines.append(f"mount -t tmpfs -o mode=755 tmpfs {shlex.quote(hidden)} || exit 97")
-            moves += [
-                f"mkdir -p {path} && mount --bind {keep} {path} && umount {keep} && rmdir {keep}"
-                " || exit 97"
-                for keep, path in kept
-            ]
-        lines += moves
-        lines.append(f"rmdir {shlex.quote(str(holder))}")
-    lines.append(
-        "for m in $(awk '{print $5}' /proc/self/mountinfo | sort -u); do "
-        f'case "$m" in {where}|{spare}) ;; '
-        '*) mount -o remount,bind,ro "$m" 2>/dev/null ;; esac; done'
-    )
-    lines.append(f'cd {where} && exec "$@"')
+def _dropped(user: int | None, *, userns: bool) -> list[str]:
+    """The `setpriv` before the code: as root, to `user` with no capabilities; as root of a
+    user namespace (unshare without root), keeping uid 0 but with every capability gone and
+    none to be had on exec. `no-new-privs` either way: no set-uid program raises it."""
+    if user is not None:
+        return [
+            "setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups",
+            "--inh-caps=-all", "--no-new-privs", "--",
+        ]  # fmt: skip
+    if userns:
+        return [
+            "setpriv", "--inh-caps=-all", "--bounding-set=-all",
+            "--securebits=+noroot,+noroot_locked,+no_setuid_fixup,+no_setuid_fixup_locked",
+            "--no-new-privs", "--",
+        ]  # fmt: skip
+    return []
+
+
+def _unshare_root(view: View, scratch: Path) -> str:
+    """The shell run in unshare's new namespaces, as root there: the same root bwrap builds,
+    on a tmpfs (mounted over `scratch/root`, a name only) made the new root with
+    `pivot_root`, the host's root then unmounted; then the command."""
+    mount_point = scratch / "root"
+    mount_point.mkdir(exist_ok=True)
+    root = shlex.quote(str(mount_point))
+    size = view.disk_bytes
+    lines = [
+        # The system's tools (pivot_root is in sbin) for the setup only, not for the code.
+        "P=$PATH; PATH=/usr/sbin:/usr/bin:/sbin:/bin:$PATH",
+        f"R={root}",
+        "mount -t tmpfs -o mode=0755,size=16m tmpfs $R || exit 97",
+    ]
+
+    def shown(source: str, target: str, writable: bool) -> None:
+        src, dst = shlex.quote(source), shlex.quote(target)
+        make = (
+            f"mkdir -p $R{dst}"
+            if os.path.isdir(source)
+            else (f"mkdir -p $R{shlex.quote(os.path.dirname(target))} && touch $R{dst}")
+        )
+        flags = "bind,nosuid,nodev" + ("" if writable else ",ro")
+        lines.append(
+            f"{make} && mount --rbind {src} $R{dst} && mount -o remount,{flags} $R{dst} || exit 97"
+        )
+
+    for path, link in runtime_paths():
+        if link is not None:
+            parent = shlex.quote(os.path.dirname(path))
+            lines.append(
+                f"mkdir -p $R{parent} && ln -s {shlex.quote(link)} $R{shlex.quote(path)} || exit 97"
+            )
+        else:
+            shown(path, path, False)
+    for mount in view.mounts:
+        shown(mount.source, mount.target, mount.writable)
+    lines.append("mkdir $R/dev && mount -t tmpfs -o mode=0755,size=1m tmpfs $R/dev || exit 97")
+    for device in _DEVICES:
+        lines.append(
+            f"touch $R/dev/{device} && mount --bind /dev/{device} $R/dev/{device} || exit 97"
+        )
+    lines += [
+        "ln -s /proc/self/fd $R/dev/fd && ln -s /proc/self/fd/0 $R/dev/stdin"
+        " && ln -s /proc/self/fd/1 $R/dev/stdout && ln -s /proc/self/fd/2 $R/dev/stderr",
+        f"mkdir $R/dev/shm && mount -t tmpfs -o mode=1777,size={size} tmpfs $R/dev/shm || exit 97",
+        "mkdir $R/proc && mount -t proc proc $R/proc || exit 97",
+        f"mkdir $R/tmp && mount -t tmpfs -o mode=1777,size={size} tmpfs $R/tmp || exit 97",
+        f"mkdir -m 0777 $R{HOME} || exit 97",
+    ]
+    shown(str(view.staging), STAGING, False)
+    work = shlex.quote(view.workdir)
+    lines += [
+        f"mkdir -p $R{work} && mount -t tmpfs -o mode=0777,size={size} tmpfs $R{work} || exit 97",
+        "mkdir $R/.old && cd $R && pivot_root . .old && cd / && umount -l /.old"
+        " && rmdir /.old && mount -o remount,bind,ro / || exit 97",
+        'PATH=$P; exec "$@"',
+    ]
     return "\n".join(lines)
 
 
-def _open_tmp() -> str:
-    """A temporary folder every user may enter (not a private `$TMPDIR`)."""
-    for folder in ("/dev/shm", "/var/tmp", "/tmp"):
-        if os.path.isdir(folder) and os.stat(folder).st_mode & stat.S_IXOTH:
-            return folder
-    return tempfile.gettempdir()
-
-
-def _shown(
-    user: int | None, workdir: Path, scratch: Path
-) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """What `user` must be shown behind folders it cannot enter: the Python runtime, and
-    the work folders themselves (a workspace under a private temporary folder)."""
-    if user is None:
-        return ()
-    return _grouped((*_runtime_paths(), str(workdir), str(scratch)))
-
-
 @cache
-def _runtime_paths() -> tuple[str, ...]:
-    """The folders of the running Python: interpreter, prefixes, import path."""
-    wanted = {os.path.realpath(sys.executable), sys.prefix, sys.base_prefix, sys.exec_prefix}
-    wanted.update(entry for entry in sys.path if entry and os.path.isdir(entry))
-    return tuple(sorted(os.path.realpath(path) for path in wanted))
+def runtime_paths() -> tuple[tuple[str, str | None], ...]:
+    """What of the host the code sees, read-only: `(path, None)` for a folder or file shown
+    as it is, `(path, target)` for a link made anew (`/bin -> usr/bin`). The system folders
+    and the loader's files of /etc, and the running Python's prefixes and site-packages:
+    nothing a `.pth` file adds (an editable install's checkout)."""
+    entries: list[tuple[str, str | None]] = []
+    folders: list[str] = []
+    for path in (*_SYSTEM, *_ETC):
+        if os.path.islink(path):
+            entries.append((path, os.readlink(path)))
+        elif os.path.exists(path):
+            folders.append(path)
+    python = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    python.add(os.path.dirname(os.path.realpath(sys.executable)))
+    python.update(site.getsitepackages())
+    user_site = site.getusersitepackages()
+    if isinstance(user_site, str):
+        python.add(user_site)
+    for path in python:
+        real = os.path.realpath(path)
+        if os.path.isdir(real) and real != "/":
+            folders.append(real)
+            if os.path.realpath(path) != os.path.abspath(path) and os.path.isdir(path):
+                folders.append(os.path.abspath(path))
+    linked = {path for path, _ in entries}
+    kept = [path for path in _outermost(folders) if not _under_any(path, linked)]
+    return (*entries, *((path, None) for path in kept))
 
 
-def _grouped(paths: Sequence[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """`paths` behind a folder other users cannot enter, grouped by the outermost such
-    folder: (hidden, paths in it)."""
-    groups: dict[str, set[str]] = {}
+def _parents(paths: Sequence[str]) -> list[str]:
+    """The folders on the way to `paths` (not `/`, not a path itself, nothing under /tmp,
+    which is the code's own), outermost first."""
+    found: set[str] = set()
     for path in paths:
-        hidden = _first_closed(path)
-        if hidden is not None:
-            groups.setdefault(hidden, set()).add(path)
-    return tuple((hidden, _outermost(found)) for hidden, found in sorted(groups.items()))
+        found.update(str(parent) for parent in Path(path).parents)
+    found -= {"/", *paths}
+    return sorted(
+        (f for f in found if not _under_any(f, {"/tmp", "/dev", "/proc"})),
+        key=lambda f: (f.count("/"), f),
+    )
 
 
-def _first_closed(path: str) -> str | None:
-    """The outermost folder on the way to `path` (not `path` itself) that other users
-    cannot enter."""
-    for folder in reversed(Path(path).parents):
-        try:
-            if not folder.stat().st_mode & stat.S_IXOTH:
-                return str(folder)
-        except OSError:
-            return None
-    return None
+def _under_any(path: str, roots: set[str]) -> bool:
+    return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
 
 
-def _outermost(paths: set[str]) -> tuple[str, ...]:
+def _outermost(paths: Sequence[str]) -> list[str]:
     """`paths` less those inside another of them."""
     kept: list[str] = []
-    for path in sorted(paths):
+    for path in sorted(set(paths)):
         if not any(path == k or path.startswith(k.rstrip("/") + "/") for k in kept):
             kept.append(path)
-    return tuple(kept)
+    return kept
 
 
 _NONE: Final = Isolation("none")
@@ -258,13 +371,15 @@ def _detect(wanted: str) -> Isolation:
 
 def _works(isolation: Isolation) -> bool:
     with tempfile.TemporaryDirectory(prefix="verdryx-probe-") as folder:
-        workdir = Path(folder)
+        staging = Path(folder) / "work"
+        staging.mkdir()
         user = sandbox_user()
         if user is not None:
-            os.chown(workdir, user, user)
+            os.chown(staging, user, user)
+        view = View(staging=staging, workdir=str(staging), disk_bytes=1 << 20)
         try:
             done = subprocess.run(
-                isolation.wrap(["true"], workdir, workdir, user),
+                isolation.wrap(["true"], view, user, Path(folder)),
                 capture_output=True,
                 timeout=10,
                 check=False,

@@ -32,6 +32,8 @@ class Limits:
     memory_bytes: int = 1 << 30
     file_bytes: int = 16 << 20
     processes: int = 64
+    #: The work folder's total size (and its /tmp's): an in-memory file system of this size.
+    disk_bytes: int = 256 << 20
     #: Of its combined stdout and stderr, what is kept (the rest is cut, and says so).
     output_bytes: int = 64 << 10
 

@@ -54,6 +54,13 @@ def _positive(text: str) -> int:
     return value
 
 
+def _disk_mib(text: str) -> int:
+    value = _positive(text)
+    if value > 1 << 20:
+        raise argparse.ArgumentTypeError(f"{text} MiB is above the maximum {1 << 20} (1 TiB)")
+    return value
+
+
 def _seconds(text: str) -> float:
     try:
         return check_timeout(float(text), what="--timeout")
@@ -127,6 +134,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(unset: they are refused there; docs/workspaces-and-execution.md)",
     )
     parser.add_argument(
+        "--exec-disk",
+        type=_disk_mib,
+        metavar="MIB",
+        default=256,
+        help="the work folder's total size of an exec case, MiB (default 256); a case "
+        "that fills it fails with that reason",
+    )
+    parser.add_argument(
         "--target",
         metavar="MODULE:CALLABLE",
         help="the agent under test, called once per case and repeat (an eval set's own "
@@ -178,6 +193,7 @@ def settings_from(args: argparse.Namespace) -> EvalSettings:
         agent_id=args.agent_id or None,
         batch=args.batch,
         unsafe_exec=args.unsafe_exec,
+        exec_disk_mib=args.exec_disk,
         call_timeout=args.timeout,
         target=args.target or None,
         target_version=args.target_version or None,

@@ -17,6 +17,7 @@ from typing import Any, Final
 
 from verdryx_core.reporting.html._breakdown import breakdown_section
 from verdryx_core.reporting.html._collect import ReportData
+from verdryx_core.reporting.html._dialogue import DIALOGUE_CSS, dialogue_html
 from verdryx_core.reporting.html._svg import (
     AMBER,
     BLUE,
@@ -33,7 +34,6 @@ from verdryx_core.reporting.html._svg import (
 from verdryx_core.reporting.naturalsort import score_order
 from verdryx_core.reporting.summary import fmt_score, fmt_usd
 from verdryx_core.runs import Score
-from verdryx_core.untrusted.text import printable
 from verdryx_core.version import __version__
 
 __all__ = ["build_report_html"]
@@ -134,7 +134,9 @@ def build_report_html(data: ReportData) -> str:
         '<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>verdryx: {esc(word)} &middot; {esc(_run_name(data))}</title>"
-        f"<style>{_CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n"
+        f"<style>{_CSS}{DIALOGUE_CSS}</style></head><body>\n"
+        + "\n".join(body)
+        + "\n</body></html>\n"
     )
 
 
@@ -589,8 +591,9 @@ def _details(score: Score) -> str:
         ("expected", score.expected),
         ("reason", score.reason),
     ):
-        if text and title == "output" and text.startswith(_TRANSCRIPT):
-            parts.append(f"<dt>transcript</dt><dd>{_dialogue(_cut(text))}</dd>")
+        turns = dialogue_html(_cut(text)) if text and title == "output" else None
+        if turns is not None:
+            parts.append(f"<dt>transcript</dt><dd>{turns}</dd>")
         elif text:
             parts.append(f"<dt>{title}</dt><dd><pre>{esc(_cut(text))}</pre></dd>")
     if score.samples:
@@ -601,25 +604,6 @@ def _details(score: Score) -> str:
     if not parts:
         return '<span class="note">nothing recorded</span>'
     return f"<details><summary>view</summary><dl>{''.join(parts)}</dl></details>"
-
-
-#: How a simulated dialogue's stored output begins (`verdryx_core.cases.transcript_text`).
-_TRANSCRIPT: Final = "[transcript]\n"
-_TURN_ROLES: Final = ("user", "assistant", "tool")
-
-
-def _dialogue(text: str) -> str:
-    """A transcript as one block per turn, its role in bold: the agent's and the user's words
-    through the printable rule, then escaped."""
-    turns: list[str] = []
-    for line in text[len(_TRANSCRIPT) :].split("\n"):
-        role, _, rest = line.partition(":")
-        head = role.split(" ", 1)[0]
-        if head in _TURN_ROLES and not line.startswith(" "):
-            turns.append(f"<b>{esc(role)}</b>:{esc(printable(rest, keep_newlines=False))}")
-        else:
-            turns.append(esc(printable(line, keep_newlines=False)))
-    return "<pre>" + "\n".join(turns) + "</pre>"
 
 
 def _checks_table(score: Score) -> str:
