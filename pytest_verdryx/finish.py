@@ -253,15 +253,13 @@ def _gate(end: SessionEnd) -> GateOutcome | None:
 
 
 def _labels_paths(end: SessionEnd) -> list[Path]:
-    """`--verdryx-labels`: a file, or every `*.labels.jsonl` in a folder; relative to the
-    rootdir."""
+    """`--verdryx-labels`: a file, or a folder of them (`read_labels` reads both); relative
+    to the rootdir."""
     raw = end.settings.labels
     if not raw:
         return []
     path = Path(raw)
-    if not path.is_absolute():
-        path = end.context.config.rootpath / path
-    return sorted(path.rglob("*.labels.jsonl")) if path.is_dir() else [path]
+    return [path if path.is_absolute() else end.context.config.rootpath / path]
 
 
 def _case_labels(context: SessionContext) -> list[Label]:

@@ -29,6 +29,7 @@ from typing import Any, Final
 
 from verdryx_core.errors import EvalSetError
 from verdryx_core.evalsets.schema import evalset_schema
+from verdryx_core.untrusted.files import read_regular_text
 from verdryx_core.untrusted.json_input import MAX_DEPTH, NonFiniteNumber, json_kind, parse_json
 
 __all__ = [
@@ -58,7 +59,7 @@ class Document:
 def _read_text(path: Path) -> str:
     try:
         # utf-8-sig: editors on Windows save a byte order mark, which is not an error.
-        return path.read_text(encoding="utf-8-sig")
+        return read_regular_text(path, encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         if _is_broken_link(path):
             raise EvalSetError(path, _broken_link(path)) from None

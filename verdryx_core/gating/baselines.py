@@ -20,6 +20,7 @@ from verdryx_core.atomic import write_text_atomic
 from verdryx_core.errors import BaselineFileError, UsageError
 from verdryx_core.runs import Baseline, BaselineCase, Score
 from verdryx_core.store import Store
+from verdryx_core.untrusted.files import read_regular_text
 from verdryx_core.untrusted.json_input import NonFiniteNumber, item_label, json_kind, parse_json
 from verdryx_core.untrusted.text import (
     first_hidden_character,
@@ -132,7 +133,7 @@ def read_baseline_file(path: Path) -> Baseline:
     """Read and validate a committed baseline as strictly as an eval set: the JSON Schema
     (numbers in [0, 1], never `true`; no unknown field), then no case twice and valid text."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular_text(path, encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise BaselineFileError(path, f"cannot read: {exc}") from None
     try:

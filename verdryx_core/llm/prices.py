@@ -31,6 +31,7 @@ from typing import Any, Final, Self
 
 from verdryx_core.errors import UsageError
 from verdryx_core.limits import MAX_PRICE_PER_MTOK
+from verdryx_core.untrusted.files import read_regular_text
 from verdryx_core.untrusted.json_input import parse_json
 
 __all__ = ["DEFAULT_PRICES", "FALLBACK_PRICE", "ModelPrice", "PriceBook"]
@@ -127,7 +128,7 @@ class PriceBook:
         """The built-in prices updated by a price file (see the module docstring)."""
         name = str(path)
         try:
-            text = Path(path).read_text(encoding="utf-8")
+            text = read_regular_text(path, encoding="utf-8")
         except OSError as exc:
             raise UsageError(
                 f"{name}: cannot read the price file ({exc.strerror}); fix the path in the "

@@ -1,2 +1,3 @@
 """Text that came from an agent, a file or a server: parsed with bounds on the way in
-(`json_input`), cleaned and escaped on the way out (`text`), credentials masked (`redact`)."""
+(`json_input`), read only from regular files (`files`), cleaned and escaped on the way out
+(`text`), credentials masked (`redact`)."""

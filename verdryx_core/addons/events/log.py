@@ -18,7 +18,6 @@ import logging
 import math
 import os
 import re
-import stat
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from verdryx_core.addons.canonical import canonical_json
 from verdryx_core.errors import UsageError
+from verdryx_core.untrusted.files import NotARegularFile, file_kind, open_regular
 from verdryx_core.untrusted.json_input import parse_json
 
 if TYPE_CHECKING:
@@ -85,22 +85,6 @@ def resolve_events_path(flag: str | None, env: Mapping[str, str] | None = None) 
     return Path(value) if value else None
 
 
-def _kind(mode: int) -> str | None:
-    """What a file that is not a regular file is, or None for a regular one."""
-    if stat.S_ISREG(mode):
-        return None
-    for test, name in (
-        (stat.S_ISDIR, "a folder"),
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-    ):
-        if test(mode):
-            return name
-    return "not a regular file"
-
-
 def _not_a_log(path: Path, kind: str) -> UsageError:
     return UsageError(
         f"event log {str(path)!r} is {kind}; an event log is a regular file (one that does "
@@ -120,20 +104,18 @@ def check_events_path(path: str | os.PathLike[str]) -> None:
         return
     except OSError as exc:
         raise UsageError(f"event log {str(where)!r}: {exc.strerror or exc}") from exc
-    kind = _kind(mode)
+    kind = file_kind(mode)
     if kind is not None:
         raise _not_a_log(where, kind)
 
 
 def _open_regular(path: Path, flags: int, mode: int = 0o644) -> int:
-    """A descriptor on `path`, which must be a regular file: opened without blocking (a FIFO
-    put there since the check would otherwise hold the open) and checked once open."""
-    fd = os.open(path, flags | os.O_NONBLOCK, mode)
-    kind = _kind(os.fstat(fd).st_mode)
-    if kind is not None:
-        os.close(fd)
-        raise _not_a_log(path, kind)
-    return fd
+    """A descriptor on `path`, which must be a regular file (`open_regular`: a FIFO put there
+    since the check cannot hold the open); a `UsageError` naming the log otherwise."""
+    try:
+        return open_regular(path, flags, mode)
+    except NotARegularFile as exc:
+        raise _not_a_log(path, exc.kind) from None
 
 
 def is_canonical_agent_id(agent_id: str) -> bool:

@@ -37,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="+",
         default=[],
         type=Path,
-        help="labels files (*.labels.jsonl)",
+        help="labels files (*.labels.jsonl), or folders of them",
     )
     parser.add_argument(
         "--evalset",

@@ -20,13 +20,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from verdryx_core.errors import UsageError
+from verdryx_core.untrusted.files import open_regular, read_regular_text
 from verdryx_core.untrusted.json_input import json_kind, parse_json
 from verdryx_core.untrusted.text import printable
 
 if TYPE_CHECKING:
     from verdryx_core.evalsets.load import EvalSet
 
-__all__ = ["LABEL_WORDS", "Label", "LabelError", "append_label", "case_labels", "read_labels"]
+__all__ = [
+    "LABEL_WORDS",
+    "Label",
+    "LabelError",
+    "append_label",
+    "case_labels",
+    "labels_files",
+    "read_labels",
+]
 
 #: The words a label may be, besides a number.
 LABEL_WORDS: Final = ("pass", "fail", "skip")
@@ -76,12 +85,20 @@ def output_sha256(output: str) -> str:
     return hashlib.sha256(output.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def labels_files(path: Path) -> list[Path]:
+    """The labels files `path` names: itself, or every `*.labels.jsonl` under it when it is a
+    folder (as `--verdryx-labels` and `verdryx judge-agreement --labels` take it)."""
+    return sorted(path.rglob("*.labels.jsonl")) if path.is_dir() else [path]
+
+
 def read_labels(paths: Iterable[Path]) -> list[Label]:
-    """Every label of `paths`, in file then line order; a missing file is an error."""
+    """Every label of `paths` (files, or folders of them: `labels_files`), in file then line
+    order; a missing file is an error, and so is one that is not a regular file (a FIFO would
+    never end its read, nor would `/dev/zero`)."""
     labels: list[Label] = []
-    for path in paths:
+    for path in (found for given in paths for found in labels_files(given)):
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_regular_text(path, encoding="utf-8")
         except FileNotFoundError:
             raise LabelError(f"{path}: no such labels file") from None
         except (OSError, UnicodeDecodeError) as exc:
@@ -167,7 +184,7 @@ def append_label(path: Path, label: Label) -> None:
     """Append one label as one line, in one `write` under `O_APPEND` (POSIX appends it whole:
     a reader or a second writer never sees half a line), flushed to disk before returning."""
     line = json.dumps(label.to_dict(), ensure_ascii=True, sort_keys=True) + "\n"
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = open_regular(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
     try:
         # A file whose last line lacks its newline (edited by hand) gets one first, so the
         # new label is a line of its own.
