@@ -27,7 +27,7 @@ from verdryx_core.errors import EvalSetError, ModelCallError, VerdryxError
 from verdryx_core.evalsets.load import EvalSet, load_evalset
 from verdryx_core.evaluation import Work, stability
 from verdryx_core.runs import BaselineCase, Score
-from verdryx_core.untrusted.text import labelled, printable
+from verdryx_core.untrusted.text import first_hidden_character, labelled, printable
 
 __all__ = [
     "DROPPED",
@@ -48,6 +48,19 @@ OUTCOMES = (pytest.fail.Exception, pytest.skip.Exception)
 
 
 class EvalSetFile(pytest.File):
+    @classmethod
+    def from_parent(
+        cls, parent: pytest.Collector, *, fspath: None = None, path: Path | None = None, **kw: Any
+    ) -> EvalSetFile:
+        collector = super().from_parent(parent, path=path, **kw)
+        if first_hidden_character(collector.nodeid) is None:
+            return collector
+        # A file name holding a line break would split pytest's own lines (`ERROR collecting`,
+        # the node id): the collector is named escaped, and collecting it refuses the name.
+        shown = printable(collector.nodeid, keep_newlines=False)
+        name = printable(collector.name, keep_newlines=False)
+        return super().from_parent(parent, path=path, nodeid=shown, name=name, **kw)
+
     def collect(self) -> Iterator[EvalCaseItem]:
         evalset = load_evalset(self.path)
         self.evalset = evalset

@@ -29,7 +29,7 @@ from verdryx_core.evalsets.lines import case_lines
 from verdryx_core.evalsets.rules import check_case, check_defaults, effective_case, id_problem
 from verdryx_core.evalsets.schema import evalset_schema
 from verdryx_core.untrusted.json_input import NonFiniteNumber, item_label, json_kind
-from verdryx_core.untrusted.text import first_invalid_text
+from verdryx_core.untrusted.text import first_hidden_character, first_invalid_text
 
 if TYPE_CHECKING:
     import jsonschema
@@ -39,6 +39,7 @@ __all__ = [
     "EvalSet",
     "check_unique_ids",
     "evalset_schema",
+    "file_name_problem",
     "load_evalset",
     "load_evalsets",
 ]
@@ -85,6 +86,9 @@ class EvalSet:
 def load_evalset(path: str | Path) -> EvalSet:
     """Read, validate and build an eval set; raises `EvalSetError` on any problem."""
     path = Path(path)
+    problem = file_name_problem(path)
+    if problem is not None:
+        raise EvalSetError(path, problem)
     try:
         document = read_document(path)
     except NonFiniteNumber as exc:
@@ -96,6 +100,21 @@ def load_evalset(path: str | Path) -> EvalSet:
         ) from None
     return evalset_from_data(
         document.data, path, lines=document.case_lines, header_line=document.header_line
+    )
+
+
+def file_name_problem(path: Path) -> str | None:
+    """Why `path` cannot name an eval set file, or None. A file name is content a pull
+    request controls, and it is printed as the ids are (pytest's node ids, the collection
+    errors, CI logs): a line break in it would put the rest of the name, a workflow command
+    such as `::error::`, on a line of its own. So it follows the ids' rule (`id_problem`): a
+    control or format character (Unicode Cc, Cf, Zl, Zp) is refused, never escaped."""
+    hidden = first_hidden_character(str(path))
+    if hidden is None:
+        return None
+    return (
+        f"the file name holds the control or format character '{hidden}', which would act on "
+        "a terminal or start a line of its own in pytest's output and CI logs; rename the file"
     )
 
 
