@@ -4,6 +4,13 @@ appends a label (docs/calibrating-the-judge.md, "Labelling in the browser").
 Labels are appended to the labels file one whole line at a time (`append_label`), under a
 lock so two clicks at once never interleave; the page is rebuilt from the file on every
 load, so a reload shows what is labelled.
+
+Listening on 127.0.0.1 is not enough against DNS rebinding: a page of `evil.example` whose
+name then resolves to 127.0.0.1 is, to the browser, the same origin as its own server, and
+could read the page (and its token) and post labels. So every request must name this server
+in its `Host` (`127.0.0.1:PORT` or `localhost:PORT`), and a POST that carries an `Origin`
+must come from one of those two; anything else is a 403 before the page or the labels file
+is touched.
 """
 
 from __future__ import annotations
@@ -61,6 +68,27 @@ class ReviewServer:
     @property
     def url(self) -> str:
         return f"http://{HOST}:{self.httpd.server_address[1]}/"
+
+    def served_hosts(self) -> frozenset[str]:
+        """The `Host` values that name this server (lowercase): its address and `localhost`,
+        with the port (without it too on port 80, where a browser leaves it out)."""
+        port = self.httpd.server_address[1]
+        names = (HOST, "localhost")
+        hosts = {f"{name}:{port}" for name in names}
+        if port == 80:
+            hosts.update(names)
+        return frozenset(hosts)
+
+    def foreign_request(self, host: str | None, origin: str | None) -> str | None:
+        """Why a request with these `Host` and `Origin` headers is not for this page (a DNS
+        rebinding page, another site's script), or None. `origin` is None for a GET, and for
+        a POST without one (not a browser page: browsers send it with every POST)."""
+        hosts = self.served_hosts()
+        if host is None or host.strip().lower() not in hosts:
+            return f"this page is served only at {self.url} (Host {host!r} is not this server)"
+        if origin is not None and origin.strip().lower() not in {f"http://{h}" for h in hosts}:
+            return f"labels are accepted only from {self.url} (Origin {origin!r})"
+        return None
 
     def labels(self) -> list[Label]:
         return read_labels([self.labels_path]) if self.labels_path.exists() else []
@@ -130,7 +158,22 @@ def _handler(server: ReviewServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(body)
 
+        def _refused(self, *, post: bool) -> bool:
+            """Answer 403 to a request that is not for this page; True when it was refused."""
+            why = server.foreign_request(
+                self.headers.get("Host"), self.headers.get("Origin") if post else None
+            )
+            if why is None:
+                return False
+            self.close_connection = True  # a refused POST's body is never read as a request
+            self._send(
+                HTTPStatus.FORBIDDEN, why.encode("utf-8", "replace"), "text/plain; charset=utf-8"
+            )
+            return True
+
         def do_GET(self) -> None:
+            if self._refused(post=False):
+                return
             if self.path != "/":
                 self._send(HTTPStatus.NOT_FOUND, b"not found", "text/plain; charset=utf-8")
                 return
@@ -145,6 +188,8 @@ def _handler(server: ReviewServer) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             plain = "text/plain; charset=utf-8"
+            if self._refused(post=True):
+                return
             if self.path != "/label":
                 self._send(HTTPStatus.NOT_FOUND, b"not found", plain)
                 return
