@@ -37,6 +37,7 @@ from verdryx_core.store.rows import (
     set_targets_column_problem,
     set_targets_from_text,
     set_targets_text,
+    stored_json,
     unit_problem,
 )
 
@@ -403,7 +404,7 @@ class SqlStore(Store):
                     value=value,
                     fingerprint=fingerprint,
                     passed=None if passed is None else bool(passed),
-                    samples=tuple(float(item) for item in json.loads(samples)) if samples else (),
+                    samples=tuple(float(item) for item in stored_json(samples)) if samples else (),
                     cluster=cluster,
                 )
                 for eval_set_id, case_id, value, fingerprint, passed, samples, cluster in case_rows
@@ -643,7 +644,7 @@ class SqlStore(Store):
             judge_cost_usd=row[9],
             fingerprint=row[10],
             passed=None if row[11] is None else bool(row[11]),
-            samples=tuple(float(item) for item in json.loads(row[12])) if row[12] else (),
+            samples=tuple(float(item) for item in stored_json(row[12])) if row[12] else (),
             output=self.db.text_out(row[13]),
             expected=self.db.text_out(row[14]),
             reason=self.db.text_out(row[15]),
@@ -670,7 +671,7 @@ def _cached(response: Any, cost: Any) -> tuple[dict[str, Any], float] | None:
     if cost_problem(cost) is not None or not isinstance(response, str):
         return None
     try:
-        answer = json.loads(response)
+        answer = stored_json(response)
     except ValueError:
         return None
     return (answer, float(cost)) if isinstance(answer, dict) else None
@@ -689,7 +690,7 @@ def _summary(row: Sequence[Any]) -> RunSummary:
         model=row[1],
         judge_model=row[2],
         agent_id=row[3],
-        eval_set_ids=tuple(json.loads(row[4])),
+        eval_set_ids=tuple(stored_json(row[4])),
         started_at=parse_iso(row[5]),
         finished_at=parse_iso(row[6]) if row[6] else None,
         complete=bool(row[7]),

@@ -20,6 +20,7 @@ from typing import Any, Final
 from verdryx_core.errors import StoreError
 from verdryx_core.limits import MAX_TOTAL_COST_USD, MAX_TOTAL_TOKENS, cost_problem, token_problem
 from verdryx_core.runs import CheckResult, set_targets_problem
+from verdryx_core.untrusted.json_input import MAX_DEPTH, JSONDepthError, parse_json
 
 __all__ = [
     "RUN_FIELDS",
@@ -37,6 +38,7 @@ __all__ = [
     "set_targets_column_problem",
     "set_targets_from_text",
     "set_targets_text",
+    "stored_json",
     "unit_problem",
 ]
 
@@ -234,7 +236,27 @@ def checks_from_text(value: str | None) -> tuple[CheckResult, ...]:
     """The column read back (already checked by `_checks_problem`)."""
     if not value:
         return ()
-    return tuple(CheckResult.from_dict(item) for item in json.loads(value))
+    return tuple(CheckResult.from_dict(item) for item in stored_json(value))
+
+
+def stored_json(text: str) -> Any:
+    """A JSON column read back (`scores.checks`, `scores.samples`, `runs.eval_set_ids`, a
+    cached answer), with the bound every file verdryx reads has (`parse_json`): another
+    program may have stored `[` 50,000 times, which `json.loads` meets with a RecursionError.
+    Raises ValueError (`JSONDepthError` past `MAX_DEPTH` levels)."""
+    return parse_json(text)
+
+
+def _json_column(value: object, expected: str) -> tuple[Any, str | None]:
+    """A JSON text column parsed, or None and why it cannot be (in a problem's words)."""
+    if not isinstance(value, str):
+        return None, _holds(value, expected)
+    try:
+        return stored_json(value), None
+    except JSONDepthError:
+        return None, f"holds JSON nested deeper than {MAX_DEPTH} levels, expected {expected}"
+    except ValueError:
+        return None, _holds(value, expected)
 
 
 def set_targets_text(value: Mapping[str, str | None] | None) -> str | None:
@@ -247,18 +269,18 @@ def set_targets_column_problem(value: object) -> str | None:
     """Why a stored `set_targets` column cannot be read back (None: it can)."""
     if value is None:
         return None
-    try:
-        parsed = json.loads(value) if isinstance(value, str) else None
-    except ValueError:
-        parsed = None
+    expected = "a JSON object of eval set id -> target or null"
+    parsed, problem = _json_column(value, expected)
+    if problem is not None:
+        return problem
     if parsed is None or set_targets_problem(parsed) is not None:
-        return _holds(value, "a JSON object of eval set id -> target or null")
+        return _holds(value, expected)
     return None
 
 
 def set_targets_from_text(value: str | None) -> dict[str, str | None] | None:
     """The column read back (already checked by `set_targets_column_problem`)."""
-    return None if value is None else dict(json.loads(value))
+    return None if value is None else dict(stored_json(value))
 
 
 def _check_problem(item: object) -> str | None:
@@ -281,10 +303,9 @@ def _check_problem(item: object) -> str | None:
 def _checks_problem(value: object) -> str | None:
     if value is None:
         return None
-    try:
-        items = json.loads(value) if isinstance(value, str) else None
-    except ValueError:
-        items = None
+    items, problem = _json_column(value, "a JSON array of checks")
+    if problem is not None:
+        return problem
     if not isinstance(items, list):
         return f"holds {_shown(value)}, expected a JSON array of checks"
     for item in items:
@@ -302,10 +323,9 @@ def samples_problem(value: object) -> str | None:
 def _samples_problem(value: object) -> str | None:
     if value is None:
         return None
-    try:
-        samples = json.loads(value) if isinstance(value, str) else None
-    except ValueError:
-        samples = None
+    samples, problem = _json_column(value, "a JSON list of scores in [0, 1]")
+    if problem is not None:
+        return problem
     if isinstance(samples, list) and all(unit_problem(item) is None for item in samples):
         return None
     return _holds(value, "a JSON list of scores in [0, 1]")
@@ -406,16 +426,15 @@ def _run_checks(fields: dict[str, Any]) -> list[tuple[str, str]]:
     """Every (column, why) of a run row's fields that cannot be read back, in column order
     of importance (what identifies the run first)."""
     ids = fields["eval_set_ids"]
-    try:
-        parsed = json.loads(ids) if isinstance(ids, str) else None
-    except ValueError:
-        parsed = None
+    parsed, ids_problem = _json_column(ids, "a JSON list of eval set ids")
     ids_ok = isinstance(parsed, list) and all(isinstance(item, str) for item in parsed)
+    if not ids_ok and ids_problem is None:
+        ids_problem = _holds(ids, "a JSON list of eval set ids")
     checks: list[tuple[str, str | None]] = [
         ("id", _text_problem(fields["id"], nullable=False)),
         ("model", _text_problem(fields["model"], nullable=False)),
         ("started_at", _time_problem(fields["started_at"], nullable=False)),
-        ("eval_set_ids", None if ids_ok else _holds(ids, "a JSON list of eval set ids")),
+        ("eval_set_ids", None if ids_ok else ids_problem),
         ("finished_at", _time_problem(fields["finished_at"], nullable=True)),
         ("complete", _flag_problem(fields["complete"])),
         ("is_partial", _flag_problem(fields["is_partial"])),
