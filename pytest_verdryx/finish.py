@@ -18,7 +18,7 @@ from pytest_verdryx import exports
 from pytest_verdryx.context import SessionContext
 from pytest_verdryx.options import FLAGS, Settings, worded
 from pytest_verdryx.state import SessionState
-from verdryx_core.errors import RunNotStoredError, StoreError, VerdryxError
+from verdryx_core.errors import AfterSaveError, RunNotStoredError, StoreError, VerdryxError
 from verdryx_core.gating.baselines import check_label, write_baseline_file
 from verdryx_core.runs import Baseline, EvalRun
 from verdryx_core.store import StoreTarget
@@ -169,6 +169,10 @@ def _store(end: SessionEnd) -> None:
             cache_entries=context.state.calls.take_entries(),
         )
         end.stored = True
+    except AfterSaveError as exc:  # stored; what a plugged-in grader keeps of it is not
+        end.stored = True
+        end.messages.extend(f"ERROR: {line}" for line in exc.lines)
+        _fail(end)
     except RunNotStoredError as exc:  # already says "the run was not stored: ..."
         end.messages.append(f"ERROR: {worded(exc)}")
         _fail(end)

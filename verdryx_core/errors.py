@@ -20,6 +20,7 @@ the core, never the reverse):
     │   └── RunNotStoredError     a graded run could not be saved (nothing of it was)
     ├── ModelCallError            a model provider refused or could not be reached
     ├── GraderError               a custom grader that cannot be used, or a bad score
+    │   └── AfterSaveError        the run is stored, what a plugged-in grader keeps is not
     ├── TargetLoadError           `module:callable` names no callable target
     ├── TargetResultError         a target returned something that is not a result
     ├── TargetCallError           a target call produced no output (that case's error)
@@ -34,13 +35,14 @@ caller always words as one of these, naming the file or the call.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Final
 
 from verdryx_core.untrusted.text import printable
 
 __all__ = [
     "CLI_FLAGS",
+    "AfterSaveError",
     "BaselineFileError",
     "EvalSetError",
     "GraderError",
@@ -210,6 +212,17 @@ class ModelCallError(VerdryxError):
 class GraderError(VerdryxError):
     """A custom grader that cannot be registered, loaded, or that answered something that
     is not a score."""
+
+
+class AfterSaveError(GraderError):
+    """The run is stored, but the `after_save` of one or more plugged-in graders failed, so
+    what they keep of it in their own tables is not: `lines`, one per grader, each naming it.
+    `run` is the run that was stored."""
+
+    def __init__(self, lines: Sequence[str], *, run: object = None) -> None:
+        self.lines = tuple(lines)
+        self.run = run
+        super().__init__("; ".join(self.lines))
 
 
 class TargetLoadError(VerdryxError):

@@ -24,6 +24,8 @@ from typing import Any
 
 from verdryx_core.cases import EvalCase
 from verdryx_core.errors import (
+    AfterSaveError,
+    GraderError,
     RunNotStoredError,
     StoreError,
     UsageError,
@@ -42,7 +44,11 @@ from verdryx_core.evaluation.target_output import TargetOutput, target_of
 from verdryx_core.evaluation.workspaces import Workspaces
 from verdryx_core.graders import GradeContext, Grader, build_graders
 from verdryx_core.graders.plugins import GraderUnavailable, plugin
-from verdryx_core.graders.registry import checked_grader, load_custom_grader
+from verdryx_core.graders.registry import (
+    check_installed_graders,
+    checked_grader,
+    load_custom_grader,
+)
 from verdryx_core.llm.cache import REFRESH
 from verdryx_core.llm.prices import PriceBook
 from verdryx_core.llm.progress import TextStream
@@ -214,10 +220,17 @@ class Evaluation:
             return checked_grader(name, for_run(self.settings))
         except GraderUnavailable as exc:
             return exc
+        except VerdryxError:
+            raise
+        except Exception as exc:  # a bug in the add-on: one line naming it, not a traceback
+            raise GraderError(
+                f"grader {name!r}: for_run raised {type(exc).__name__}: {exc}"
+            ) from exc
 
     def check_graders(self) -> None:
         """At start: every plugged-in grader the settings configure builds (a wrong option is
         a UsageError of one line now, not at the first case)."""
+        check_installed_graders()
         for name in self.settings.grader_options:
             self.plug_in(name)
 
@@ -370,7 +383,8 @@ class Evaluation:
     ) -> None:
         """Store `run` with the model answers its calls got (all of this evaluation's, by
         default). Raises RunNotStoredError; the answers go first, so a run that is stored never
-        misses them."""
+        misses them. Raises AfterSaveError when the run is stored but a plugged-in grader's
+        `after_save` failed (verdryx_core.evaluation.saving)."""
         entries = self.tally.take_entries() if cache_entries is None else cache_entries
         try:
             save_run(store, run, cache_entries=entries)
@@ -402,7 +416,9 @@ def evaluate(
     models and targets run concurrently (`settings.concurrency`); `progress` gets a progress
     line. A case whose call fails is one line of `run.errors` and leaves the run incomplete;
     `incomplete_because` (say, eval set files that did not load) does too. A Ctrl-C stores
-    what was scored as an incomplete run and raises `EvaluationInterrupted`.
+    what was scored as an incomplete run and raises `EvaluationInterrupted`. A plugged-in
+    grader whose `after_save` fails leaves the run stored without what it keeps, and raises
+    `AfterSaveError` (its `run` is the run).
     """
     settings = _with_target(EvalSettings() if settings is None else settings, target)
     sets: list[EvalSet] = []
@@ -445,7 +461,12 @@ def _evaluate(
         targets=evaluation.targets_of((entry.context.eval_set_id, entry.case) for entry in work),
     )
     if store is not None:
-        evaluation.save(store, run)
+        try:
+            evaluation.save(store, run)
+        except AfterSaveError:
+            if not interrupted:
+                raise
+            # The run is stored; a Ctrl-C is what the caller must hear of first.
     if interrupted:
         raise EvaluationInterrupted(run, total=len(work))
     return run

@@ -20,12 +20,12 @@ attributes, what the core asks of every grader (docs/graders.md, "Graders from a
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from verdryx_core.cases import GRADER_KINDS
-from verdryx_core.errors import VerdryxError, word_hint
+from verdryx_core.errors import StoreError, VerdryxError, word_hint
 from verdryx_core.graders.registry import custom_grader_names, grader_source
 from verdryx_core.untrusted.text import printable
 
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from verdryx_core.store import Store
 
 __all__ = [
+    "AfterSaveFailed",
     "CaseProblem",
     "GraderUnavailable",
     "after_save",
@@ -107,9 +108,37 @@ def field_owners() -> Mapping[str, str]:
     return owners
 
 
-def after_save(store: Store, run: EvalRun) -> None:
-    """Each plugged-in grader of `run` stores what it keeps of it (its own tables)."""
-    for name in sorted({score.grader for score in run.scores}):
-        hook = getattr(plugin(name), "after_save", None)
-        if hook is not None:
-            hook(store, run)
+class AfterSaveFailed(Exception):
+    """A plugged-in grader's `after_save` raised its own exception (a bug, not the store
+    refusing a row): `name` is the grader, `line` says so in one line."""
+
+    def __init__(self, name: str, line: str) -> None:
+        super().__init__(line)
+        self.name = name
+        self.line = line
+
+
+def after_save(store: Store, run: EvalRun, *, skip: Collection[str] = ()) -> None:
+    """Each plugged-in grader of `run` but those in `skip` stores what it keeps of it (its
+    own tables). The store refusing a row is a `StoreError`, as for the run's own rows (one
+    transaction: neither is stored); any other exception of a grader's hook is
+    `AfterSaveFailed` naming it, so the caller can store the run without that grader."""
+    for name in sorted({score.grader for score in run.scores} - set(skip)):
+        try:
+            hook = getattr(plugin(name), "after_save", None)
+            if hook is not None:
+                hook(store, run)
+        except StoreError:
+            raise
+        except Exception as exc:
+            raise AfterSaveFailed(name, _hook_failed(name, exc)) from exc
+
+
+def _hook_failed(name: str, exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    what = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+    return printable(
+        f"grader {name!r}: after_save raised {what}; the run is stored without what {name!r} "
+        "keeps of it",
+        keep_newlines=False,
+    )

@@ -30,6 +30,7 @@ from verdryx_core.limits import cost_problem, token_problem
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "check_installed_graders",
     "checked_grader",
     "custom_grader_names",
     "default_min_score",
@@ -216,8 +217,16 @@ def grader_source(name: str) -> Any | None:
         loaded = point.load()
     except Exception as exc:
         raise GraderError(
-            f"grader {name!r}: loading entry point {point.value!r} failed: {exc}"
+            f"grader {name!r}: loading entry point {point.value!r}{_from(point)} failed: "
+            f"{_one_line(exc)}"
         ) from exc
+    if not callable(getattr(loaded, "grade", None)) and not callable(loaded):
+        # Refused where it is first named (an eval set's load), not when a case is graded.
+        raise GraderError(
+            f"grader {name!r}: entry point {point.value!r}{_from(point)} names "
+            f"{_shown(loaded)}, which has no grade(case, output, context) method and is not a "
+            "class or factory building one"
+        )
     if getattr(loaded, "model_free", False):
         # Its cases read their output from the world (verdryx_core.graders.plugins).
         declare_model_free(name)
@@ -228,6 +237,7 @@ def grader_source(name: str) -> Any | None:
 def refresh_entry_points() -> None:
     """Read installed entry points again (after installing a package in the same process)."""
     _entry_points.cache_clear()
+    _installed_clash.cache_clear()
     with _lock:
         _loaded.clear()
         _sources.clear()
@@ -235,7 +245,56 @@ def refresh_entry_points() -> None:
 
 @cache
 def _entry_points() -> Mapping[str, metadata.EntryPoint]:
-    return {point.name: point for point in metadata.entry_points(group=ENTRY_POINT_GROUP)}
+    # A built-in's name is never a plugged-in grader (`check_installed_graders` refuses it).
+    return {
+        point.name: point
+        for point in metadata.entry_points(group=ENTRY_POINT_GROUP)
+        if point.name not in GRADER_KINDS and point.name != CHECKS_GRADER
+    }
+
+
+def check_installed_graders() -> None:
+    """At start: no installed entry point takes a built-in grader's name (the built-in would
+    silently win over it) and no two installed packages declare one name differently (one of
+    them would silently lose). Raises GraderError naming the packages; listed once a process
+    (`refresh_entry_points` lists again)."""
+    problem = _installed_clash()
+    if problem is not None:
+        raise GraderError(problem)
+
+
+@cache
+def _installed_clash() -> str | None:
+    seen: dict[str, metadata.EntryPoint] = {}
+    for point in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if point.name in GRADER_KINDS or point.name == CHECKS_GRADER:
+            return (
+                f"grader {point.name!r} of entry point {point.value!r}{_from(point)} has the "
+                "name of a built-in grader, which every eval set naming it gets instead; "
+                f"rename the entry point (group {ENTRY_POINT_GROUP!r}) or uninstall the package"
+            )
+        other = seen.setdefault(point.name, point)
+        if other.value != point.value:
+            return (
+                f"grader {point.name!r} is declared twice: by entry point {other.value!r}"
+                f"{_from(other)} and by {point.value!r}{_from(point)}; uninstall one, or "
+                "rename its entry point"
+            )
+    return None
+
+
+def _from(point: metadata.EntryPoint) -> str:
+    """` (package NAME VERSION)`: who installed the entry point, when importlib knows."""
+    dist = getattr(point, "dist", None)
+    if dist is None:
+        return ""
+    return f" (package {dist.name} {dist.version})"
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    text = text if len(text) <= 60 else text[:57] + "..."
+    return f"{text} (of type {type(value).__name__})"
 
 
 def _check_name(name: str) -> None:

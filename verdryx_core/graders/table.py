@@ -76,10 +76,11 @@ class GraderTable(dict[str, Grader]):
         return grader
 
     def find(self, name: str) -> Grader | None:
-        """The grader named `name` for this run, or None when it is not available."""
+        """The grader named `name` for this run, or None when it is not available (or cannot
+        be built: its cases report why when they are scored)."""
         try:
             return self[name]
-        except KeyError:
+        except (KeyError, VerdryxError):
             return None
 
     def prepare(self, names: Iterable[str]) -> None:

@@ -10,7 +10,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from verdryx_core.addons.typed import typed_options
 from verdryx_core.cli.commands._common import (
@@ -20,7 +20,7 @@ from verdryx_core.cli.commands._common import (
     open_store,
     print_json,
 )
-from verdryx_core.errors import CLI_FLAGS, VerdryxError
+from verdryx_core.errors import CLI_FLAGS, AfterSaveError, VerdryxError
 from verdryx_core.evalsets.load import EvalSet, check_unique_ids, load_evalset
 from verdryx_core.evaluation import (
     DEFAULT_MIN_SCORE,
@@ -228,8 +228,13 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return EXIT_INTERRUPTED
+        except AfterSaveError as failed:
+            # The run is stored; what a plugged-in grader keeps of it is not.
+            run, addons = cast(EvalRun, failed.run), list(failed.lines)
+        else:
+            addons = []
     failures = list(run.errors)
-    errors = [*problems, *failures]
+    errors = [*problems, *failures, *addons]
     for line in errors:
         print(f"error: {line}", file=sys.stderr)
     if args.json:
@@ -245,7 +250,7 @@ def run(args: argparse.Namespace) -> int:
         ):
             print(line)
         _print_text(run, store.path, problems=problems, failures=failures, note=note)
-    return EXIT_UNREADABLE if problems else (EXIT_INCOMPLETE if failures else 0)
+    return EXIT_UNREADABLE if problems else (EXIT_INCOMPLETE if failures or addons else 0)
 
 
 #: docs/cli.md, exit codes: an unreadable eval set is exit 2 (the others are still graded),
