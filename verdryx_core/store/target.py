@@ -129,6 +129,13 @@ def redact(text: object) -> str:
     return redact_database(str(text))
 
 
+def _query(url: str) -> str:
+    """A URI's query string, read without `urlsplit`: that raises on a URL libpq refuses too
+    (`postgresql://u:pw@[::1/db`, an IPv6 host without its `]`), and the passwords must be
+    found in exactly such a URL, whose driver error quotes it whole."""
+    return url.split("#", 1)[0].partition("?")[2]
+
+
 def _unquote_conninfo(value: str) -> str:
     if value.startswith("'"):
         body = value[1:-1] if len(value) > 1 and value.endswith("'") else value[1:]
@@ -207,7 +214,7 @@ class StoreUrl:
                 user_part = authority.split("@", 1)[0]
                 if ":" in user_part:
                     found.add(user_part.split(":", 1)[1])
-            for key, value in parse_qsl(urlsplit(self.url).query, keep_blank_values=True):
+            for key, value in parse_qsl(_query(self.url), keep_blank_values=True):
                 if key.lower() in ("password", "sslpassword"):
                     found.add(value)
             for match in QUERY_PASSWORD.finditer(self.url):
@@ -237,7 +244,8 @@ class StoreUrl:
         """The database name, for messages."""
         if self.is_conninfo:
             return self._pairs().get("dbname", "")
-        return urlsplit(self.url).path.lstrip("/")
+        after = self.url.split("://", 1)[-1].split("#", 1)[0].split("?", 1)[0]
+        return after.partition("/")[2]
 
     def with_query(self, extra: str) -> StoreUrl:
         """The target with `extra` (key=value, URL-encoded) added: to a URI's query string,
