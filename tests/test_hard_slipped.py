@@ -7,10 +7,16 @@ on the target; a trace's outcome cannot split the cost table's row."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from verdryx_core.cli import main
+from verdryx_core.errors import EvalSetError
+from verdryx_core.evalsets.load import load_evalset
+from verdryx_core.graders.regex import compile_pattern
 from verdryx_core.store import StoreUrl
 
 
@@ -63,3 +69,83 @@ def test_pytest_with_such_a_url_is_a_usage_error_without_the_password(
     text = result.stdout.str() + result.stderr.str()
     assert "secret-pw" not in text and "Traceback" not in text and "INTERNALERROR" not in text
     assert result.ret in (pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.USAGE_ERROR)
+
+
+# -- regex patterns every output matches ---------------------------------------------------------
+
+ALWAYS = ["(?=)", "(?=.*)", "\\b|\\B", "x*", "^", "(?:)", "(?!never)", "(?<!x)", "(?i)(?=)|q"]
+CAN_FAIL = ["^(?!.*secret)", "(?=.*\\d)", "\\b", "\\B", "(?!\\Z)", "(?<=a)", "(?>a*)\\A"]
+
+
+def _evalset(tmp_path: Path, pattern: str) -> Path:
+    path = tmp_path / "r.evalset.json"
+    case = {"id": "c", "prompt": "p", "grader": "regex", "expected": pattern}
+    path.write_text(json.dumps({"id": "r", "cases": [case]}))
+    return path
+
+
+@pytest.mark.parametrize("pattern", ALWAYS)
+def test_a_pattern_every_output_matches_is_refused_at_load(tmp_path: Path, pattern: str) -> None:
+    with pytest.raises(EvalSetError) as caught:
+        load_evalset(_evalset(tmp_path, pattern))
+    assert caught.value.case == "'c' (#1)" and caught.value.field == "expected"
+    assert "matches every output" in str(caught.value)
+
+
+@pytest.mark.parametrize("pattern", CAN_FAIL)
+def test_a_lookaround_that_can_fail_still_loads(tmp_path: Path, pattern: str) -> None:
+    load_evalset(_evalset(tmp_path, pattern))
+
+
+_ATOMS = st.sampled_from(
+    [
+        "",
+        "a",
+        "-",
+        "x*",
+        "a?",
+        ".",
+        ".*",
+        "(?s:.)*",
+        "[^a]*",
+        "^",
+        "$",
+        "\\A",
+        "\\Z",
+        "\\b",
+        "\\B",
+        "(?=a)",
+        "(?!a)",
+        "(?=)",
+        "(?<=a)",
+        "(?<!a)",
+        "(?>a*)",
+        "a*+",
+        "(?:|a)",
+    ]
+)
+_PATTERNS = st.recursive(
+    _ATOMS,
+    lambda inner: (
+        st.tuples(inner, inner).map("".join)
+        | st.tuples(inner, inner).map(lambda pair: f"(?:{pair[0]}|{pair[1]})")
+    ),
+    max_leaves=4,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(pattern=_PATTERNS, outputs=st.lists(st.text(alphabet="a-x\n é", max_size=6), max_size=6))
+def test_a_pattern_is_refused_only_when_every_output_matches(
+    tmp_path_factory: pytest.TempPathFactory, pattern: str, outputs: list[str]
+) -> None:
+    try:
+        load_evalset(_evalset(tmp_path_factory.mktemp("p"), pattern))
+    except EvalSetError as refused:
+        if "not a valid regex" in str(refused):  # a quantifier after an anchor, say
+            return
+        assert "matches every output" in str(refused)
+        compiled = compile_pattern(pattern)
+        # Sound: a refused pattern really matches every output, these ones too.
+        for output in ["", "a", "-", "\n", *outputs]:
+            assert compiled.search(output) is not None, (pattern, output)
