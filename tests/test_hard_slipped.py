@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from verdryx_core.cli import main
 from verdryx_core.errors import EvalSetError
 from verdryx_core.evalsets.load import load_evalset
+from verdryx_core.gating.calibration.labels import LabelError, read_labels
 from verdryx_core.graders.regex import compile_pattern
 from verdryx_core.store import StoreUrl
 
@@ -149,3 +150,37 @@ def test_a_pattern_is_refused_only_when_every_output_matches(
         # Sound: a refused pattern really matches every output, these ones too.
         for output in ["", "a", "-", "\n", *outputs]:
             assert compiled.search(output) is not None, (pattern, output)
+
+
+# -- a labels line with a key given twice --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "key"),
+    [
+        (
+            '{"eval_set_id": "s", "case_id": "c", "output": "o", "label": "pass", "label": "fail"}',
+            "label",
+        ),
+        (
+            '{"eval_set_id": "s", "case_id": "c", "case_id": "d", "output": "o", "label": "pass"}',
+            "case_id",
+        ),
+    ],
+)
+def test_a_labels_line_with_a_key_given_twice_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], line: str, key: str
+) -> None:
+    labels = tmp_path / "team.labels.jsonl"
+    labels.write_text(
+        '{"eval_set_id": "s", "case_id": "a", "output": "o", "label": "pass"}\n' + line + "\n"
+    )
+    with pytest.raises(LabelError) as caught:
+        read_labels([labels])
+    assert str(caught.value) == (
+        f"{labels}:2: not a JSON object: the key {key!r} appears twice in one object"
+    )
+    code, _, err = _cli(
+        capsys, "judge-agreement", "--db", str(tmp_path / "v.db"), "--labels", str(labels)
+    )
+    assert code == 2 and f"{labels}:2: not a JSON object: the key {key!r} appears twice" in err

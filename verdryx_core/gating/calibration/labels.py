@@ -111,7 +111,9 @@ def read_labels(paths: Iterable[Path]) -> list[Label]:
 
 def _label(line: str, where: str) -> Label:
     try:
-        data = parse_json(line, allow_nan=False)
+        # A key given twice is refused, as in every other file verdryx reads: which of the
+        # two labels the labeller meant is unknown (Python's reader keeps the last).
+        data = parse_json(line, allow_nan=False, unique_keys=True)
     except ValueError as exc:
         raise LabelError(f"{where}: not a JSON object: {exc}") from None
     if not isinstance(data, dict):
