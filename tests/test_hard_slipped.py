@@ -184,3 +184,79 @@ def test_a_labels_line_with_a_key_given_twice_is_refused(
         capsys, "judge-agreement", "--db", str(tmp_path / "v.db"), "--labels", str(labels)
     )
     assert code == 2 and f"{labels}:2: not a JSON object: the key {key!r} appears twice" in err
+
+
+# -- a deeply nested state or metadata is verdryx's encoding limit, not the target's raise ------
+
+DEEP_AGENT = """
+def _deep(levels):
+    value = 1
+    for _ in range(levels):
+        value = {"k": value}
+    return value
+
+
+def state(case):
+    return {"output": "ok", "state": _deep(5000)}
+
+
+def metadata(case):
+    return {"output": "ok", "metadata": {"trace": [_deep(3000)]}}
+
+
+def arguments(case):
+    return {"output": "ok", "tool_calls": [{"name": "t", "arguments": {"a": _deep(2000)}}]}
+
+
+def shallow(case):
+    return {"output": "ok", "state": _deep(50)}
+"""
+
+
+@pytest.mark.parametrize(
+    ("function", "field"),
+    [("state", "state"), ("metadata", "metadata"), ("arguments", "tool_calls[0].arguments")],
+)
+def test_a_deep_result_is_verdryx_s_encoding_limit_on_that_case(
+    pytester: pytest.Pytester, function: str, field: str
+) -> None:
+    pytester.makepyfile(deep_agent=DEEP_AGENT)
+    cases = [
+        {"id": "c", "prompt": "p", "grader": "exact", "expected": "ok"},
+        {"id": "r", "prompt": "p", "grader": "exact", "expected": "a", "output": "a"},
+    ]
+    (pytester.path / "s.evalset.json").write_text(json.dumps({"id": "s", "cases": cases}))
+    result = pytester.runpytest(f"--verdryx-target=deep_agent:{function}", "--no-verdryx-store")
+    text = result.stdout.str()
+    assert "RecursionError" not in text and "raised" not in text and "Traceback" not in text
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            f"*s.evalset.json::c: verdryx's encoding limit (not an error of target "
+            f"deep_agent:{function}): {field.replace('[', '[[]')} nests * levels of lists and "
+            "dicts, and verdryx "
+            "encodes at most 100*"
+        ]
+    )
+
+
+def test_verdryx_eval_says_the_same_and_keeps_the_other_cases(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "deep_agent_cli.py").write_text(DEEP_AGENT)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    path = tmp_path / "s.evalset.json"
+    path.write_text(
+        json.dumps({"id": "s", "cases": [{"id": "c", "prompt": "p", "expected": "ok"}]})
+    )
+    db = str(tmp_path / "v.db")
+    code, _, err = _cli(capsys, "eval", str(path), "--target", "deep_agent_cli:state", "--db", db)
+    assert code == 1
+    (line,) = [line for line in err.splitlines() if line.startswith("error:")]
+    assert line == (
+        "error: case s::c: verdryx's encoding limit (not an error of target "
+        "deep_agent_cli:state): state nests 5,000 levels of lists and dicts, and verdryx "
+        'encodes at most 100 (docs/targets.md, "What a target returns")'
+    )
+    code, _, err = _cli(capsys, "eval", str(path), "--target", "deep_agent_cli:shallow", "--db", db)
+    assert code == 0, err

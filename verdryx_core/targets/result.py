@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import reprlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -16,8 +17,9 @@ from typing import Any, Final
 from verdryx_core.cases import ToolCall
 from verdryx_core.errors import TargetResultError
 from verdryx_core.limits import cost_problem, token_problem
+from verdryx_core.untrusted.json_input import MAX_DEPTH, nesting_depth
 
-__all__ = ["TargetResult", "TargetUsage", "normalise_result"]
+__all__ = ["TargetResult", "TargetUsage", "TooDeepToEncode", "normalise_result"]
 
 _RESULT_KEYS: Final = ("output", "tool_calls", "usage", "metadata", "state", "done")
 #: What verdryx adds to a simulated dialogue's result (docs/scenarios.md): never a target's.
@@ -27,14 +29,38 @@ _USAGE_KEYS: Final = ("input_tokens", "output_tokens", "cost_usd", "model")
 _PREVIEW: Final = 80
 
 
+#: `repr` cut short, levels deep and long: a value nested 5,000 deep shows its first levels
+#: (the builtin `repr` would recurse to a RecursionError).
+_REPR: Final = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother = 4, _PREVIEW, _PREVIEW
+
+
+class TooDeepToEncode(TargetResultError):
+    """A value the target returned nests deeper than verdryx encodes (`MAX_DEPTH` levels of
+    lists and dicts): verdryx's own limit on that case, not an error of the target."""
+
+
 def _preview(value: object) -> str:
-    text = " ".join(repr(value).split())
+    text = " ".join(_REPR.repr(value).split())
     return text if len(text) <= _PREVIEW else text[: _PREVIEW - 3] + "..."
 
 
 def _json_safe(value: object, where: str) -> None:
+    # Measured without recursion first: JSON is written (cache, xdist) and walked (graders)
+    # by recursive code, which the interpreter stops at about 1,000 levels.
+    depth = nesting_depth(value)
+    if depth > MAX_DEPTH:
+        raise TooDeepToEncode(
+            f"{where} nests {depth:,} levels of lists and dicts, and verdryx encodes at most "
+            f'{MAX_DEPTH} (docs/targets.md, "What a target returns")'
+        )
     try:
         json.dumps(value, allow_nan=False)
+    except RecursionError:
+        raise TooDeepToEncode(
+            f"{where} nests deeper than verdryx encodes (at most {MAX_DEPTH} levels of lists "
+            'and dicts; docs/targets.md, "What a target returns")'
+        ) from None
     except (TypeError, ValueError) as exc:
         raise TargetResultError(
             f"{where} is not JSON data ({' '.join(str(exc).split())}); use str, int, float, "

@@ -31,7 +31,7 @@ from typing import Any, Final, Protocol, Self
 from verdryx_core.errors import TargetResultError, UsageError
 from verdryx_core.targets.cache import TargetCache
 from verdryx_core.targets.case import TargetCase
-from verdryx_core.targets.result import TargetResult, normalise_result
+from verdryx_core.targets.result import TargetResult, TooDeepToEncode, normalise_result
 from verdryx_core.targets.target import Target
 from verdryx_core.timeouts import DEFAULT_TIMEOUT_S, check_timeout
 
@@ -376,7 +376,12 @@ class TargetRunner:
         try:
             result = normalise_result(value)
         except TargetResultError as exc:
-            error = f"target {call.target.spec} returned a bad result: {exc}"
+            return self._error(call, _bad_result(call, exc), "bad_result", latency)
+        except RecursionError:  # verdryx's own walk of the value, never the target's raise
+            error = (
+                f"verdryx's encoding limit: the result target {call.target.spec} returned "
+                "nests deeper than verdryx can read"
+            )
             return self._error(call, error, "bad_result", latency)
         return TargetOutcome(
             case_id=call.case.id, repeat=call.case.repeat, result=result, latency_s=latency
@@ -384,8 +389,8 @@ class TargetRunner:
 
     def _raised(self, call: _Call, exc: BaseException, started: float) -> TargetOutcome:
         if isinstance(exc, TargetResultError):  # a dialogue's turn returned a bad value
-            error = f"target {call.target.spec} returned a bad result: {exc}"
-            return self._error(call, error, "bad_result", time.perf_counter() - started)
+            latency = time.perf_counter() - started
+            return self._error(call, _bad_result(call, exc), "bad_result", latency)
         error = f"target {call.target.spec} raised {_describe(exc)}"
         if not call.target.takes_text and "TargetCase" in str(exc):
             # A function written for a prompt, given the case object (docs/targets.md).
@@ -460,3 +465,11 @@ def _settle_cancelled(future: Future[TargetOutcome]) -> None:
 def _cancel_all_tasks(loop: asyncio.AbstractEventLoop) -> None:
     for task in asyncio.all_tasks(loop):
         task.cancel()
+
+
+def _bad_result(call: _Call, exc: TargetResultError) -> str:
+    """The case's error for a result that cannot be taken: the target's (a bad value), or
+    verdryx's own encoding limit (a value nested deeper than it encodes), said as such."""
+    if isinstance(exc, TooDeepToEncode):
+        return f"verdryx's encoding limit (not an error of target {call.target.spec}): {exc}"
+    return f"target {call.target.spec} returned a bad result: {exc}"

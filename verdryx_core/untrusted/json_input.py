@@ -119,16 +119,17 @@ def parse_json(
 
 
 def nesting_depth(value: Any) -> int:
-    """How many arrays and objects deep `value` goes (a scalar is 0); iterative, one level
-    at a time, so a file of many flat records costs a list comprehension per record."""
+    """How many arrays and objects deep `value` goes (a scalar is 0; a tuple counts as the
+    array JSON writes it as); iterative, one level at a time, so a file of many flat records
+    costs a list comprehension per record, and a value a million levels deep no stack."""
     depth = 0
-    level = [value] if isinstance(value, dict | list) else []
+    level = [value] if isinstance(value, dict | list | tuple) else []
     while level:
         depth += 1
         below: list[Any] = []
         for item in level:
             children = item.values() if isinstance(item, dict) else item
-            below.extend([child for child in children if isinstance(child, dict | list)])
+            below.extend([child for child in children if isinstance(child, dict | list | tuple)])
         level = below
     return depth
 
