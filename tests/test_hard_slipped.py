@@ -260,3 +260,37 @@ def test_verdryx_eval_says_the_same_and_keeps_the_other_cases(
     )
     code, _, err = _cli(capsys, "eval", str(path), "--target", "deep_agent_cli:shallow", "--db", db)
     assert code == 0, err
+
+
+# -- a trace's outcome with a line break, in the cost table --------------------------------------
+
+HOSTILE_TAGS = [
+    "resolved\n::error::forged",
+    "a\r\nb",
+    "x\u2028::add-mask::y",
+    "\x1b[2Jwiped",
+    "tag\u202eevil",
+]
+
+
+def test_a_hostile_outcome_stays_on_its_row_of_the_cost_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    records = tmp_path / "runs.ndjson"
+    lines = [{"outcome": tag, "cost_usd": 0.25} for tag in HOSTILE_TAGS]
+    lines.append({"outcome": "case_resolved", "cost_usd": 0.5})
+    records.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    code, out, _ = _cli(capsys, "cost-per-correct", "--input", str(records))
+    assert code == 0
+    rows = out.splitlines()  # as Python, a terminal and a CI log split it
+    assert not [row for row in rows if row.lstrip().startswith(("::", "##["))]
+    assert "\x1b" not in out and "\u202e" not in out
+    body = rows[rows.index("  " + "-" * 52) - len(lines) : rows.index("  " + "-" * 52)]
+    quarter, half = ["1", "$", "0.25", "$", "0.2500"], ["1", "$", "0.50", "$", "0.5000"]
+    assert sorted(row.split()[-5:] for row in body) == sorted(
+        [quarter] * len(HOSTILE_TAGS) + [half]
+    )
+    assert any(row.startswith("  resolved\\n::error::forged ") for row in body)
+    code, out, _ = _cli(capsys, "cost-per-correct", "--input", str(records), "--json")
+    assert code == 0  # JSON escapes them, and parses back to the tags
+    assert set(json.loads(out)["outcomes"]) >= set(HOSTILE_TAGS)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from verdryx_core.addons.slo.bus import ALERTING_TRIGGERS
 from verdryx_core.addons.slo.compute import SloMeasurement, SloReport
+from verdryx_core.untrusted.text import printable
 
 __all__ = ["IDENTITY_NOTES", "render_report"]
 
@@ -65,7 +66,8 @@ def render_report(report: SloReport, source: str, *, scores_path: str | None = N
                 "evaluated with no --agent-id and are in no subject's numbers"
             )
     for subject, rows in report.subjects.items():
-        lines += ["", f"-- {subject}"]
+        # A subject is a trace's agent id: printable and one line (untrusted/text.py).
+        lines += ["", f"-- {printable(subject, keep_newlines=False)}"]
         for m in rows:
             lines += _measurement(m)
     if report.blind_spots:

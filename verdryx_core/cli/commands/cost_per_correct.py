@@ -6,6 +6,7 @@ import argparse
 
 from verdryx_core.addons.traces import ABANDONED, RESOLVED, CostPerOutcomeReport, cost_report_for
 from verdryx_core.cli.commands._common import add_json_argument, print_json
+from verdryx_core.untrusted.text import printable
 
 NAME = "cost-per-correct"
 HELP = "count, total and mean cost per outcome tag, and what one resolved case really costs"
@@ -41,10 +42,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _row(tag: str, count: int, total: float, mean: float) -> str:
-    return f"  {tag:<20} {count:>6} ${total:>10.2f} ${mean:>8.4f}"
+    # A tag is a trace's value: made printable and one line (untrusted/text.py) before it is
+    # padded, so a newline in it cannot start a row of its own.
+    return f"  {_shown(tag):<20} {count:>6} ${total:>10.2f} ${mean:>8.4f}"
+
+
+def _shown(text: str) -> str:
+    return printable(text, keep_newlines=False)
 
 
 def render(report: CostPerOutcomeReport, source: str, *, resolved: str, abandoned: str) -> str:
+    source, resolved, abandoned = _shown(source), _shown(resolved), _shown(abandoned)
     lines = ["", f"Cost per outcome -- {source}", ""]
     lines.append(f"  {'OUTCOME':<20} {'COUNT':>6} {'TOTAL':>11} {'MEAN':>9}")
     for row in report.ordered():
@@ -56,7 +64,7 @@ def render(report: CostPerOutcomeReport, source: str, *, resolved: str, abandone
     head = report.headline(resolved=resolved, abandoned=abandoned)
     if head.usd_per_resolved is None:
         lines.append(
-            f"  no run was tagged {resolved!r}: a resolved case cannot be priced from this input"
+            f"  no run was tagged '{resolved}': a resolved case cannot be priced from this input"
         )
     else:
         lines.append(
