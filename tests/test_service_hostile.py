@@ -9,6 +9,7 @@ connection or a call stops, not how fast."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
@@ -212,6 +213,16 @@ def test_when_every_connection_has_a_request_in_progress_a_new_one_gets_503(
 ) -> None:
     key = service.new_key()
     busy = []
+    stop = threading.Event()
+
+    def keep_sending() -> None:
+        # Each body keeps coming, a byte at a time: a request in progress, not a stalled one.
+        while not stop.wait(0.02):
+            for sock in list(busy):
+                with contextlib.suppress(OSError):
+                    sock.send(b" ")
+
+    sender = threading.Thread(target=keep_sending, daemon=True)
     try:
         for _ in range(LIMITS.max_connections):
             sock = _connect(service)
@@ -221,6 +232,7 @@ def test_when_every_connection_has_a_request_in_progress_a_new_one_gets_503(
                 + b"\r\nContent-Length: 500\r\n\r\n{"
             )
             busy.append(sock)
+        sender.start()
         time.sleep(0.1)  # let the server read every request's headers
         with _connect(service) as late:
             late.sendall(b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
@@ -228,6 +240,9 @@ def test_when_every_connection_has_a_request_in_progress_a_new_one_gets_503(
         status, message = _json_error(raw)
         assert status == 503 and "as many connections as it may (6)" in message
     finally:
+        stop.set()
+        if sender.is_alive():
+            sender.join(10)
         for sock in busy:
             sock.close()
     # Their bodies were never whole: the body deadline frees the slots, and it serves again.
@@ -235,6 +250,84 @@ def test_when_every_connection_has_a_request_in_progress_a_new_one_gets_503(
     while _healthz(service) != 200:
         assert time.monotonic() < deadline
         time.sleep(0.1)
+
+
+#: A body deadline far past what the test waits: the slots must be freed by eviction.
+LONG_BODY = ServerLimits(header_timeout=0.8, body_timeout=60, max_connections=6)
+
+
+@pytest.fixture(scope="module")
+def long_body_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningService]:
+    db = tmp_path_factory.mktemp("long-body") / "v.db"
+    with running_service(db, limits=LONG_BODY, max_body_bytes=64 * 1024) as running:
+        yield running
+
+
+def _stalled_bodies(service: RunningService, key: str) -> list[socket.socket]:
+    """Every slot taken by a whole request head with a valid key, and then no body."""
+    held = []
+    for _ in range(LONG_BODY.max_connections):
+        sock = _connect(service)
+        sock.sendall(
+            b"POST /v1/contracts HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+            b"Authorization: Bearer " + key.encode() + b"\r\nContent-Length: 4000\r\n\r\n"
+        )
+        held.append(sock)
+    return held
+
+
+def test_whole_headers_and_no_body_cannot_hold_every_slot_until_the_body_deadline(
+    long_body_service: RunningService,
+) -> None:
+    service = long_body_service
+    key = service.new_key()
+    started = time.monotonic()
+    for _ in range(2):  # the same tenant, again and again
+        held = _stalled_bodies(service, key)
+        try:
+            time.sleep(1.5)  # past the stall time (1 s), far inside the body deadline (60 s)
+            assert _healthz(service) == 200
+            answers = []
+            for sock in held:
+                sock.settimeout(0.2)
+                try:
+                    raw = sock.recv(65536)
+                except TimeoutError:
+                    continue  # still held: only as many are evicted as new ones need
+                if raw:
+                    answers.append(_json_error(raw))
+        finally:
+            for sock in held:
+                sock.close()
+        assert answers and {status for status, _ in answers} == {503}
+        assert "this connection's request body stalled" in answers[0][1]
+    assert time.monotonic() - started < LONG_BODY.body_timeout / 2
+
+
+def test_a_body_that_keeps_coming_is_not_evicted(long_body_service: RunningService) -> None:
+    service = long_body_service
+    key = service.new_key()
+    contract = CONTRACT_FILE.read_bytes()
+    with _connect(service) as sock:
+        sock.sendall(
+            b"POST /v1/contracts HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+            b"Authorization: Bearer " + key.encode() + b"\r\nConnection: close\r\n"
+            b"Content-Length: " + str(len(contract)).encode() + b"\r\n\r\n"
+        )
+        held = _stalled_bodies(service, key)[1:]  # every other slot stalls
+        try:
+            for index in range(30):  # 1.5 s of a body arriving a byte at a time
+                sock.send(contract[index : index + 1])
+                time.sleep(0.05)
+            # A newcomer evicts a stalled body, never this one, which then arrives whole.
+            assert _healthz(service) == 200
+            sock.sendall(contract[30:])
+            raw, _ = _read_to_close(sock, within=30)
+        finally:
+            for other in held:
+                other.close()
+    status, _, document = _parse(raw)
+    assert status in (200, 201), document
 
 
 def test_serve_under_a_small_descriptor_limit_answers_healthz_through_a_flood(

@@ -14,8 +14,11 @@ is served. `GuardedH11Protocol`, uvicorn's own h11 protocol with a guard around 
   the app reads it; and the same deadline for a client that stops reading its answer;
 - a **limit on concurrent connections**: past it, a new connection first evicts the oldest
   one that is still waiting for its headers (a legitimate client sends them at once, so the
-  sockets a slow client holds are what goes); only when every connection has a request in
-  progress is the new one refused with `503`;
+  sockets a slow client holds are what goes), else the one whose request body has stalled
+  longest: no byte of it for a second (half the body deadline, when that is shorter), or
+  its answer already sent (a legitimate client sends its body with its headers, so whole
+  headers and then silence, even with a valid key, hold no slot against others); only when
+  every connection has a request really in progress is the new one refused with `503`;
 - **JSON errors at every layer**: what uvicorn would answer in plain text is
   `{"error": "one message"}` here too, as the app's own errors are.
 
@@ -44,6 +47,10 @@ __all__ = ["GuardedH11Protocol", "guarded_protocol", "json_error_bytes", "server
 #: How long a connection being closed may take to flush its last answer before it is cut:
 #: a client that reads nothing must not keep the socket through `close()`.
 _CLOSE_GRACE_S: Final = 1.0
+
+#: How long a request body may go without a byte before its connection may be evicted at
+#: the connection limit (or half the body deadline, when that is shorter).
+_STALLED_BODY_S: Final = 1.0
 
 #: Where a request's head ends (h11 accepts bare LF line ends too).
 _END_OF_HEAD: Final = re.compile(b"\n\r?\n")
@@ -78,10 +85,14 @@ class GuardedH11Protocol(H11Protocol):
     #: The connections of this server still waiting for their request's headers, oldest
     #: first (a dict keeps insertion order): the ones a new connection may evict.
     waiting: ClassVar[dict[GuardedH11Protocol, None]] = {}
+    #: The connections of this server receiving a request body: evictable once it stalls.
+    bodies: ClassVar[dict[GuardedH11Protocol, None]] = {}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._phase: str | None = None
+        #: When the connection last received a byte (the event loop's clock).
+        self._last_byte = self.loop.time()
         self._deadline: asyncio.TimerHandle | None = None
         self._write_deadline: asyncio.TimerHandle | None = None
         #: Answers this connection has sent.
@@ -102,6 +113,10 @@ class GuardedH11Protocol(H11Protocol):
             )
             return
         self._reconcile()
+
+    def data_received(self, data: bytes) -> None:
+        self._last_byte = self.loop.time()
+        super().data_received(data)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._set_phase(None)
@@ -193,6 +208,8 @@ class GuardedH11Protocol(H11Protocol):
             self._deadline = None
         if self._phase == "headers":
             self.waiting.pop(self, None)
+        elif self._phase == "body":
+            self.bodies.pop(self, None)
         self._phase = phase
         if phase == "headers":
             self.waiting[self] = None
@@ -200,6 +217,7 @@ class GuardedH11Protocol(H11Protocol):
                 self.limits.header_timeout, self._timed_out, "headers"
             )
         elif phase == "body":
+            self.bodies[self] = None
             self._deadline = self.loop.call_later(self.limits.body_timeout, self._timed_out, "body")
 
     def _timed_out(self, phase: str) -> None:
@@ -235,15 +253,40 @@ class GuardedH11Protocol(H11Protocol):
     # -- closing ---------------------------------------------------------------------------
 
     def _evict_one(self) -> bool:
-        """Close the oldest connection still waiting for its headers; False when none is."""
+        """Close the oldest connection still waiting for its headers, else the one whose
+        body stalled longest; False when there is none of either."""
         victim = next((known for known in self.waiting if known is not self), None)
+        if victim is not None:
+            _log.info("evicted a connection that had not sent its headers")
+            victim._answer_and_close(
+                503, "the server is at its connection limit and this connection sent no request"
+            )
+            return True
+        victim = self._stalled_body()
         if victim is None:
             return False
-        _log.info("evicted a connection that had not sent its headers")
+        _log.info("evicted a connection whose request body had stalled")
         victim._answer_and_close(
-            503, "the server is at its connection limit and this connection sent no request"
+            503,
+            "the server is at its connection limit and this connection's request body stalled",
         )
         return True
+
+    def _stalled_body(self) -> GuardedH11Protocol | None:
+        """The connection receiving a body that has gone longest without a byte, if that is
+        past the stall time or its answer was already sent (the app did not need the rest)."""
+        now = self.loop.time()
+        stall = min(_STALLED_BODY_S, self.limits.body_timeout / 2)
+        stalled = [
+            known
+            for known in self.bodies
+            if known is not self
+            and (
+                now - known._last_byte >= stall
+                or (known.cycle is not None and known.cycle.response_complete)
+            )
+        ]
+        return min(stalled, key=lambda known: known._last_byte, default=None)
 
     def _answer_and_close(self, status: int | None, message: str) -> None:
         """Answer `status` with a JSON error when no answer of this request has started
@@ -287,12 +330,12 @@ def _quiet_accept_errors(loop: asyncio.AbstractEventLoop, context: dict[str, Any
 
 
 def guarded_protocol(limits: ServerLimits) -> type[GuardedH11Protocol]:
-    """A protocol class for one server: its limits, and its own register of connections
-    waiting for their headers."""
+    """A protocol class for one server: its limits, and its own registers of connections
+    waiting for their headers and receiving a body."""
     return type(
         "GuardedH11Protocol",
         (GuardedH11Protocol,),
-        {"limits": limits, "waiting": {}, "__module__": __name__},
+        {"limits": limits, "waiting": {}, "bodies": {}, "__module__": __name__},
     )
 
 
