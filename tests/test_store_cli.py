@@ -165,6 +165,40 @@ def test_a_read_only_store_is_readable_by_the_read_commands(
             _thaw(path)
 
 
+@pytest.mark.parametrize("folder_writable", [False, True])
+def test_a_read_only_store_is_called_read_only_by_the_commands_that_write(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    pytester: pytest.Pytester,
+    folder_writable: bool,
+) -> None:
+    folder = tmp_path / "store"
+    folder.mkdir()
+    db = folder / "v.db"
+    history_store(db)
+    before = db.read_bytes()
+    write_evalset(tmp_path, "basic", "basic", [exact_case("a", "yes")])
+    frozen = [db] if folder_writable else [db, folder]
+    try:
+        for path in frozen:
+            _freeze(path, 0o444 if path == db else 0o555)
+        code, _, err = cli(capsys, "eval", str(tmp_path / "basic.evalset.json"), "--db", str(db))
+        (line,) = err.strip().splitlines()
+        assert code == 2 and "the verdryx store is read-only" in line
+        assert "not a verdryx store" not in line and line.endswith("another store with --db")
+        write_evalset(pytester.path, "basic", "basic", [exact_case("a", "yes")])
+        result = pytester.runpytest(f"--verdryx-db={db}")
+        assert result.ret == pytest.ExitCode.TESTS_FAILED
+        result.stdout.fnmatch_lines(
+            ["ERROR: the run was not stored: *v.db: the verdryx store is read-only (*"]
+        )
+        assert "not a verdryx store" not in result.stdout.str()
+    finally:
+        for path in reversed(frozen):
+            _thaw(path)
+    assert db.read_bytes() == before
+
+
 def test_a_pytest_session_stores_its_run_in_postgres(
     pytester: pytest.Pytester, postgres_with_password: StoreUrl
 ) -> None:

@@ -196,6 +196,16 @@ _V1_RUN_COLUMNS: Final = (
 )
 
 
+def _read_only(name: str, path: Path) -> StoreError:
+    what = "the file" if path.exists() and not os.access(path, os.W_OK) else "its folder"
+    return StoreError(
+        f"{name}: the verdryx store is read-only ({what} cannot be written by this process, "
+        "and a store is written with its -wal and -shm files beside it); nothing was written "
+        "to it",
+        hint="make the file and its folder writable, or name another store with {db}",
+    )
+
+
 class SqliteStore(SqlStore):
     """One SQLite file (or `:memory:`)."""
 
@@ -225,6 +235,10 @@ class SqliteStore(SqlStore):
                     f"{name}: cannot create the verdryx store: the directory "
                     f"{str(path.parent)!r} does not exist (verdryx creates no directories)"
                 )
+        if not read_only and not writable(path):
+            # Said before SQLite is asked: it would answer "unable to open database file",
+            # and a store that merely cannot be written is no reason to replace it.
+            raise _read_only(name, path)
         db = cls.database.open(name, purpose=_PURPOSE, read_only=read_only)
         store = cls(db)
         try:
