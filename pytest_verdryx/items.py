@@ -24,10 +24,10 @@ from pytest_verdryx.options import worded
 from pytest_verdryx.scoring import ItemScoring, scoring_of
 from verdryx_core.cases import EvalCase
 from verdryx_core.errors import EvalSetError, ModelCallError, VerdryxError
-from verdryx_core.evalsets.load import EvalSet, load_evalset
+from verdryx_core.evalsets.load import EvalSet, file_name_problem, load_evalset
 from verdryx_core.evaluation import Work, stability
 from verdryx_core.runs import BaselineCase, Score
-from verdryx_core.untrusted.text import first_hidden_character, labelled, printable
+from verdryx_core.untrusted.text import labelled, printable
 
 __all__ = [
     "DROPPED",
@@ -53,15 +53,23 @@ class EvalSetFile(pytest.File):
         cls, parent: pytest.Collector, *, fspath: None = None, path: Path | None = None, **kw: Any
     ) -> EvalSetFile:
         collector = super().from_parent(parent, path=path, **kw)
-        if first_hidden_character(collector.nodeid) is None:
+        if file_name_problem(collector.nodeid) is None:
             return collector
         # A file name holding a line break would split pytest's own lines (`ERROR collecting`,
         # the node id): the collector is named escaped, and collecting it refuses the name.
         shown = printable(collector.nodeid, keep_newlines=False)
         name = printable(collector.name, keep_newlines=False)
-        return super().from_parent(parent, path=path, nodeid=shown, name=name, **kw)
+        escaped = super().from_parent(parent, path=path, nodeid=shown, name=name, **kw)
+        escaped.refused_name = collector.nodeid
+        return escaped
+
+    #: The node id that named this file, when it is refused (`file_name_problem`).
+    refused_name: str | None = None
 
     def collect(self) -> Iterator[EvalCaseItem]:
+        problem = None if self.refused_name is None else file_name_problem(self.refused_name)
+        if problem is not None:
+            raise EvalSetError(self.path, problem)
         evalset = load_evalset(self.path)
         self.evalset = evalset
         files = self.config.stash.setdefault(_FILES_KEY, {})

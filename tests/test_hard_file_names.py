@@ -63,6 +63,22 @@ def test_hostile_file_names_are_refused_at_collection_in_one_line_each(
     result.stdout.fnmatch_lines(["*good.evalset.json::c1 PASSED*"])
 
 
+@pytest.mark.parametrize(
+    "name", ["::error title=x::forged", "::stop-commands::tok", "a##[group]b", "x##vso[task]y"]
+)
+def test_a_file_name_that_is_a_workflow_command_is_refused(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    # No control character: at the rootdir the node id itself starts pytest's `-v` lines.
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    _write(pytester.path / f"{name}.evalset.json")
+    result = pytester.runpytest("-v", "-rA")
+    output = result.stdout.str() + result.stderr.str()
+    assert _forged_lines(output) == [] and "Traceback" not in output
+    refusals = [line for line in output.splitlines() if "would be read as a CI log command" in line]
+    assert len(refusals) == 1, output
+
+
 def test_a_hostile_folder_name_is_refused_too(pytester: pytest.Pytester) -> None:
     _write(pytester.path / "evals\n::error file=x::forged" / "s.evalset.json")
     result = pytester.runpytest("-v")
@@ -90,5 +106,6 @@ def test_verdryx_eval_refuses_the_name_in_one_line(tmp_path: Path) -> None:
 def test_the_loader_names_the_file_and_reads_plain_names(tmp_path: Path) -> None:
     with pytest.raises(EvalSetError, match=r"x\\tz\.evalset\.json: the file name holds"):
         load_evalset(_write(tmp_path / "x\tz.evalset.json"))
-    # Non-ASCII letters and spaces are names, not controls.
+    # Non-ASCII letters and spaces are names, not controls; a colon or a hash inside is fine.
     assert load_evalset(_write(tmp_path / "Åsa café 1.evalset.json")).id == "s"
+    assert load_evalset(_write(tmp_path / "a::b #1 [x].evalset.json")).id == "s"

@@ -29,7 +29,7 @@ from verdryx_core.evalsets.lines import case_lines
 from verdryx_core.evalsets.rules import check_case, check_defaults, effective_case, id_problem
 from verdryx_core.evalsets.schema import evalset_schema
 from verdryx_core.untrusted.json_input import NonFiniteNumber, item_label, json_kind
-from verdryx_core.untrusted.text import first_hidden_character, first_invalid_text
+from verdryx_core.untrusted.text import first_hidden_character, first_invalid_text, printable
 
 if TYPE_CHECKING:
     import jsonschema
@@ -103,19 +103,28 @@ def load_evalset(path: str | Path) -> EvalSet:
     )
 
 
-def file_name_problem(path: Path) -> str | None:
+def file_name_problem(path: str | os.PathLike[str]) -> str | None:
     """Why `path` cannot name an eval set file, or None. A file name is content a pull
     request controls, and it is printed as the ids are (pytest's node ids, the collection
     errors, CI logs): a line break in it would put the rest of the name, a workflow command
     such as `::error::`, on a line of its own. So it follows the ids' rule (`id_problem`): a
-    control or format character (Unicode Cc, Cf, Zl, Zp) is refused, never escaped."""
-    hidden = first_hidden_character(str(path))
-    if hidden is None:
-        return None
-    return (
-        f"the file name holds the control or format character '{hidden}', which would act on "
-        "a terminal or start a line of its own in pytest's output and CI logs; rename the file"
-    )
+    control or format character (Unicode Cc, Cf, Zl, Zp) is refused, never escaped; and so
+    is what the text rule would escape in it (`printable`): `:` where a line starts (a node
+    id of the rootdir begins pytest's `-v` lines) and `##[`, `##vso[` anywhere."""
+    name = os.fspath(path)
+    hidden = first_hidden_character(name)
+    if hidden is not None:
+        return (
+            f"the file name holds the control or format character '{hidden}', which would act "
+            "on a terminal or start a line of its own in pytest's output and CI logs; rename "
+            "the file"
+        )
+    if printable(name, keep_newlines=False) != name:
+        return (
+            "the file name would be read as a CI log command where pytest and CI logs print "
+            "it ('::' where a line starts, '##[' or '##vso[' anywhere); rename the file"
+        )
+    return None
 
 
 def evalset_from_data(
