@@ -1,7 +1,8 @@
 """Fuzzing what reaches a terminal or a CI log: generated outputs, expected values, reasons and
 unmeasured reasons full of control and format characters and workflow-command prefixes, all
 in one eval set file, through a real pytest session with `GITHUB_ACTIONS=true` (annotations and
-the job summary) and one without, then through `verdryx eval` and `verdryx show`. No line of
+the job summary) and one without, then through `verdryx eval` and `verdryx show`; and eval set
+file and folder names generated the same way, through both faces. No line of
 stdout may begin a CI command except verdryx's own annotations, and no raw control or format
 character may reach it (docs/troubleshooting.md, "Reliability")."""
 
@@ -138,3 +139,60 @@ def test_generated_text_never_issues_a_ci_command(
     for case in cases:
         if case["id"] in stored:
             assert stored[case["id"]] == case["output"]
+
+
+def _file_name(text: str, limit: int = 120) -> str:
+    """`text` as a file system takes a name: no `/` or NUL, not `.` or `..`, and short
+    enough in UTF-8 bytes."""
+    name = text.replace("/", "_").replace("\x00", "_")
+    while len(name.encode("utf-8")) > limit:
+        name = name[:-1]
+    return name if name.strip(".") else "_" + name
+
+
+@settings(FUZZ, max_examples=min(FUZZ.max_examples, 6))
+@example(file=_ALL, folder="\n::error::f")
+@given(file=ci_hostile_text, folder=ci_hostile_text)
+def test_generated_file_names_never_issue_a_ci_command(
+    pytester: pytest.Pytester,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    file: str,
+    folder: str,
+) -> None:
+    """Eval set files whose names (and folder names) a pull request chose: at the rootdir, so
+    a name starts pytest's `-v` lines, and in a folder of a generated name. Each is graded or
+    refused in one line; no line of the output is a CI command either way."""
+    number = next(_names)
+    root = pytester.path / f"names{number}"
+    inner = root / _file_name(folder)
+    inner.mkdir(parents=True)
+    document = json.dumps({"id": "named", "cases": [{"id": "c", "prompt": "p", "output": "x"}]})
+    paths = [root / f"{_file_name(file)}.evalset.json", inner / "in.evalset.json"]
+    for index, path in enumerate(paths):
+        path.write_text(document.replace("named", f"named{index}"), encoding="utf-8")
+    monkeypatch.chdir(root)
+    for github in (True, False):
+        if github:
+            monkeypatch.setenv("GITHUB_ACTIONS", "true")
+        else:
+            monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+        capsys.readouterr()
+        pytester.inline_run(
+            str(root),
+            f"--rootdir={root}",
+            "--no-verdryx-store",
+            "-p",
+            "no:cacheprovider",
+            "-v",
+            "-rA",
+            "--continue-on-collection-errors",
+        )
+        out = capsys.readouterr().out
+        assert_no_ci_command(out, where="pytest with generated file names")
+        assert "Traceback" not in out and "INTERNALERROR" not in out
+    for path in paths:
+        main(["eval", str(path.relative_to(root)), "--db", str(root / "v.db")])
+        out, err = capsys.readouterr()
+        assert assert_no_ci_command(out, where="verdryx eval") == []
+        assert assert_no_ci_command(err, where="verdryx eval stderr") == []

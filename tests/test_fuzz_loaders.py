@@ -1,6 +1,7 @@
 """Fuzzing every file loader (eval sets, baseline files, price files, trace record files,
-event logs) with arbitrary bytes, arbitrary JSON and schema-shaped JSON holding hostile
-strings: each ends in a value or one printable line naming the file, never another exception."""
+event logs, labels files) with arbitrary bytes, arbitrary JSON and schema-shaped JSON holding
+hostile strings: each ends in a value or one printable line naming the file, never another
+exception."""
 
 from __future__ import annotations
 
@@ -28,10 +29,16 @@ from verdryx_core.addons.traces.records import read_csv, read_ndjson
 from verdryx_core.errors import VerdryxError
 from verdryx_core.evalsets.load import load_evalset
 from verdryx_core.gating.baselines import read_baseline_file
+from verdryx_core.gating.calibration.labels import LABEL_WORDS, read_labels
 from verdryx_core.llm.prices import PriceBook
 from verdryx_core.untrusted.text import is_valid_text
 
 _names = itertools.count()
+
+
+def _field_or(good: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    """Mostly a plausible value, sometimes anything at all."""
+    return st.one_of(good, good, arbitrary_json)
 
 
 def _write(directory: Path, suffix: str, data: str | bytes) -> Path:
@@ -64,6 +71,7 @@ LOADERS: dict[str, tuple[str, Callable[[Path], object]]] = {
     "events": (".ndjson", _events),
     "contract": (".contract.json", load_contract),
     "bundle": (".bundle.json", load_bundle),
+    "labels": (".labels.jsonl", lambda path: read_labels([path])),
 }
 
 
@@ -115,7 +123,7 @@ def test_raw_fragments(tmp_path: Path, kind: str, fragment: str) -> None:
     _load(kind, _write(tmp_path, LOADERS[kind][0], fragment))
 
 
-@pytest.mark.parametrize("kind", ["ndjson", "events", "evalset-jsonl"])
+@pytest.mark.parametrize("kind", ["ndjson", "events", "evalset-jsonl", "labels"])
 @FUZZ
 @given(lines=st.lists(arbitrary_json, max_size=5))
 def test_arbitrary_json_lines(tmp_path: Path, kind: str, lines: list[object]) -> None:
@@ -245,3 +253,39 @@ def test_schema_shaped_evalsets_as_csv(
     loaded = _load("evalset-csv", path)
     if loaded is not None:
         assert all(is_valid_text(case.id) and is_valid_text(case.prompt) for case in loaded.cases)
+
+
+_label_line = st.fixed_dictionaries(
+    {
+        "eval_set_id": _field_or(st.just("s")),
+        "case_id": _field_or(st.sampled_from(["c1", "c2"])),
+        "label": _field_or(st.sampled_from(LABEL_WORDS) | st.floats(-1, 2)),
+    },
+    optional={
+        "output": _field_or(hostile_text),
+        "output_sha256": _field_or(st.just("0" * 64)),
+        "labeler": _field_or(hostile_text),
+        "note": _field_or(hostile_text),
+        "extra": arbitrary_json,
+    },
+)
+
+
+@FUZZ
+@given(
+    lines=st.lists(_label_line, max_size=4),
+    twice=st.none() | st.sampled_from(["label", "case_id", "note"]),
+)
+def test_schema_shaped_labels_files(
+    tmp_path: Path, lines: list[dict[str, Any]], twice: str | None
+) -> None:
+    text = [document_text(line) for line in lines]
+    if twice is not None and text:
+        # A key given twice, as a hand edit leaves it: refused, never read as its last value.
+        text[0] = text[0][:-1] + f', "{twice}": "fail"}}'
+    labels = _load("labels", _write(tmp_path, ".labels.jsonl", "\n".join(text) + "\n"))
+    if labels is not None:
+        assert twice is None or not lines or twice not in lines[0]
+        for label in labels:
+            assert is_valid_text(label.case_id) and len(label.output_sha256) == 64
+            assert label.label in LABEL_WORDS or 0.0 <= float(label.label) <= 1.0
