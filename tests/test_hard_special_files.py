@@ -148,3 +148,40 @@ def test_the_rule_reads_regular_files_and_links_to_them(tmp_path: Path) -> None:
 def test_a_missing_labels_file_is_still_its_own_line(tmp_path: Path) -> None:
     with pytest.raises(LabelError, match="no such labels file"):
         read_labels([tmp_path / "nope.labels.jsonl"])
+
+
+@pytest.mark.parametrize(
+    ("argv", "name", "words"),
+    [
+        (["eval", "{path}"], "s.evalset.json", "cannot read: it is a FIFO, not a regular file"),
+        (
+            ["eval", "ok.evalset.json", "--prices", "{path}"],
+            "prices.json",
+            "cannot read the price file (it is a FIFO, not a regular file)",
+        ),
+        (
+            ["cost-per-correct", "--input", "{path}"],
+            "runs.ndjson",
+            "cannot open (it is a FIFO, not a regular file)",
+        ),
+        (
+            ["cost-per-correct", "--input", "{path}"],
+            "runs.csv",
+            "cannot open (it is a FIFO, not a regular file)",
+        ),
+    ],
+    ids=["evalset", "prices", "ndjson", "csv"],
+)
+def test_the_other_files_read_by_name_refuse_a_fifo(
+    tmp_path: Path, argv: list[str], name: str, words: str
+) -> None:
+    case = {"id": "c", "prompt": "p", "expected": "x"}  # asks the model: prices are read
+    (tmp_path / "ok.evalset.json").write_text(json.dumps({"id": "ok", "cases": [case]}))
+    os.mkfifo(tmp_path / name)
+    command = [part.format(path=name) for part in argv]
+    if command[0] == "eval":
+        command += ["--db", str(tmp_path / "v.db")]
+    done = _verdryx(*command, cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert name in line and words in line, line

@@ -15,6 +15,7 @@ from typing import Any
 
 from verdryx_core.addons.errors import TraceError
 from verdryx_core.limits import cost_problem
+from verdryx_core.untrusted.files import open_regular
 from verdryx_core.untrusted.json_input import parse_json
 
 __all__ = [
@@ -33,7 +34,8 @@ __all__ = [
 def iter_ndjson(path: str | Path) -> Iterator[tuple[str, dict[str, Any]]]:
     """`("<file>: line N", record)` per non-blank line; anything else is an error."""
     try:
-        handle = open(path, "rb")  # noqa: SIM115 - closed by the with below
+        # Only a regular file: a FIFO would wait for a writer, /dev/zero never end.
+        handle = open(open_regular(path), "rb")  # noqa: SIM115 - closed by the with below
     except OSError as exc:
         raise TraceError(f"{path}: cannot open ({exc.strerror}); check the path") from exc
     with handle:
@@ -66,7 +68,7 @@ def iter_csv(path: str | Path) -> Iterator[tuple[str, dict[str, Any]]]:
     """`("<file>: row N", record)` per data row (N counts the header as row 1); values
     stay strings, an empty cell is None. A row with more cells than the header is an error."""
     try:
-        handle = open(path, newline="", encoding="utf-8")  # noqa: SIM115 - closed below
+        handle = open(open_regular(path), newline="", encoding="utf-8")  # noqa: SIM115
     except OSError as exc:
         raise TraceError(f"{path}: cannot open ({exc.strerror}); check the path") from exc
     with handle:
