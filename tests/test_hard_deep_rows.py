@@ -1,8 +1,8 @@
 """Stored JSON columns nested tens of thousands deep (`scores.checks`, `scores.samples`,
-`runs.eval_set_ids`, a cached answer), as another program may leave them: read back with the
-bound every file has, so `runs`, `show`, `report` and `repair` name the row in one line like
-any other row that cannot be read, never a RecursionError (docs/store.md, "Rows that cannot
-be read"; docs/troubleshooting.md, "Reliability")."""
+`runs.eval_set_ids`, `runs.set_targets`, a cached answer), as another program may leave them:
+read back with the bound every file has, so `runs`, `show`, `report` and `repair` name the row
+in one line like any other row that cannot be read, never a RecursionError (docs/store.md,
+"Rows that cannot be read"; docs/troubleshooting.md, "Reliability")."""
 
 from __future__ import annotations
 
@@ -90,16 +90,17 @@ def test_a_deep_score_column_is_one_line_in_every_command_and_repaired(
     assert _cli(capsys, "runs", "--db", str(db))[0] == 0
 
 
-def test_deep_eval_set_ids_of_a_run_are_named_and_repaired(
-    db: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("column", ["eval_set_ids", "set_targets"])
+def test_a_deep_json_column_of_a_run_is_named_and_repaired(
+    db: Path, capsys: pytest.CaptureFixture[str], column: str
 ) -> None:
-    _sql(db, "UPDATE runs SET eval_set_ids = ? WHERE id = 'newrun03'", (DEEP,))
+    _sql(db, f"UPDATE runs SET {column} = ? WHERE id = 'newrun03'", (DEEP,))
     code, out, err = _cli(capsys, "runs", "--db", str(db))
     assert code == 2 and "oldrun01" in out and "badrun02" in out
     (line,) = err.strip().splitlines()
-    assert "run newrun03: column runs.eval_set_ids holds JSON nested deeper than 100" in line
+    assert f"run newrun03: column runs.{column} holds JSON nested deeper than 100" in line
     code, out, _ = _cli(capsys, "repair", "newrun03", "--db", str(db))
-    assert code == 0 and "runs.eval_set_ids" in out
+    assert code == 0 and f"runs.{column}" in out
     assert _cli(capsys, "runs", "--db", str(db))[0] == 0
 
 
