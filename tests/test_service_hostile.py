@@ -263,10 +263,13 @@ def long_body_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runn
         yield running
 
 
-def _stalled_bodies(service: RunningService, key: str) -> list[socket.socket]:
-    """Every slot taken by a whole request head with a valid key, and then no body."""
+def _stalled_bodies(
+    service: RunningService, key: str, count: int = LONG_BODY.max_connections
+) -> list[socket.socket]:
+    """`count` slots (all of them) taken by a whole request head with a valid key, and then
+    no body."""
     held = []
-    for _ in range(LONG_BODY.max_connections):
+    for _ in range(count):
         sock = _connect(service)
         sock.sendall(
             b"POST /v1/contracts HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
@@ -314,7 +317,8 @@ def test_a_body_that_keeps_coming_is_not_evicted(long_body_service: RunningServi
             b"Authorization: Bearer " + key.encode() + b"\r\nConnection: close\r\n"
             b"Content-Length: " + str(len(contract)).encode() + b"\r\n\r\n"
         )
-        held = _stalled_bodies(service, key)[1:]  # every other slot stalls
+        # Every other slot stalls.
+        held = _stalled_bodies(service, key, LONG_BODY.max_connections - 1)
         try:
             for index in range(30):  # 1.5 s of a body arriving a byte at a time
                 sock.send(contract[index : index + 1])
