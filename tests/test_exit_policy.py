@@ -98,7 +98,8 @@ def test_drift_on_an_all_unmeasured_run_is_refused(
     # The same cases, now unmeasured (no judge), stored by the CLI as a complete run.
     evalset = pytester.path / "s.evalset.json"
     code, _, err = _cli(capsys, "eval", str(evalset), "--db", str(db))
-    assert code == 0, err
+    # Stored, and refused as a run: nothing measured says nothing (docs/statistics.md).
+    assert code == 2 and "nothing was measured: all 4 eval case(s) are unmeasured" in err
     code, out, err = _cli(
         capsys, "drift", "--baseline", "v1", "--db", str(db), "--root", str(pytester.path),
         "--allow-model-change", "--json",
