@@ -21,9 +21,11 @@ __all__ = [
 DEFAULT_MIN_SCORE: Final = 0.5
 #: The drop the `threshold` gate calls regressed.
 DEFAULT_THRESHOLD: Final = 0.05
-#: The share of the baseline's cases a gate must compare, and pass (docs/statistics.md,
-#: "Coverage"): a gate that compared this share or less is refused.
-DEFAULT_MIN_COVERAGE: Final = 0.5
+#: The share of the baseline's cases a gate must compare more than (docs/statistics.md,
+#: "Coverage"): a gate that compared this share or less is refused. At 0.8, a renamed or
+#: missing eval set of two, or of three, a forgotten judge on a third of the cases, and a
+#: fifth of the cases edited are refused; a case edited in ten still gates.
+DEFAULT_MIN_COVERAGE: Final = 0.8
 #: Bootstrap resamples of the gate's intervals (docs/statistics.md, "What is computed").
 DEFAULT_ITERATIONS: Final = 2000
 #: The false discovery rate of the per-case drop tests (`--verdryx-fdr`).

@@ -175,13 +175,13 @@ def checked(
             else "the baseline has no case of this run's eval sets"
         )
         return GateOutcome(baseline=name, result=result, refused=f"nothing compared: {words}")
-    if result.coverage < gate.min_coverage - 1e-12:
+    if below_floor(result.coverage, gate.min_coverage):
         return GateOutcome(
             baseline=name,
             result=result,
             refused=(
                 f"too little compared: {result.coverage_words()}, "
-                f"{result.coverage:.0%} against the {gate.min_coverage:.0%} required"
+                f"{result.coverage:.0%}, not above the {gate.min_coverage:.0%} floor"
                 + word_hint(" ({min_coverage} sets it)", flags)
             ),
         )
@@ -207,6 +207,12 @@ def checked(
             refused=f"{calibration.drift}; re-label, or fix the judge",
         )
     return GateOutcome(baseline=name, result=result)
+
+
+def below_floor(coverage: float, floor: float) -> bool:
+    """Whether a comparison of this share of the baseline is refused: a floor reached
+    exactly is not passed (a floor of 1 asks for every case, and every case passes it)."""
+    return coverage < 1.0 and coverage <= floor + 1e-12
 
 
 def _corrected(
