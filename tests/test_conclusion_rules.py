@@ -151,7 +151,7 @@ def test_a_new_case_below_its_bar_fails_under_the_default_policy_in_both_faces(
                         "--root", str(pytester.path), "--json")  # fmt: skip
     document = json.loads(out)
     assert code == 1 and document["failed"] == ["s::fresh"] and document["new"] == ["s::fresh"]
-    assert document["gate"]["verdict"] == "on-track"
+    assert document["drift"]["verdict"] == "on-track"
     # The stored run judged again: drift fails it too, and says why.
     code, out, _ = _cli(capsys, "drift", "--baseline", "v1", "--db", str(db))
     assert code == 1 and "1 case(s) failed (first: s::fresh)" in out

@@ -11,6 +11,7 @@ each only maps the `Conclusion` to its exit status and words.
 from __future__ import annotations
 
 import dataclasses
+import os
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -55,8 +56,9 @@ EXITS: Final = ("ok", "failed", "refused")
 #: `read` it only (earlier runs, judge figures), writing nothing.
 Keep = Literal["save", "stored", "read"]
 
-#: A store, or how to open it on first use (opening may fail: that is the run's error).
-StoreSource = Store | Callable[[], Store] | None
+#: A store, how to open it on first use (opening may fail: that is the run's error), or a
+#: SQLite path or `postgresql://` URL, opened and closed by `conclude`.
+StoreSource = Store | Callable[[], Store] | str | os.PathLike[str] | None
 
 
 #: What a partial run measured, when the face cannot say more.
@@ -199,10 +201,6 @@ class Conclusion:
         return self.render()
 
 
-def _opened(source: StoreSource) -> Store | None:
-    return source() if callable(source) else source
-
-
 def conclude(
     run: EvalRun,
     *,
@@ -228,31 +226,46 @@ def conclude(
     selection = Selection() if selection is None else selection
     work = _Work(run, policy, selection, flags)
     work.with_provenance(root)
-    work.store(store, keep, cache_entries)
-    history = _History(store, keep, work)
-    if policy.labels or case_labels or policy.judge_correction or policy.require_calibrated_judge:
-        work.check_judge(case_labels, history)
-    if work.run.shard is None:  # a shard is gated with its group (`verdryx gate`)
-        work.gate_against(baseline, history)
-    work.stand(baseline if isinstance(baseline, Baseline) else None)
-    work.nothing_measured()
-    if policy.save_baseline:
-        work.save_baseline(policy.save_baseline, history.writable, root)
+    history = _History(store, keep)
+    try:
+        work.store(history, cache_entries)
+        judged = policy.labels or case_labels
+        if judged or policy.judge_correction or policy.require_calibrated_judge:
+            work.check_judge(case_labels, history)
+        if work.run.shard is None:  # a shard is gated with its group (`verdryx gate`)
+            work.gate_against(baseline, history)
+        work.stand(baseline if isinstance(baseline, Baseline) else None)
+        work.nothing_measured()
+        if policy.save_baseline:
+            work.save_baseline(policy.save_baseline, history.writable, root)
+    finally:
+        history.close()
     return work.conclusion()
 
 
 class _History:
-    """The store as `conclude` reads it: opened once, when first needed."""
+    """The store as `conclude` reads and writes it: opened once, when first needed (and
+    closed at the end when `conclude` opened it from a path)."""
 
-    def __init__(self, source: StoreSource, keep: Keep, work: _Work) -> None:
-        self._source, self._work = source, work
+    def __init__(self, source: StoreSource, keep: Keep) -> None:
+        self.source = source
         self._store: Store | None = None
+        self._owned = False
         self.keep = keep
 
     def get(self) -> Store | None:
-        if self._store is None and self._source is not None:
-            self._store = _opened(self._source)
+        if self._store is None and self.source is not None:
+            if isinstance(self.source, Store):
+                self._store = self.source
+            elif callable(self.source):
+                self._store = self.source()
+            else:
+                self._store, self._owned = Store.open(self.source), True
         return self._store
+
+    def close(self) -> None:
+        if self._owned and self._store is not None:
+            self._store.close()
 
     @property
     def writable(self) -> Store | None:
@@ -309,16 +322,16 @@ class _Work:
             run_group=run.run_group or default_run_group(),
         )
 
-    def store(self, source: StoreSource, keep: Keep, entries: Iterable[CacheEntry]) -> None:
-        if keep == "stored":
-            self.stored = source is not None
+    def store(self, history: _History, entries: Iterable[CacheEntry]) -> None:
+        if history.keep == "stored":
+            self.stored = history.source is not None
             return
-        if keep == "read" or source is None:
+        if history.keep == "read" or history.source is None:
             return
         from verdryx_core.evaluation.saving import save_run
 
         try:
-            opened = _opened(source)
+            opened = history.get()
             assert opened is not None
             save_run(opened, self.run, cache_entries=entries)
             self.stored = True

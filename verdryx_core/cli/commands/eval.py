@@ -316,7 +316,7 @@ def conclusion_document(conclusion: Conclusion) -> dict[str, Any]:
         "exit_reason": conclusion.exit_reason,
         "failed": list(conclusion.failed),
         "new": list(conclusion.new),
-        "gate": gated,
+        "drift": gated,
     }
 
 
