@@ -13,6 +13,7 @@ import pytest
 from plugin_support import exact_case, stored_runs, write_evalset
 
 from verdryx_core.cli import main
+from verdryx_core.store import Store
 
 
 def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -222,3 +223,55 @@ def test_conclude_is_the_notebooks_answer_too(tmp_path: Path) -> None:
     assert conclusion.baseline_saved is not None  # a whole run is a baseline, failing or not
     assert (tmp_path / ".verdryx" / "baselines" / "v1.json").is_file()
     assert "exit: failed: 1 case(s) failed (first: s::b)" in str(conclusion)
+
+
+# -- verdryx gate concludes the assembled run the same way -----------------------------------
+
+
+def test_verdryx_gate_fails_a_group_with_a_new_case_below_its_bar(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from datetime import UTC, datetime
+
+    from junitparser import Failure, JUnitXml
+
+    from verdryx_core.gating.sharding import shard_of
+    from verdryx_core.runs import Baseline, EvalRun, Score
+
+    started = datetime(2026, 3, 1, tzinfo=UTC)
+
+    def score(case_id: str, value: float) -> Score:
+        return Score(
+            case_id=case_id, eval_set_id="s", value=value, grader="exact", passed=value >= 0.5
+        )
+
+    kept = [score(f"c{i}", 1.0) for i in range(10)]
+    db = tmp_path / "v.db"
+    with Store.open(db) as store:
+        base = EvalRun(id="base", model="stub", started_at=started, scores=tuple(kept))
+        store.save_run(base)
+        store.save_baseline(Baseline.from_run(base, id="b-1", label="v1"))
+        scores = [*kept, score("fresh", 0.0)]
+        for k in (1, 2):
+            mine = tuple(s for s in scores if shard_of("s", s.case_id, 2) == k)
+            store.save_run(
+                EvalRun(
+                    id=f"ci-{k}",
+                    model="stub",
+                    started_at=started,
+                    scores=mine,
+                    run_group="g",
+                    shard=f"{k}/2",
+                    partial=True,
+                    eval_set_ids=("s",),
+                )
+            )
+    junit = tmp_path / "gate.xml"
+    code, out, _ = _cli(capsys, "gate", "--group", "g", "--baseline", "v1", "--db", str(db),
+                        "--root", str(tmp_path), "--junitxml", str(junit), "--json")  # fmt: skip
+    document = json.loads(out)
+    assert code == 1 and document["verdict"] == "on-track" and document["failed"] == ["s::fresh"]
+    ((case,),) = [list(suite) for suite in JUnitXml.fromfile(str(junit))]
+    (failure,) = case.result
+    assert isinstance(failure, Failure)
+    assert "the run fails: 1 case(s) failed (first: s::fresh)" in failure.message

@@ -3,8 +3,8 @@
 
     from verdryx_core import conclude, evaluate, find_baseline, load_evalsets
 
-    run = evaluate(load_evalsets(["evals/"]), store="verdryx.db")
-    conclusion = conclude(run, baseline=find_baseline("v1", root="."), keep="stored")
+    run = evaluate(load_evalsets(["evals/"]))
+    conclusion = conclude(run, baseline=find_baseline("v1", root="."), store="verdryx.db")
     print(conclusion)  # the verdict, the cases that fail it, and `exit` with its reason
 
 Names are imported on first use, so `import verdryx_core.cases` does not pay for the

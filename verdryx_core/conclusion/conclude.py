@@ -29,6 +29,7 @@ from verdryx_core.errors import (
 from verdryx_core.gating.baselines import check_label, write_baseline_file
 from verdryx_core.runs import Baseline, EvalRun
 from verdryx_core.store import CacheEntry, Store
+from verdryx_core.untrusted.text import printable
 
 if TYPE_CHECKING:
     from verdryx_core.gating.calibration.judge_check import JudgeCheck
@@ -195,7 +196,8 @@ class Conclusion:
             lines.append(f"baseline saved: {self.baseline_saved.words()}")
         lines.extend(self.messages)
         lines.append(f"exit: {self.exit}" + (f": {self.exit_reason}" if self.exit_reason else ""))
-        return "\n".join(lines)
+        # Case ids, reasons and messages come from files and agents: printable, one line each.
+        return "\n".join(printable(line, keep_newlines=False) for line in lines)
 
     def __str__(self) -> str:
         return self.render()
@@ -285,6 +287,9 @@ class _Work:
         self.incomplete = selection.incomplete or (
             None if run.complete else ("; ".join(run.errors) or "the run did not finish")
         )
+        if self.incomplete and self.run.complete:
+            # The face knows better (a stop, an unloaded file): never gated, never a baseline.
+            self.run = dataclasses.replace(self.run, complete=False)
         self.stored = False
         self.not_stored: str | None = None
         self.gate: GateOutcome | None = None
