@@ -146,7 +146,7 @@ def test_a_new_case_below_its_bar_fails_under_the_default_policy_in_both_faces(
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         ["*new since baseline v1: it cannot have dropped*",
-         "*new since baseline v1: 1 case(s), not compared; 1 below the bar, failed*s::fresh*"]
+         "*new since baseline v1 and below the bar: 1 of 1 new case(s) failed*: s::fresh"]
     )  # fmt: skip
     code, out, _ = _cli(capsys, "eval", str(path), "--db", str(db), "--baseline", "v1",
                         "--root", str(pytester.path), "--json")  # fmt: skip

@@ -158,18 +158,19 @@ class Conclusion:
         return self.run.partial
 
     def new_line(self, shown: int = 5) -> str | None:
-        """The new cases, apart from the compared ones: how many, and which of them fail
-        the run (below their bar with no baseline score to have dropped from)."""
-        if not self.new:
-            return None
+        """The new cases that fail the run (below their bar, with no baseline score to have
+        dropped from), apart from the compared ones; None when there are none. (The gate's
+        lines list every new case as added.)"""
         failing = set(self.failed)
         below = [key for key in self.new if key in failing]
-        against = f" baseline {self.gate.baseline}" if self.gate is not None else " the baseline"
-        line = f"new since{against}: {len(self.new)} case(s), not compared"
-        if below:
-            listed = ", ".join(below[:shown]) + (" ..." if len(below) > shown else "")
-            line += f"; {len(below)} below the bar, failed (nothing to drop from): {listed}"
-        return line
+        if not below:
+            return None
+        against = f"baseline {self.gate.baseline}" if self.gate is not None else "the baseline"
+        listed = ", ".join(below[:shown]) + (" ..." if len(below) > shown else "")
+        return (
+            f"new since {against} and below the bar: {len(below)} of {len(self.new)} new "
+            f"case(s) failed (nothing to drop from): {listed}"
+        )
 
     def render(self) -> str:
         """The conclusion in a few lines, for a notebook or a log."""
@@ -189,6 +190,8 @@ class Conclusion:
             lines.append(f"gate vs {self.gate.baseline}: {self.gate.verdict}{shown}")
         if self.failed:
             lines.append(f"failed: {len(self.failed)} case(s): {', '.join(self.failed[:5])}")
+        if self.new:
+            lines.append(f"new since the baseline (not compared): {len(self.new)} case(s)")
         new = self.new_line()
         if new:
             lines.append(new)

@@ -147,16 +147,16 @@ def conclusion_lines(conclusion: Conclusion) -> list[str]:
     lines = []
     if conclusion.partial:
         lines.append(
-            "partial run: it measured a selection of the cases, so only its own eval sets "
-            "were compared; it is no baseline"
+            "partial run: it measured a selection of the cases, compared with the same "
+            "selection of the baseline; it is no baseline"
         )
     new = conclusion.new_line()
     if new:
         lines.append(new)
-    failed = conclusion.failed
-    if failed and (conclusion.gate is None or not conclusion.gate.regressed):
-        shown = ", ".join(failed[:5]) + (" ..." if len(failed) > 5 else "")
-        lines.append(f"failed: {len(failed)} case(s): {shown}")
     if conclusion.exit != "ok" and conclusion.exit_reason:
         lines.append(f"{conclusion.exit.upper()}: {conclusion.exit_reason}")
+        failed = conclusion.failed
+        if len(failed) > 1:
+            shown = ", ".join(failed[:10]) + (" ..." if len(failed) > 10 else "")
+            lines.append(f"failing cases: {shown}")
     return lines
