@@ -217,17 +217,12 @@ def outcome_for(
 
 
 def _new_words(context: SessionContext, base: BaselineCase | None, score: Score) -> str | None:
-    """Why a case with a baseline named fails whatever the verdict: it has no comparable
-    baseline score (docs/outcomes.md)."""
+    """Why a case with a baseline named fails whatever the verdict: the baseline has no score
+    of it (docs/outcomes.md)."""
     if context.baseline is None or score.required:
         return None
     if base is None:
         return f"new since baseline {context.baseline_name}: it cannot have dropped"
-    if edited(base, score):
-        return (
-            f"edited since baseline {context.baseline_name}: its old score is of another "
-            "measurement"
-        )
     return None
 
 
@@ -238,10 +233,13 @@ DROPPED: Final = "dropped:"
 def dropped_text(score: Score, bar: float, base: BaselineCase) -> str:
     """A case below its bar that does not fail the session: its score, its drop, who decides."""
     assert score.value is not None
+    if edited(base, score):
+        against = "edited since the baseline"
+    else:
+        against = f"baseline {base.value:.3f}, {score.value - base.value:+.3f}"
     return printable(
-        f"{DROPPED} score {score.value:.3f} below the bar {bar:g} (baseline {base.value:.3f}, "
-        f"{score.value - base.value:+.3f}); the gate's verdict decides "
-        "(--verdryx-fail-on=cases fails each such case)",
+        f"{DROPPED} score {score.value:.3f} below the bar {bar:g} ({against}); the gate's "
+        "verdict decides (--verdryx-fail-on=cases fails each such case)",
         keep_newlines=False,
     )
 

@@ -169,12 +169,13 @@ def test_an_edited_case_below_the_bar_fails_even_if_its_old_version_did(
     result.assert_outcomes(failed=1, errors=1)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stdout.fnmatch_lines(["*nothing compared: 0 of 1 baseline cases compared (1 edited*"])
-    # Under the default policy too: an edited case has no comparable baseline score, so it
-    # cannot have dropped (docs/outcomes.md); the gate is refused all the same (exit 4).
-    again = pytester.runpytest(f"--verdryx-db={db}", "--verdryx-baseline=v1")
-    again.assert_outcomes(failed=1, errors=1)
+    # Under the default policy the verdict decides, and it was refused: exit 4 all the same.
+    again = pytester.runpytest(f"--verdryx-db={db}", "--verdryx-baseline=v1", "-rx")
+    again.assert_outcomes(xfailed=1, errors=1)
     assert again.ret == pytest.ExitCode.USAGE_ERROR
-    again.stdout.fnmatch_lines(["*edited since baseline v1: its old score is of another*"])
+    again.stdout.fnmatch_lines(
+        ["*dropped: score 0.000 below the bar 0.5 (edited since the baseline)*"]
+    )
 
 
 def test_no_store_with_a_window_creates_no_store(pytester: pytest.Pytester) -> None:

@@ -112,8 +112,8 @@ def standing(score: Score, base: BaselineCase | None, *, fail_on: str, gated: bo
         return "excused"
     if not gated or fail_on == "cases":
         return "failed"
-    if base is None or edited(base, score):
-        # No comparable baseline score: a case new (or edited) since the baseline cannot
-        # have dropped, and a rename must not turn its failure into a report.
+    if base is None:
+        # No baseline score: a case new since the baseline cannot have dropped, and a rename
+        # must not turn its failure into a report.
         return "failed"
     return "dropped"
