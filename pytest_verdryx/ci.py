@@ -87,12 +87,24 @@ class CiOutputs:
 
     # -- the end ----------------------------------------------------------------------------
 
-    def finish(self, run: EvalRun | None, gate: GateOutcome | None, *, gated: bool) -> None:
-        """Log the gate's report (when a baseline was named) and append the job summary.
-        `gated`: False when the run was not compared (interrupted, incomplete)."""
+    def finish(
+        self,
+        run: EvalRun | None,
+        gate: GateOutcome | None,
+        *,
+        gated: bool,
+        refused: str | None = None,
+    ) -> None:
+        """Log the gate's report (when a baseline was named, or the run was refused without
+        one: `refused`, why) and append the job summary. `gated`: False when the run was not
+        compared (interrupted, incomplete)."""
         self.run, self.gate = run, gate
         if gate is not None:
             self._log_gate(gate, gated=gated)
+        elif refused is not None:
+            # Nothing measured, with no baseline named: the session is a usage error, and
+            # the gate testcase says why, so JUnit agrees with the exit status.
+            self._log_refused(refused)
         summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
         if summary_path and run is not None:
             text = step_summary(
@@ -110,6 +122,10 @@ class CiOutputs:
             except OSError as exc:  # the job summary is a view: it never fails the eval
                 self.problem = f"verdryx: job summary not written to {summary_path}: {exc}"
 
+    def _log_refused(self, why: str) -> None:
+        text = printable(f"verdryx: the run was refused: {why}", keep_newlines=False)
+        self._log("failed", "setup", text, [("verdryx.verdict", "refused")])
+
     def _log_gate(self, gate: GateOutcome, *, gated: bool) -> None:
         verdict = gate.verdict
         if not gated:
@@ -124,12 +140,22 @@ class CiOutputs:
             outcome, when, text = "passed", "call", None
         if text is not None:  # it quotes a baseline's name and a refusal's reason
             text = printable(text, keep_newlines=False)
-        hook = self.config.hook
-        location = ("verdryx", None, "verdryx gate")
         properties = [("verdryx.verdict", verdict)]
         if gated:
             # The whole verdict, power and coverage included, even when the testcase passes.
             properties.append(("verdryx.verdict_line", verdict_line(gate)))
+        self._log(outcome, when, text, properties)
+
+    def _log(
+        self,
+        outcome: str,
+        when: str,
+        text: str | None,
+        properties: list[tuple[str, str]],
+    ) -> None:
+        """The gate testcase's reports, as pytest would send them for one more test."""
+        hook = self.config.hook
+        location = ("verdryx", None, "verdryx gate")
 
         def report(phase: str, result: str, longrepr: Any) -> pytest.TestReport:
             return pytest.TestReport(

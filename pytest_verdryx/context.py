@@ -15,8 +15,8 @@ import pytest
 
 from pytest_verdryx.options import Settings
 from pytest_verdryx.state import SessionState
+from verdryx_core.conclusion.policy import MissingBaseline, Standing, standing
 from verdryx_core.evaluation import Evaluation
-from verdryx_core.gating.baselines import excuse
 from verdryx_core.runs import Baseline, BaselineCase, Score
 from verdryx_core.store import Store, StoreTarget, resolve_store_path
 
@@ -80,9 +80,9 @@ class SessionContext:
     #: which alone stores, gates and exports.
     is_worker: bool = False
     baseline: Baseline | None = None
-    #: (label, why) when the ini's `verdryx_baseline` names no baseline: refused at the end
-    #: of a session with eval cases, unless it saves that label (docs/options.md).
-    missing_baseline: tuple[str, str] | None = None
+    #: When the ini's `verdryx_baseline` names no baseline: refused at the end of a session
+    #: with eval cases, unless it saves that label (docs/options.md).
+    missing_baseline: MissingBaseline | None = None
     #: Warnings found at configure time, for the summary.
     messages: list[str] = field(default_factory=list)
     #: OTLP spans go here at the end, when $VERDRYX_OTLP_ENDPOINT is set (read at configure).
@@ -105,28 +105,19 @@ class SessionContext:
         self.baseline = baseline
         self._baseline_cases = baseline.case_map()
 
-    def excuse(self, score: Score) -> BaselineCase | None:
-        """The baseline case that excuses this below-the-bar score (then the item xfails)."""
-        base = self._baseline_cases.get(score.key)
-        return None if base is None else excuse(base, score)
-
     def baseline_case(self, key: str) -> BaselineCase | None:
         return self._baseline_cases.get(key)
 
-    @property
-    def verdict_decides(self) -> bool:
-        """Whether the verdict, not each case, fails the session: a baseline is named and
-        `--verdryx-fail-on=verdict` (docs/outcomes.md)."""
-        return bool(self.settings.baseline) and self.settings.fail_on == "verdict"
-
-    def below_bar(self, score: Score) -> str:
-        """What a score below its bar is: `failed` (fails the session), `excused` (below the
-        bar in the baseline too) or `dropped` (reported; the verdict decides)."""
-        if score.required:
-            return "failed"
-        if self.excuse(score) is not None:
-            return "excused"
-        return "dropped" if self.verdict_decides else "failed"
+    def standing(self, score: Score) -> Standing:
+        """What this score means for the session (`verdryx_core.conclusion.standing`, the rule
+        the end of the session applies too): `failed` fails it; `excused` (below the bar in
+        the baseline too) and `dropped` (the verdict decides) are reported."""
+        return standing(
+            score,
+            self._baseline_cases.get(score.key),
+            fail_on=self.settings.fail_on,
+            gated=self.baseline is not None,
+        )
 
 
 CONTEXT_KEY = pytest.StashKey[SessionContext]()

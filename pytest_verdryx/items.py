@@ -23,6 +23,7 @@ from pytest_verdryx.longrepr import CaseCrash, CaseFailureRepr
 from pytest_verdryx.options import worded
 from pytest_verdryx.scoring import ItemScoring, scoring_of
 from verdryx_core.cases import EvalCase
+from verdryx_core.conclusion.policy import edited
 from verdryx_core.errors import EvalSetError, ModelCallError, VerdryxError
 from verdryx_core.evalsets.load import EvalSet, file_name_problem, load_evalset
 from verdryx_core.evaluation import Work, stability
@@ -204,13 +205,19 @@ def outcome_for(
     """Turn a score into a pytest outcome. Items raise `CaseBelowBar` for
     their own `repr_failure`; a custom test (`raise_below=False`) fails with the text alone,
     since its traceback would only show the plugin's internals."""
-    if score.value is None:
-        pytest.skip(printable(f"unmeasured: {score.unmeasured}", keep_newlines=False))
     if score.passed:
+        return
+    kind = context.standing(score)
+    if score.value is None:
+        reason = printable(f"unmeasured: {score.unmeasured}", keep_newlines=False)
+        if kind == "failed":
+            # A case that must never fail fails when it could not be measured at all.
+            pytest.fail(f"required case {score.key} was not measured ({reason})", pytrace=False)
+        pytest.skip(reason)
+    if kind == "passed":
         return
     assert score.bar is not None  # a measured score is decided against its bar
     bar = score.bar
-    kind = context.below_bar(score)
     base = context.baseline_case(score.key)
     # `pytrace=False`: a custom case's report shows the reason, not the plugin's frames.
     if kind == "excused" and base is not None:
@@ -222,24 +229,32 @@ def outcome_for(
             ),
             pytrace=False,
         )
-    if kind == "dropped":
+    if kind == "dropped" and base is not None:
         raise pytest.xfail.Exception(dropped_text(score, bar, base), pytrace=False)
-    text = failure_text(score, bar, case)
+    text = failure_text(score, bar, case, new=_new_words(context, base, score))
     if not raise_below:
         pytest.fail(text, pytrace=False)
     raise CaseBelowBar(text)
+
+
+def _new_words(context: SessionContext, base: BaselineCase | None, score: Score) -> str | None:
+    """Why a case with a baseline named fails whatever the verdict: the baseline has no score
+    of it (docs/outcomes.md)."""
+    if context.baseline is None or score.required:
+        return None
+    if base is None:
+        return f"new since baseline {context.baseline_name}: it cannot have dropped"
+    return None
 
 
 #: The start of a dropped case's xfail reason, which CI outputs count by.
 DROPPED: Final = "dropped:"
 
 
-def dropped_text(score: Score, bar: float, base: BaselineCase | None) -> str:
+def dropped_text(score: Score, bar: float, base: BaselineCase) -> str:
     """A case below its bar that does not fail the session: its score, its drop, who decides."""
     assert score.value is not None
-    if base is None:
-        against = "new since the baseline"
-    elif base.fingerprint and score.fingerprint and base.fingerprint != score.fingerprint:
+    if edited(base, score):
         against = "edited since the baseline"
     else:
         against = f"baseline {base.value:.3f}, {score.value - base.value:+.3f}"
@@ -264,7 +279,7 @@ def _check_lines(score: Score) -> list[str]:
     return lines
 
 
-def failure_text(score: Score, bar: float, case: EvalCase | None) -> str:
+def failure_text(score: Score, bar: float, case: EvalCase | None, *, new: str | None = None) -> str:
     lines = [
         f"{score.key} scored {score.value:.3f}, below the pass bar {bar:g}  "
         f"[grader: {score.grader}]"
@@ -272,6 +287,8 @@ def failure_text(score: Score, bar: float, case: EvalCase | None) -> str:
     if score.failed_by_output is not None:
         # Said first: a 0 for what could not be graded, not a grader's judgement.
         lines.append(labelled("could not grade the output (scored 0)", score.failed_by_output))
+    if new:
+        lines.append(new)
     if score.samples:
         shown = ", ".join(f"{value:.2f}" for value in score.samples)
         lines.append(f"samples: {shown}  ({stability(score.samples, bar)})")

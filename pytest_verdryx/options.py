@@ -17,7 +17,12 @@ import pytest
 # Only the defaults, from a module that imports nothing: the options are defined in every
 # session, eval cases or not, and the rest of the core is imported when it is used
 # (docs/options.md, "When verdryx turns on").
-from verdryx_core.defaults import DEFAULT_MIN_SCORE, DEFAULT_THRESHOLD, GATES
+from verdryx_core.defaults import (
+    DEFAULT_MIN_COVERAGE,
+    DEFAULT_MIN_SCORE,
+    DEFAULT_THRESHOLD,
+    GATES,
+)
 from verdryx_core.option_numbers import option_float
 
 if TYPE_CHECKING:
@@ -131,8 +136,9 @@ OPTIONS: Final = (
     ),
     _Option(
         "verdryx_min_coverage",
-        "refuse a gate that compared less than this share of the baseline's cases (default 0.5)",
-        0.5,
+        "refuse a gate that compared no more than this share of the baseline's cases "
+        f"(default {DEFAULT_MIN_COVERAGE})",
+        DEFAULT_MIN_COVERAGE,
         "float",
         minimum=0.0,
         maximum=1.0,
@@ -378,7 +384,7 @@ class Settings:
     min_effect: float
     min_score: float | None
     fail_on: str = "verdict"
-    min_coverage: float = 0.5
+    min_coverage: float = DEFAULT_MIN_COVERAGE
     detect: float = 0.05
     require_power: bool = False
     gate_metric: str = "score"

@@ -36,6 +36,7 @@ from pytest_verdryx.shard import check_shard_settings, split_items
 from pytest_verdryx.state import SessionState
 from pytest_verdryx.terminal import write_summary
 from pytest_verdryx.xdist import PAYLOAD_KEY, XdistHooks
+from verdryx_core.conclusion.policy import MissingBaseline
 from verdryx_core.errors import UsageError, VerdryxError
 from verdryx_core.evaluation import Evaluation
 from verdryx_core.evaluation.exec_notes import run_notes
@@ -219,7 +220,9 @@ class VerdryxSession:
             try:
                 find_baseline(label, store=store, root=root)
             except UsageError as exc:
-                context.missing_baseline = (label, worded(exc))
+                context.missing_baseline = MissingBaseline(
+                    label=label, why=worded(exc), named_in="verdryx_baseline in the ini"
+                )
                 return
         baseline = find_baseline(label, store=store, root=root)
         # A model change is refused now (exit 4), before anything is paid for; allowed,

@@ -23,7 +23,7 @@ from verdryx_core.reporting.summary import (
     run_lines,
     unmeasured_lines,
 )
-from verdryx_core.runs import EvalRun, Score
+from verdryx_core.runs import EvalRun
 from verdryx_core.untrusted.text import printable
 
 __all__ = ["next_step", "write_summary"]
@@ -48,16 +48,19 @@ def write_summary(tr: Any, end: SessionEnd) -> None:
     tr = _PrintableLines(tr)
     settings, run = end.settings, end.run
     tr.write_sep("=", "verdryx")
+    conclusion = end.conclusion
     passed = sum(1 for score in run.scores if score.passed)
-    kinds = [end.context.below_bar(score) for score in run.scores if score.passed is False]
     for line in run_lines(
         run,
         passed=passed,
-        failed=kinds.count("failed"),
-        xfailed=kinds.count("excused"),
-        dropped=kinds.count("dropped"),
+        failed=len(conclusion.failed),
+        xfailed=len(conclusion.excused),
+        dropped=len(conclusion.dropped),
     ):
         tr.write_line(line)
+    new = conclusion.new_line()
+    if new:
+        tr.write_line(new)
     if end.incomplete:
         kept = "stored as incomplete and" if end.stored else "not stored, and"
         tr.write_line(f"INCOMPLETE run: {end.incomplete}; {kept} not gated", red=True)
@@ -174,17 +177,14 @@ def _stopped_calls_line(end: SessionEnd) -> str | None:
     return f"stopped early: {'; '.join(parts)}" if parts else None
 
 
-def _failed(end: SessionEnd, score: Score) -> bool:
-    """Whether this score failed its item (the summary counts as the items did)."""
-    return score.passed is False and end.context.below_bar(score) == "failed"
-
-
 def next_step(end: SessionEnd, run: EvalRun) -> str:
     """The one thing to do now, as the summary's last line."""
     if not run.complete:
         return "next: fix what stopped the session, then re-run it whole to get a gated run"
     if end.settings.store and not end.stored:
         return "next: fix the store error above, then re-run to store and gate the run"
+    if end.conclusion.exit == "refused" and (end.gate is None or end.gate.refused is None):
+        return f"next: the run was refused ({end.conclusion.exit_reason}); fix that and re-run"
     if end.settings.shard is not None:
         return f"next: {gate_hint(end.settings)}"
     gate = end.gate
@@ -211,7 +211,7 @@ def next_step(end: SessionEnd, run: EvalRun) -> str:
             return "next: add cases or use --verdryx-repeat N until the drop is decided"
         # Every output is recorded: a repeat would grade the same output again.
         return "next: add cases until the drop is decided"
-    failed = sum(1 for score in run.scores if _failed(end, score))
+    failed = len(end.conclusion.failed)
     if failed:
         return f"next: the gate is on track, but {failed} case(s) failed: see the reports above"
     if drift is not None:

@@ -1,5 +1,6 @@
-"""The exit-code tables in docs/ci.md match what the two faces really return: real pytest
-sessions (pytester) for the plugin, `verdryx_core.cli.main` in-process for the CLI."""
+"""The exit-code table of docs/cli.md (one table, a column per face) matches what the two
+faces really return: real pytest sessions (pytester) for the plugin,
+`verdryx_core.cli.main` in-process for the CLI."""
 
 from __future__ import annotations
 
@@ -16,15 +17,15 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _tables() -> list[dict[str, str]]:
-    """The exit-code tables of docs/ci.md, each as {exit code: its row's text}."""
-    section = (ROOT / "docs" / "ci.md").read_text().split("## Exit codes", 1)[1]
+    """The exit-code table of docs/cli.md, as one {exit code: its text} per face (the
+    plugin's column, then the CLI's); a face's empty cell is no code of that face."""
+    section = (ROOT / "docs" / "cli.md").read_text().split("## Exit codes", 1)[1]
     section = section.split("\n## ", 1)[0]
-    tables: list[dict[str, str]] = []
-    for block in re.split(r"\n\s*\n", section):
-        rows = re.findall(r"^\| ([0-9][0-9 /]*) \| (.+) \|$", block, re.M)
-        if rows:
-            tables.append({code.strip(): text for code, text in rows})
-    return tables
+    rows = re.findall(r"^\| ([0-9][0-9 /]*) \|(.*)\|(.*)\|$", section, re.M)
+    assert rows, "no exit-code table in docs/cli.md"
+    plugin = {code.strip(): text.strip() for code, text, _ in rows if text.strip()}
+    cli = {code.strip(): text.strip() for code, _, text in rows if text.strip()}
+    return [plugin, cli]
 
 
 def _documented(table: dict[str, str], code: int, words: str) -> None:

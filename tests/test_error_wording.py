@@ -73,7 +73,9 @@ def test_an_unjudged_case_names_each_faces_judge_flag(
     case = {"id": "j", "prompt": "p", "grader": "llm_judge", "rubric": "r", "output": "o"}
     sets = write_evalset(pytester.path, "judged", "judged", [case])
     cli_db, plugin_db = pytester.path / "cli.db", pytester.path / "plugin.db"
-    assert main(["eval", str(sets), "--model", "claude-x-1", "--db", str(cli_db), "--json"]) == 0
+    # Its one case unmeasured: the run measured nothing and is refused (exit 2), and still
+    # says why, in the CLI's flags.
+    assert main(["eval", str(sets), "--model", "claude-x-1", "--db", str(cli_db), "--json"]) == 2
     document = json.loads(capsys.readouterr().out)
     (unmeasured,) = document["unmeasured"]
     assert "pass --judge MODEL (--judge stub names" in unmeasured["reason"]

@@ -98,7 +98,8 @@ def test_drift_on_an_all_unmeasured_run_is_refused(
     # The same cases, now unmeasured (no judge), stored by the CLI as a complete run.
     evalset = pytester.path / "s.evalset.json"
     code, _, err = _cli(capsys, "eval", str(evalset), "--db", str(db))
-    assert code == 0, err
+    # Stored, and refused as a run: nothing measured says nothing (docs/statistics.md).
+    assert code == 2 and "nothing was measured: all 4 eval case(s) are unmeasured" in err
     code, out, err = _cli(
         capsys, "drift", "--baseline", "v1", "--db", str(db), "--root", str(pytester.path),
         "--allow-model-change", "--json",
@@ -117,7 +118,7 @@ def test_too_little_compared_is_refused_below_the_coverage_asked(
     write_evalset(pytester.path, "s", "s", kept + [exact_case(f"x{i}", "yes") for i in range(7)])
     result = pytester.runpytest(f"--verdryx-db={db}", "--verdryx-baseline=v1")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stdout.fnmatch_lines(["*too little compared: 3 of 10 baseline cases compared*30%*50%*"])
+    result.stdout.fnmatch_lines(["*too little compared: 3 of 10 baseline cases compared*30%*80%*"])
     lenient = pytester.runpytest(
         f"--verdryx-db={db}", "--verdryx-baseline=v1", "--verdryx-min-coverage=0.2"
     )

@@ -296,7 +296,8 @@ def test_cli_an_output_that_runs_the_pattern_out_of_time_fails(
     path = write_evalset(tmp_path, "re", "re", [_regex_case()])
     code, out, _ = _cli(capsys, "eval", str(path), "--db", str(tmp_path / "s.db"), "--json")
     document = json.loads(out)
-    assert code == 0  # `eval` reports; the gate decides (docs/cli.md)
+    # Scored 0 and below its bar: the run fails, as a pytest session would (docs/cli.md).
+    assert code == 1
     assert document["scores"][0]["value"] == 0.0 and document["scores"][0]["passed"] is False
     [failed] = document["failed_by_output"]
     assert "did not finish within 1s on this output" in failed["reason"]

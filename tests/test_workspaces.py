@@ -404,7 +404,8 @@ def test_the_example_through_the_cli(
     out = capsys.readouterr().out
     assert "[1.00] pass workspace-swe-example::fix-tax-bug" in out
     monkeypatch.setenv("VERDRYX_EXAMPLE_EDIT", "wrong")
-    assert main(["eval", "swe-fix.evalset.json", "--db", db, "--json"]) == 0
+    # The wrong edit fails its case: the run fails, as a pytest session would.
+    assert main(["eval", "swe-fix.evalset.json", "--db", db, "--json"]) == 1
     scores = json.loads(capsys.readouterr().out)["scores"]
     assert [score["value"] for score in scores] == [0.0, 0.0]
     assert list(temp_root.iterdir()) == []

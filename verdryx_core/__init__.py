@@ -1,11 +1,11 @@
 """verdryx core: eval sets, graders, the evaluation, the store and the gate; framework-free
 (no pytest). The Python API (docs/python-api.md) is what `__all__` names:
 
-    from verdryx_core import load_evalsets, evaluate, compare, find_baseline
+    from verdryx_core import conclude, evaluate, find_baseline, load_evalsets
 
-    run = evaluate(load_evalsets(["evals/"]), store="verdryx.db")
-    outcome = compare(run, find_baseline("v1", root="."))
-    print(outcome.verdict, outcome.exit_reason)
+    run = evaluate(load_evalsets(["evals/"]))
+    conclusion = conclude(run, baseline=find_baseline("v1", root="."), store="verdryx.db")
+    print(conclusion)  # the verdict, the cases that fail it, and `exit` with its reason
 
 Names are imported on first use, so `import verdryx_core.cases` does not pay for the
 evaluation, numpy or the store; nor does the pytest plugin's option table, which every
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from verdryx_core.cases import EvalCase
+    from verdryx_core.conclusion import Conclusion, RunPolicy, Selection, conclude, save_baseline
     from verdryx_core.errors import (
         EvalSetError,
         ModelCallError,
@@ -41,6 +42,11 @@ if TYPE_CHECKING:
 _HOMES: Final = {
     "__version__": "verdryx_core.version",
     "Baseline": "verdryx_core.runs",
+    "Conclusion": "verdryx_core.conclusion",
+    "RunPolicy": "verdryx_core.conclusion",
+    "Selection": "verdryx_core.conclusion",
+    "conclude": "verdryx_core.conclusion",
+    "save_baseline": "verdryx_core.conclusion",
     "EvalCase": "verdryx_core.cases",
     "EvalRun": "verdryx_core.runs",
     "EvalSet": "verdryx_core.evalsets.load",
@@ -70,13 +76,18 @@ __all__ = [  # noqa: RUF022 (the version first, then the API in its order of use
     "load_evalsets",
     "evaluate",
     "compare",
+    "conclude",
     "find_baseline",
+    "save_baseline",
     "register_grader",
     "Evaluation",
     "EvaluationInterrupted",
     "EvalSettings",
     "GatePolicy",
     "GateOutcome",
+    "RunPolicy",
+    "Selection",
+    "Conclusion",
     "EvalSet",
     "EvalCase",
     "Score",

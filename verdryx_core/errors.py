@@ -63,11 +63,13 @@ __all__ = [
 #: How the command line spells the settings a hint may name.
 CLI_FLAGS: Final[Mapping[str, str]] = {
     "allow_model_change": "--allow-model-change",
+    "allow_partial_baseline": "--allow-partial",
     "batch": "--batch",
     "cache": "--cache",
     "concurrency": "--concurrency",
     "db": "--db",
     "detect": "--detect",
+    "fail_on": "--fail-on",
     "gate_metric": "--gate-metric",
     "judge": "--judge",
     "labels": "--labels",

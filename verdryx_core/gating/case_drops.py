@@ -22,6 +22,8 @@ from typing import Final
 
 import numpy as np
 
+from verdryx_core.defaults import DEFAULT_FDR
+
 __all__ = [
     "DEFAULT_FDR",
     "CaseDrop",
@@ -31,7 +33,6 @@ __all__ = [
     "permutation_drop_p",
 ]
 
-DEFAULT_FDR: Final = 0.1
 #: Splits enumerated exactly up to this many; beyond, a Monte Carlo of `_DRAWS` splits.
 _EXACT_SPLITS: Final = 20_000
 _DRAWS: Final = 10_000

@@ -12,9 +12,9 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Final, Literal
 
 from verdryx_core.errors import CLI_FLAGS, ModelChangeError, VerdryxError, word_hint
-from verdryx_core.gating.case_drops import DEFAULT_FDR
 from verdryx_core.gating.comparison import GateResult, Window, compare_to_baseline, window_runs
-from verdryx_core.gating.drift import DEFAULT_ITERATIONS, DEFAULT_THRESHOLD, DriftReport
+from verdryx_core.gating.drift import DriftReport
+from verdryx_core.gating.policy import GatePolicy
 from verdryx_core.gating.verdict_footing import footing_problem
 from verdryx_core.runs import Baseline, EvalRun
 from verdryx_core.store import Store
@@ -32,40 +32,6 @@ VERDICTS: Final = ("regressed", "on-track", "refused", "not-compared")
 #: What the gate does to the run's exit status: nothing, fail it (a regression), or refuse
 #: it as a usage error (the comparison could not be made as asked).
 Exit = Literal["ok", "regressed", "refused"]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class GatePolicy:
-    """How a run is judged against its baseline (docs/options.md, `--verdryx-gate` etc.)."""
-
-    #: `significant` (the interval of the paired difference lies below zero) or `threshold`.
-    rule: str = "significant"
-    threshold: float = DEFAULT_THRESHOLD
-    min_effect: float = 0.0
-    #: Pool the run with this many runs in all (the current one and earlier complete ones).
-    window: int = 1
-    allow_model_change: bool = False
-    iterations: int = DEFAULT_ITERATIONS
-    seed: int = 0
-    #: Refuse a comparison of fewer than this share of the baseline's cases (matched and
-    #: measured, on the same fingerprint): a gate that compared little says little.
-    min_coverage: float = 0.5
-    #: The smallest drop the user needs to see; an on-track verdict that could not see it
-    #: is labelled underpowered, or refused under `require_power`.
-    detect: float = 0.05
-    require_power: bool = False
-    #: `score` (mean scores) or `pass` (pass rates per case).
-    metric: str = "score"
-    #: Also bootstrap the two-sample interval when cases pair (the verdict uses the paired
-    #: one; docs/statistics.md, "What is computed").
-    two_sample_interval: bool = False
-    #: The false discovery rate of the per-case drop tests (`--verdryx-fdr`).
-    fdr: float = DEFAULT_FDR
-    #: Also gate the judged cases' pass rate corrected for the judge's TPR / TNR, measured
-    #: on human labels (docs/calibrating-the-judge.md); refused without enough labels.
-    judge_correction: bool = False
-    #: Refuse the gate when the judge's kappa fell significantly below its stored figure.
-    require_calibrated_judge: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -209,13 +175,13 @@ def checked(
             else "the baseline has no case of this run's eval sets"
         )
         return GateOutcome(baseline=name, result=result, refused=f"nothing compared: {words}")
-    if result.coverage < gate.min_coverage - 1e-12:
+    if below_floor(result.coverage, gate.min_coverage):
         return GateOutcome(
             baseline=name,
             result=result,
             refused=(
                 f"too little compared: {result.coverage_words()}, "
-                f"{result.coverage:.0%} against the {gate.min_coverage:.0%} required"
+                f"{result.coverage:.0%}, not above the {gate.min_coverage:.0%} floor"
                 + word_hint(" ({min_coverage} sets it)", flags)
             ),
         )
@@ -241,6 +207,12 @@ def checked(
             refused=f"{calibration.drift}; re-label, or fix the judge",
         )
     return GateOutcome(baseline=name, result=result)
+
+
+def below_floor(coverage: float, floor: float) -> bool:
+    """Whether a comparison of this share of the baseline is refused: a floor reached
+    exactly is not passed (a floor of 1 asks for every case, and every case passes it)."""
+    return coverage < 1.0 and coverage <= floor + 1e-12
 
 
 def _corrected(

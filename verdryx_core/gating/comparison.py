@@ -75,6 +75,9 @@ class GateResult:
     metric: str = "score"
     #: The same target at another declared version: the comparison the gate is for.
     target_change: str | None = None
+    #: Eval sets of the baseline this run has no case of (renamed, deleted or not
+    #: collected): their cases are among `removed`.
+    absent_sets: tuple[str, ...] = ()
     #: The drop test of each matched case sampled at least twice on both sides, by key
     #: (docs/statistics.md, "Which cases regressed").
     case_drops: Mapping[str, CaseDrop] = field(default_factory=dict)
@@ -129,7 +132,11 @@ class GateResult:
             if count
         ]
         detail = f" ({', '.join(parts)})" if parts else ""
-        return f"{self.matched} of {self.expected} baseline cases compared{detail}"
+        absent = ""
+        if self.absent_sets:
+            shown = ", ".join(self.absent_sets[:5]) + (" ..." if len(self.absent_sets) > 5 else "")
+            absent = f"; baseline eval set(s) absent from this run: {shown}"
+        return f"{self.matched} of {self.expected} baseline cases compared{detail}{absent}"
 
     @property
     def regressed(self) -> bool:
@@ -237,10 +244,21 @@ def compare_to_baseline(
         key for key, score in keyed[0] if score.value is not None and key not in base_cases
     )
     present = set(known_keys) if known_keys is not None else current_keys
+    # Coverage counts the whole baseline: an eval set absent from a whole run (renamed,
+    # deleted, not collected) is missing, not "not selected"; only a run narrowed by
+    # selection (partial: file arguments, -k) is compared on its own eval sets
+    # (docs/statistics.md, "Coverage").
     removed = sorted(
         key
         for key, case in base_cases.items()
-        if case.eval_set_id in current_sets and key not in present
+        if (not current.partial or case.eval_set_id in current_sets) and key not in present
+    )
+    if current.partial and known_keys is None:
+        # A stored selection (`verdryx drift` on a `-k` run): which cases it left out on
+        # purpose is not stored, so its cases alone are expected; its summary says partial.
+        removed = []
+    absent_sets = sorted(
+        {base_cases[key].eval_set_id for key in removed} - current_sets - _sets_of(present)
     )
     # Only cases the current run measured are compared; the window adds samples to those.
     matched = [key for key in base_cases if key in per_case and key in current_keys]
@@ -251,6 +269,7 @@ def compare_to_baseline(
             baseline,
             added=added,
             removed=removed,
+            absent_sets=absent_sets,
             changed=sorted(changed),
             unmeasured=sorted(unmeasured),
             model_change=model_change,
@@ -277,6 +296,7 @@ def compare_to_baseline(
         },
         added=added,
         removed=removed,
+        absent_sets=absent_sets,
         changed=sorted(changed),
         unmeasured=sorted(unmeasured),
         model_change=model_change,
@@ -299,6 +319,7 @@ def unmatched_result(
     *,
     added: Sequence[str],
     removed: Sequence[str],
+    absent_sets: Sequence[str] = (),
     changed: Sequence[str],
     unmeasured: Sequence[str],
     model_change: str | None,
@@ -312,6 +333,7 @@ def unmatched_result(
         matched=0,
         added=tuple(added),
         removed=tuple(removed),
+        absent_sets=tuple(absent_sets),
         changed=tuple(changed),
         deltas=(),
         note="no measured case of this run matches the baseline: nothing to compare",
@@ -339,6 +361,7 @@ def matched_result(
     model_change: str | None,
     target_change: str | None,
     window: int,
+    absent_sets: Sequence[str] = (),
     gate: str,
     threshold: float,
     min_effect: float,
@@ -391,6 +414,7 @@ def matched_result(
         matched=len(base_values),
         added=tuple(added),
         removed=tuple(removed),
+        absent_sets=tuple(absent_sets),
         changed=tuple(changed),
         deltas=tuple(deltas),
         model_change=model_change,
@@ -400,6 +424,11 @@ def matched_result(
         case_drops=drops,
         fdr=fdr,
     )
+
+
+def _sets_of(keys: Collection[str]) -> set[str]:
+    """The eval sets of `set::case` keys."""
+    return {key.split("::", 1)[0] for key in keys}
 
 
 def pass_rate(score: Score) -> float:

@@ -20,7 +20,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from verdryx_core.defaults import DEFAULT_THRESHOLD, GATES
+from verdryx_core.defaults import DEFAULT_ITERATIONS, DEFAULT_THRESHOLD, GATES
 from verdryx_core.errors import CLI_FLAGS, UsageError, word_hint
 from verdryx_core.gating.clusters import (
     Clusters,
@@ -40,7 +40,6 @@ __all__ = [
     "compute_drift",
 ]
 
-DEFAULT_ITERATIONS: Final = 2000
 DEFAULT_CONFIDENCE: Final = 0.95
 
 #: Power the minimum detectable drop is quoted at.

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import abc
 import os
-from collections.abc import Collection, Iterable, Iterator, Mapping, MutableSequence, Sequence
+from collections.abc import Iterable, Iterator, Mapping, MutableSequence, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Self
+from typing import Any, ClassVar, Final, Self
 
 from verdryx_core.runs import Baseline, EvalRun, Score, iso_utc
 from verdryx_core.store.db import Database
@@ -26,9 +26,6 @@ from verdryx_core.store.target import (
     parse_store_target,
     redact,
 )
-
-if TYPE_CHECKING:
-    from verdryx_core.store.pairs import ScorePairs
 
 __all__ = ["SCHEMA_VERSION", "CacheEntry", "RunSummary", "Store"]
 
@@ -284,29 +281,7 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def get_baseline(self, id_or_label: str, *, cases: bool = True) -> Baseline | None:
         """A baseline by id, else the newest with that label; `cases=False`: without its
-        cases (`score_pairs` reads what the gate needs of them)."""
-
-    def score_pairs(
-        self, run_id: str, baseline_id: str, eval_sets: Collection[str]
-    ) -> ScorePairs | None:
-        """Run `run_id`'s scores beside baseline `baseline_id`'s cases, as arrays
-        (`verdryx_core/store/pairs.py`); None when this store, or a row, needs them read as
-        objects (`load_run`, `get_baseline`)."""
-        return None
-
-    def score_keys(self, run_id: str, positions: Sequence[int]) -> dict[int, str]:
-        """`set::case` of the run's scores at these positions in collection order (the
-        order of `ScorePairs`)."""
-        raise NotImplementedError
-
-    def baseline_keys(self, baseline_id: str, eval_sets: Collection[str]) -> list[tuple[int, str]]:
-        """(position, `set::case`) of the baseline's cases of `eval_sets` (`ScorePairs`)."""
-        raise NotImplementedError
-
-    def baseline_eval_sets(self, baseline_id: str) -> set[str] | None:
-        """The eval sets of the baseline's cases, without reading them; None: this store
-        reads them only with the baseline (`get_baseline`)."""
-        return None
+        cases (when only its header is needed)."""
 
     @abc.abstractmethod
     def list_baselines(self) -> list[tuple[str, str, float, datetime]]:

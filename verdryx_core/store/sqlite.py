@@ -11,17 +11,14 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import ClassVar, Final, Self
 
 from verdryx_core.errors import StoreError
-from verdryx_core.store import pairs
 from verdryx_core.store._sql import SqlStore
 from verdryx_core.store.base import SCHEMA_VERSION
 from verdryx_core.store.db import SqliteDb
 from verdryx_core.store.db.sqlite import writable
-from verdryx_core.store.pairs import ScorePairs
 from verdryx_core.store.target import StoreTarget, StoreUrl
 
 __all__ = ["SqliteStore"]
@@ -247,26 +244,6 @@ class SqliteStore(SqlStore):
             db.close()
             raise
         return store
-
-    # -- the gate's columns, read in SQLite's own join (store/pairs.py) -----------------------
-
-    def score_pairs(
-        self, run_id: str, baseline_id: str, eval_sets: Collection[str]
-    ) -> ScorePairs | None:
-        with self.db.errors(f"read run {run_id}"), self.db.lock:
-            return pairs.read_score_pairs(self.db, run_id, baseline_id, eval_sets)
-
-    def score_keys(self, run_id: str, positions: Sequence[int]) -> dict[int, str]:
-        with self.db.errors(f"read run {run_id}"):
-            return pairs.score_keys(self.db, run_id, positions)
-
-    def baseline_keys(self, baseline_id: str, eval_sets: Collection[str]) -> list[tuple[int, str]]:
-        with self.db.errors(f"read baseline {baseline_id}"):
-            return pairs.baseline_keys(self.db, baseline_id, eval_sets)
-
-    def baseline_eval_sets(self, baseline_id: str) -> set[str] | None:
-        with self.db.errors(f"read baseline {baseline_id}"):
-            return pairs.baseline_eval_sets(self.db, baseline_id)
 
     # -- opening: recognise, then (only for a verdryx store or an empty file) prepare ---------
 

@@ -1,5 +1,5 @@
-"""What `verdryx drift` and `verdryx gate` share: the gate's flags, the `GatePolicy` they
-make, the JSON document and the text lines of a `GateOutcome`, and its exit code
+"""What `verdryx eval`, `drift` and `gate` share: the gate's flags, the `RunPolicy` they make,
+the JSON document and the text lines of a gate, and the exit code of a `Conclusion`
 (docs/cli.md, "Exit codes")."""
 
 from __future__ import annotations
@@ -8,22 +8,24 @@ import argparse
 from typing import Any
 
 from verdryx_core.cli.commands._common import float_argument
+from verdryx_core.conclusion import FAIL_ON, Conclusion, RunPolicy
+from verdryx_core.defaults import DEFAULT_MIN_COVERAGE, DEFAULT_THRESHOLD, GATES
 from verdryx_core.gating.compare import GateOutcome, GatePolicy
 from verdryx_core.gating.comparison import METRICS
-from verdryx_core.gating.drift import DEFAULT_THRESHOLD, GATES
 
 __all__ = [
+    "EXIT_FAILED",
     "EXIT_REFUSED",
-    "EXIT_REGRESSED",
     "add_gate_arguments",
     "exit_code",
     "gate_document",
     "outcome_lines",
     "policy_from",
+    "run_policy_from",
 ]
 
-#: A regressed verdict fails the command like a failing test fails pytest.
-EXIT_REGRESSED = 1
+#: A regressed verdict or a failing case fails the command like a failing test fails pytest.
+EXIT_FAILED = 1
 #: Refused: the same code as every other usage error of the CLI.
 EXIT_REFUSED = 2
 
@@ -32,8 +34,23 @@ EXIT_REFUSED = 2
 _unit = float_argument(minimum=0.0, maximum=1.0)
 
 
-def add_gate_arguments(parser: argparse.ArgumentParser, *, window: bool = False) -> None:
-    parser.add_argument("--baseline", required=True, help="baseline id or label")
+def add_gate_arguments(
+    parser: argparse.ArgumentParser, *, window: bool = False, required: bool = True
+) -> None:
+    """The gate's flags; `required`: `--baseline` must be given (`eval` gates only with one)."""
+    parser.add_argument(
+        "--baseline",
+        required=required,
+        help="baseline id or label" + ("" if required else " to gate the run against"),
+    )
+    parser.add_argument(
+        "--fail-on",
+        choices=FAIL_ON,
+        default="verdict",
+        help="with a baseline, what fails: 'verdict' (default: a regressed gate, a required "
+        "case below its bar or not measured, a case new since the baseline below its bar) or "
+        "'cases' (every case below its bar, as without a baseline)",
+    )
     if window:
         parser.add_argument("--window", type=int, default=1, help="pool N runs (default 1)")
     parser.add_argument("--gate", choices=GATES, default="significant", help="verdict rule")
@@ -43,10 +60,10 @@ def add_gate_arguments(parser: argparse.ArgumentParser, *, window: bool = False)
     parser.add_argument(
         "--min-coverage",
         type=_unit,
-        default=0.5,
+        default=DEFAULT_MIN_COVERAGE,
         metavar="F",
-        help="refuse a gate that compared less than this share of the baseline's cases "
-        "(default 0.5)",
+        help="refuse a gate that compared no more than this share of the baseline's cases "
+        f"(default {DEFAULT_MIN_COVERAGE})",
     )
     parser.add_argument(
         "--detect",
@@ -93,6 +110,11 @@ def policy_from(args: argparse.Namespace) -> GatePolicy:
     )
 
 
+def run_policy_from(args: argparse.Namespace) -> RunPolicy:
+    """The whole policy the command concludes its run by."""
+    return RunPolicy(gate=policy_from(args), fail_on=args.fail_on)
+
+
 def gate_document(outcome: GateOutcome) -> dict[str, Any]:
     """docs/cli.md, `drift`: the drift report's keys, then what was matched."""
     result = outcome.result
@@ -115,5 +137,26 @@ def outcome_lines(outcome: GateOutcome) -> list[str]:
     return gate_lines(outcome.result)
 
 
-def exit_code(outcome: GateOutcome) -> int:
-    return {"ok": 0, "regressed": EXIT_REGRESSED, "refused": EXIT_REFUSED}[outcome.exit]
+def exit_code(conclusion: Conclusion) -> int:
+    return {"ok": 0, "failed": EXIT_FAILED, "refused": EXIT_REFUSED}[conclusion.exit]
+
+
+def conclusion_lines(conclusion: Conclusion) -> list[str]:
+    """What the run's conclusion adds to the gate's lines: that the run is partial, its new
+    cases, the cases that fail it, and why it fails or is refused."""
+    lines = []
+    if conclusion.partial:
+        lines.append(
+            "partial run: it measured a selection of the cases, compared with the same "
+            "selection of the baseline; it is no baseline"
+        )
+    new = conclusion.new_line()
+    if new:
+        lines.append(new)
+    if conclusion.exit != "ok" and conclusion.exit_reason:
+        lines.append(f"{conclusion.exit.upper()}: {conclusion.exit_reason}")
+        failed = conclusion.failed
+        if len(failed) > 1:
+            shown = ", ".join(failed[:10]) + (" ..." if len(failed) > 10 else "")
+            lines.append(f"failing cases: {shown}")
+    return lines

@@ -1,9 +1,9 @@
-"""`verdryx baseline RUN_ID --label L`: snapshot a stored run as a named baseline."""
+"""`verdryx baseline RUN_ID --label L`: snapshot a stored run as a named baseline, by the rules
+the pytest plugin saves one by (an incomplete or partial run is refused: docs/ci.md)."""
 
 from __future__ import annotations
 
 import argparse
-import uuid
 from pathlib import Path
 
 from verdryx_core.cli.commands._common import (
@@ -12,9 +12,9 @@ from verdryx_core.cli.commands._common import (
     open_store,
     print_json,
 )
+from verdryx_core.conclusion import save_baseline
 from verdryx_core.errors import UsageError
-from verdryx_core.gating.baselines import check_label, write_baseline_file
-from verdryx_core.runs import Baseline
+from verdryx_core.gating.baselines import check_label
 
 NAME = "baseline"
 HELP = "save a stored run as a named baseline (optionally as a committed file too)"
@@ -28,6 +28,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="ROOT",
         help="also write ROOT/.verdryx/baselines/LABEL.json, meant to be committed",
     )
+    parser.add_argument(
+        "--allow-partial",
+        action="store_true",
+        help="save a run that measured a selection of the cases (file arguments, -k, --lf, "
+        "a shard) anyway; a baseline of a selection gates later full runs on it alone",
+    )
     add_db_argument(parser)
     add_json_argument(parser)
 
@@ -39,17 +45,10 @@ def run(args: argparse.Namespace) -> int:
         found = store.find_run(args.run_id)
         if found is None:
             raise UsageError(f"no such eval run: {args.run_id!r} (see `verdryx runs`)")
-        if not found.complete:
-            raise UsageError(
-                f"eval run {found.id!r} is incomplete (interrupted): a baseline of part of a "
-                "run would judge later runs against the wrong cases"
-            )
-        try:
-            baseline = Baseline.from_run(found, id=str(uuid.uuid4()), label=label)
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
-        store.save_baseline(baseline)
-    path = write_baseline_file(root, baseline) if root is not None else None
+        saved = save_baseline(
+            found, label, store=store, root=root, allow_partial=args.allow_partial
+        )
+    baseline, path = saved.baseline, saved.path
     if args.json:
         print_json(baseline.to_dict() | {"file": str(path) if path else None})
     else:

@@ -1,7 +1,9 @@
-"""`verdryx eval SET... --model M`: grade eval sets outside pytest, store the run, print it.
+"""`verdryx eval SET... --model M [--baseline LABEL]`: grade eval sets outside pytest, store
+the run, conclude it as a pytest session is concluded (gated against the baseline when one
+is named), print it, and exit as pytest would (docs/cli.md, "Exit codes").
 
-Argument parsing and printing only: the evaluation itself is `verdryx_core.evaluation`, the
-same pipeline the pytest plugin drives.
+Argument parsing and printing only: the evaluation itself is `verdryx_core.evaluation` and
+its conclusion `verdryx_core.conclusion`, the same the pytest plugin drives.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
@@ -20,6 +23,15 @@ from verdryx_core.cli.commands._common import (
     open_store,
     print_json,
 )
+from verdryx_core.cli.commands._gating import (
+    add_gate_arguments,
+    conclusion_lines,
+    exit_code,
+    gate_document,
+    outcome_lines,
+    run_policy_from,
+)
+from verdryx_core.conclusion import Conclusion, Selection, conclude
 from verdryx_core.errors import CLI_FLAGS, AfterSaveError, VerdryxError
 from verdryx_core.evalsets.load import EvalSet, check_unique_ids, load_evalset
 from verdryx_core.evaluation import (
@@ -27,6 +39,7 @@ from verdryx_core.evaluation import (
     EvalSettings,
     EvaluationInterrupted,
     evaluate,
+    judge_in_effect,
 )
 from verdryx_core.evaluation.exec_notes import run_notes
 from verdryx_core.reporting.summary import (
@@ -36,7 +49,8 @@ from verdryx_core.reporting.summary import (
     run_lines,
     unmeasured_lines,
 )
-from verdryx_core.runs import EvalRun
+from verdryx_core.runs import Baseline, EvalRun
+from verdryx_core.store import Store
 from verdryx_core.timeouts import DEFAULT_TIMEOUT_S, check_timeout
 from verdryx_core.untrusted.text import unwrapped
 
@@ -172,6 +186,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="leave each case's workspace folder in place after grading and print the "
         "folders of failed cases (default: removed once graded)",
     )
+    add_gate_arguments(parser, window=True, required=False)
     add_db_argument(parser)
     add_json_argument(parser)
 
@@ -208,6 +223,8 @@ def run(args: argparse.Namespace) -> int:
     sets, problems = _load_sets(args.evalsets)
     check_unique_ids(sets)  # before the store is opened (and created)
     with open_store(args) as store:
+        # An unknown label or another model is refused now, before anything is paid for.
+        baseline = _baseline(args, store, settings)
         try:
             # A case whose call failed, a file that did not load, or a Ctrl-C leaves the run
             # incomplete: stored (with every answer already paid for, so a re-run pays only
@@ -233,12 +250,24 @@ def run(args: argparse.Namespace) -> int:
             run, addons = cast(EvalRun, failed.run), list(failed.lines)
         else:
             addons = []
-    failures = list(run.errors)
+        failures = list(run.errors)
+        conclusion = conclude(
+            run,
+            baseline=baseline,
+            policy=run_policy_from(args),
+            selection=Selection(incomplete="; ".join([*problems, *failures]) or None),
+            store=store,
+            keep="stored",
+        )
     errors = [*problems, *failures, *addons]
     for line in errors:
         print(f"error: {line}", file=sys.stderr)
     if args.json:
-        print_json(eval_document(run) | {"complete": run.complete, "errors": errors})
+        print_json(
+            eval_document(run)
+            | {"complete": run.complete, "errors": errors}
+            | conclusion_document(conclusion)
+        )
     else:
         live = sum(1 for evalset in sets for case in evalset.cases if case.needs_model)
         note = repeat_note(settings.repeat, live)
@@ -250,13 +279,74 @@ def run(args: argparse.Namespace) -> int:
         ):
             print(line)
         _print_text(run, store.path, problems=problems, failures=failures, note=note)
-    return EXIT_UNREADABLE if problems else (EXIT_INCOMPLETE if failures or addons else 0)
+        _print_conclusion(conclusion)
+    if conclusion.exit == "refused" and conclusion.exit_reason:
+        print(f"error: {conclusion.exit_reason}", file=sys.stderr)
+    if problems:
+        return EXIT_UNREADABLE
+    # A plugged-in grader that lost what it keeps of a stored run fails it (exit 1).
+    return exit_code(conclusion) or (1 if addons else 0)
 
 
-#: docs/cli.md, exit codes: an unreadable eval set is exit 2 (the others are still graded),
-#: a case whose call failed exit 1 (the run is stored as incomplete).
+def _baseline(args: argparse.Namespace, store: Store, settings: EvalSettings) -> Baseline | None:
+    """The baseline `--baseline` names (None without one), checked against the model and
+    judge this run will use, as the pytest plugin checks it at its start."""
+    if not args.baseline:
+        return None
+    from verdryx_core.gating.baselines import find_baseline
+    from verdryx_core.gating.comparison import check_models
+
+    baseline = find_baseline(args.baseline, store=store, root=Path(args.root))
+    probe = EvalRun(
+        id="-",
+        model=settings.model,
+        judge_model=judge_in_effect(settings.judge),
+        started_at=datetime.now(UTC),
+    )
+    warning = check_models(probe, baseline, allow=args.allow_model_change)
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
+    return baseline
+
+
+def conclusion_document(conclusion: Conclusion) -> dict[str, Any]:
+    """docs/cli.md, `eval`: how the run was concluded (and gated, with `--baseline`)."""
+    gate = conclusion.gate
+    gated: dict[str, Any] | None = None
+    if gate is not None:
+        gated = (
+            {"verdict": "refused", "refused": gate.refused}
+            if gate.refused is not None or gate.result is None
+            else gate_document(gate)
+        )
+    return {
+        "exit": conclusion.exit,
+        "exit_reason": conclusion.exit_reason,
+        "failed": list(conclusion.failed),
+        "new": list(conclusion.new),
+        "drift": gated,
+    }
+
+
+def _print_conclusion(conclusion: Conclusion) -> None:
+    gate = conclusion.gate
+    lines: list[str] = []
+    if gate is not None:
+        if gate.refused is not None:
+            lines.append(f"gate refused: {gate.refused}")
+        elif gate.result is not None:
+            lines.append(f"Drift vs baseline {gate.baseline}:")
+            lines.extend(outcome_lines(gate))
+    lines.extend(conclusion_lines(conclusion))
+    for line in lines:
+        print(f"  {line}")
+    if lines:
+        print()
+
+
+#: docs/cli.md, exit codes: an unreadable eval set is exit 2 (the others are still graded);
+#: a case whose call failed fails the run (exit 1: it is stored as incomplete).
 EXIT_UNREADABLE = 2
-EXIT_INCOMPLETE = 1
 #: A Ctrl-C, as for every command (the run is stored as incomplete).
 EXIT_INTERRUPTED = 130
 

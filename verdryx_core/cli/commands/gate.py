@@ -1,5 +1,6 @@
 """`verdryx gate --group ID --baseline LABEL`: a sharded CI run's shards assembled into one run
-and gated once (docs/sharding.md); exit 1 on `regressed`, 2 when the gate is refused."""
+and concluded once, as an unsharded session is (docs/sharding.md); exit 1 when it fails (a
+regressed verdict, a case that fails under `--fail-on`), 2 when the gate is refused."""
 
 from __future__ import annotations
 
@@ -17,14 +18,16 @@ from verdryx_core.cli.commands._common import (
 )
 from verdryx_core.cli.commands._gating import (
     add_gate_arguments,
+    conclusion_lines,
     exit_code,
     gate_document,
     outcome_lines,
-    policy_from,
+    run_policy_from,
 )
+from verdryx_core.conclusion import Conclusion, conclude
 from verdryx_core.errors import UsageError, VerdryxError
 from verdryx_core.gating.baselines import BASELINE_DIR, check_label, find_baseline
-from verdryx_core.gating.compare import GateOutcome, compare, refused
+from verdryx_core.gating.compare import GateOutcome, refused
 from verdryx_core.gating.run_group import AssembledGroup, assemble_group
 from verdryx_core.reporting.ci import gate_annotation, step_summary, verdict_line
 from verdryx_core.reporting.ci.gate_junit import write_gate_junit
@@ -58,11 +61,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     began = time.monotonic()
     assembled: AssembledGroup | None = None
+    conclusion: Conclusion | None = None
     try:
-        assembled, gate = _judge(args)
+        assembled, conclusion = _judge(args)
+        assert conclusion.gate is not None  # a whole assembled run with a baseline
+        gate = conclusion.gate
     except VerdryxError as exc:
         gate = refused(args.baseline, str(exc))
     run_ = assembled.run if assembled is not None else None
+    failure = _failure(conclusion)
     if args.junitxml:
         write_gate_junit(
             Path(args.junitxml),
@@ -70,13 +77,14 @@ def run(args: argparse.Namespace) -> int:
             gate,
             extra=_group_properties(args, assembled),
             elapsed=time.monotonic() - began,
+            failure=failure,
         )
     _ci_outputs(args, run_, gate)
-    if gate.refused is not None:
+    if gate.refused is not None or conclusion is None:
         if args.json:
             print_json({"group": args.group, "verdict": "refused", "refused": gate.refused})
         print(f"error: {gate.refused}", file=sys.stderr)
-        return exit_code(gate)
+        return 2
     assert assembled is not None
     if args.json:
         print_json(
@@ -87,6 +95,11 @@ def run(args: argparse.Namespace) -> int:
                 "shards": assembled.total,
                 "shard_run_ids": [shard.id for shard in assembled.shard_runs],
                 "cases": len(assembled.run.scores),
+                "partial": assembled.run.partial,
+                "exit": conclusion.exit,
+                "exit_reason": conclusion.exit_reason,
+                "failed": list(conclusion.failed),
+                "new": list(conclusion.new),
             }
         )
     else:
@@ -101,13 +114,25 @@ def run(args: argparse.Namespace) -> int:
                 f"  (a shard was stored more than once; its newest run counts, not "
                 f"{', '.join(assembled.superseded)})"
             )
-        for line in outcome_lines(gate):
+        for line in [*outcome_lines(gate), *conclusion_lines(conclusion)]:
             print(f"  {line}")
         print()
-    return exit_code(gate)
+    if conclusion.exit == "refused" and conclusion.exit_reason:
+        print(f"error: {conclusion.exit_reason}", file=sys.stderr)
+    return exit_code(conclusion)
 
 
-def _judge(args: argparse.Namespace) -> tuple[AssembledGroup, GateOutcome]:
+def _failure(conclusion: Conclusion | None) -> str | None:
+    """Why the run fails when its verdict alone does not say it (a failing case): the gate
+    testcase then fails with it, so JUnit agrees with the exit code."""
+    if conclusion is None or conclusion.exit != "failed":
+        return None
+    if conclusion.gate is not None and conclusion.gate.regressed:
+        return None
+    return conclusion.exit_reason
+
+
+def _judge(args: argparse.Namespace) -> tuple[AssembledGroup, Conclusion]:
     target = resolve_store_path(args.db)
     if isinstance(target, Path) and not target.is_file():
         # Opening would create an empty store and then report every shard missing.
@@ -121,7 +146,14 @@ def _judge(args: argparse.Namespace) -> tuple[AssembledGroup, GateOutcome]:
         # Stored before the verdict: the assembled run is a whole measurement whatever the
         # gate then says (a refused comparison included), and `verdryx show` can explain it.
         store.save_run(assembled.run)
-    return assembled, compare(assembled.run, baseline, gate=policy_from(args))
+        conclusion = conclude(
+            assembled.run,
+            baseline=baseline,
+            policy=run_policy_from(args),
+            store=store,
+            keep="stored",
+        )
+    return assembled, conclusion
 
 
 def _group_properties(args: argparse.Namespace, assembled: AssembledGroup | None) -> dict[str, str]:

@@ -2,8 +2,9 @@
 
 One `<testsuite name="verdryx">` with the run's `verdryx.*` properties (the names the pytest
 face puts on its suite, docs/ci.md) and one `<testcase classname="verdryx" name="gate">`:
-a `<failure>` carrying the verdict line when regressed, an `<error>` when the gate was
-refused, nothing when on track. Written atomically: CI never reads half a file.
+a `<failure>` carrying the verdict line when regressed (or the reason the run fails when a
+case fails it: docs/outcomes.md), an `<error>` when the gate was refused, nothing when on
+track. Written atomically: CI never reads half a file.
 """
 
 from __future__ import annotations
@@ -64,9 +65,11 @@ def gate_junit_xml(
     *,
     extra: Mapping[str, str] | None = None,
     elapsed: float = 0.0,
+    failure: str | None = None,
 ) -> str:
-    """The document as text (UTF-8, with its XML declaration)."""
-    failed = gate.regressed
+    """The document as text (UTF-8, with its XML declaration); `failure`: why the run fails
+    when the verdict does not (a failing case)."""
+    failed = gate.regressed or failure is not None
     refused = gate.refused is not None
     suites = ET.Element("testsuites")
     suite = ET.SubElement(
@@ -91,6 +94,8 @@ def gate_junit_xml(
         suite, "testcase", {"classname": "verdryx", "name": "gate", "time": f"{elapsed:.3f}"}
     )
     line = printable(verdict_line(gate), keep_newlines=False)
+    if failure is not None and not gate.regressed:
+        line = printable(f"{line}; the run fails: {failure}", keep_newlines=False)
     if refused:
         ET.SubElement(case, "error", {"message": line}).text = line
     elif failed:
@@ -106,6 +111,8 @@ def write_gate_junit(
     *,
     extra: Mapping[str, str] | None = None,
     elapsed: float = 0.0,
+    failure: str | None = None,
 ) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(path, gate_junit_xml(run, gate, extra=extra, elapsed=elapsed) + "\n")
+    text = gate_junit_xml(run, gate, extra=extra, elapsed=elapsed, failure=failure)
+    write_text_atomic(path, text + "\n")

@@ -1,0 +1,50 @@
+"""How a run is judged against its baseline: the gate's settings, one value a face passes
+whole (docs/options.md, `--verdryx-gate` and the others). Defined apart from the gate, so a
+face can hold one without loading the statistics (numpy)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from verdryx_core.defaults import (
+    DEFAULT_FDR,
+    DEFAULT_ITERATIONS,
+    DEFAULT_MIN_COVERAGE,
+    DEFAULT_THRESHOLD,
+)
+
+__all__ = ["GatePolicy"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GatePolicy:
+    """How a run is judged against its baseline (docs/options.md, `--verdryx-gate` etc.)."""
+
+    #: `significant` (the interval of the paired difference lies below zero) or `threshold`.
+    rule: str = "significant"
+    threshold: float = DEFAULT_THRESHOLD
+    min_effect: float = 0.0
+    #: Pool the run with this many runs in all (the current one and earlier complete ones).
+    window: int = 1
+    allow_model_change: bool = False
+    iterations: int = DEFAULT_ITERATIONS
+    seed: int = 0
+    #: Refuse a comparison of fewer than this share of the baseline's cases (matched and
+    #: measured, on the same fingerprint): a gate that compared little says little.
+    min_coverage: float = DEFAULT_MIN_COVERAGE
+    #: The smallest drop the user needs to see; an on-track verdict that could not see it
+    #: is labelled underpowered, or refused under `require_power`.
+    detect: float = 0.05
+    require_power: bool = False
+    #: `score` (mean scores) or `pass` (pass rates per case).
+    metric: str = "score"
+    #: Also bootstrap the two-sample interval when cases pair (the verdict uses the paired
+    #: one; docs/statistics.md, "What is computed").
+    two_sample_interval: bool = False
+    #: The false discovery rate of the per-case drop tests (`--verdryx-fdr`).
+    fdr: float = DEFAULT_FDR
+    #: Also gate the judged cases' pass rate corrected for the judge's TPR / TNR, measured
+    #: on human labels (docs/calibrating-the-judge.md); refused without enough labels.
+    judge_correction: bool = False
+    #: Refuse the gate when the judge's kappa fell significantly below its stored figure.
+    require_calibrated_judge: bool = False
