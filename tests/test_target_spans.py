@@ -1,7 +1,8 @@
 """A target's OpenTelemetry spans as its result (docs/targets.md, "Frameworks"): a target that
 returns only text is graded on the tool calls, tokens and model its framework's GenAI spans
 report, through real pytest sessions and real frameworks (pydantic-ai with its
-`FunctionModel`; a hand-instrumented agent on the OpenTelemetry API), never mocked spans.
+`FunctionModel`, from the `frameworks` extra; an agent instrumented by hand on the
+OpenTelemetry API), never mocked spans.
 
 The global tracer provider is set once per process, so every session here shares verdryx's
 own provider; the one test that needs a provider of the user's runs in a subprocess
@@ -10,7 +11,9 @@ own provider; the one test that needs a provider of the user's runs in a subproc
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -23,12 +26,18 @@ from verdryx_core import evaluate
 from verdryx_core.evaluation import EvalSettings
 from verdryx_core.targets import TargetCase
 
-pytest.importorskip("opentelemetry.sdk", reason="needs the frameworks extra: opentelemetry-sdk")
-pytest.importorskip("pydantic_ai", reason="needs the frameworks extra: pydantic-ai-slim")
-# Imported here, once: pytester's in-process sessions drop what each one imported, and the
-# framework's modules would be imported again by every session.
-pytest.importorskip("pydantic_ai.models.function")
-pytest.importorskip("opentelemetry.sdk.trace")
+pytest.importorskip("opentelemetry.sdk.trace", reason="needs opentelemetry-sdk (the dev extra)")
+
+if importlib.util.find_spec("pydantic_ai") is not None:
+    # Imported here, once: pytester's in-process sessions drop what each one imported, and the
+    # framework's modules would be imported again by every session.
+    import pydantic_ai.models.function  # noqa: F401
+
+#: The framework tests need the `frameworks` extra, apart from dev (CI's install time).
+needs_pydantic_ai = pytest.mark.skipif(
+    importlib.util.find_spec("pydantic_ai") is None,
+    reason="needs pydantic-ai-slim: pip install -e '.[dev,frameworks]'",
+)
 
 #: A pydantic-ai agent on its offline FunctionModel: it looks an order up (or refunds it, when
 #: asked to) with the order id the prompt ends with, then answers with the tool's result.
@@ -94,6 +103,7 @@ def _project(root: Path, module: str, cases: list[dict[str, Any]]) -> Path:
     return root / "s.db"
 
 
+@needs_pydantic_ai
 def test_a_pydantic_ai_agent_is_graded_on_its_spans(pytester: pytest.Pytester) -> None:
     db = _project(pytester.path, "pai_graded", [_lookup("a1", "A-1"), _lookup("a2", "A-2")])
     result = pytester.runpytest(
@@ -110,6 +120,7 @@ def test_a_pydantic_ai_agent_is_graded_on_its_spans(pytester: pytest.Pytester) -
     assert len({score.tokens for score in run.scores}) == 1
 
 
+@needs_pydantic_ai
 def test_the_wrong_tool_in_the_spans_fails_the_case(pytester: pytest.Pytester) -> None:
     case = {**_lookup("r1", "A-1"), "prompt": "refund order A-1"}
     db = _project(pytester.path, "pai_wrong", [case])
@@ -120,6 +131,7 @@ def test_the_wrong_tool_in_the_spans_fails_the_case(pytester: pytest.Pytester) -
     result.stdout.fnmatch_lines(['*unexpected  refund_order {"order_id": "A-1"}  (call 1)'])
 
 
+@needs_pydantic_ai
 def test_off_reads_no_spans(pytester: pytest.Pytester) -> None:
     db = _project(pytester.path, "pai_off", [_lookup("a1", "A-1")])
     result = pytester.runpytest(
@@ -134,6 +146,7 @@ def test_off_reads_no_spans(pytester: pytest.Pytester) -> None:
     assert "OpenTelemetry spans" not in result.stdout.str()
 
 
+@needs_pydantic_ai
 def test_spans_stay_with_their_case_under_concurrency(pytester: pytest.Pytester) -> None:
     """Eight async cases in flight at once on one event loop, each reading its own spans."""
     cases = [_lookup(f"c{i}", f"B-{i}") for i in range(8)]
@@ -148,6 +161,7 @@ def test_spans_stay_with_their_case_under_concurrency(pytester: pytest.Pytester)
     result.assert_outcomes(passed=8)
 
 
+@needs_pydantic_ai
 def test_what_a_target_returns_wins_over_its_spans(pytester: pytest.Pytester) -> None:
     db = _project(pytester.path, "pai_own", [_lookup("a1", "own")])
     (pytester.path / "orders.evalset.json").write_text(
@@ -308,7 +322,6 @@ def test_a_dialogue_reads_each_turns_spans_and_never_the_users(
 def test_a_run_that_reads_no_spans_never_imports_the_sdk(tmp_path: Path) -> None:
     """`off`, or no target: opentelemetry-sdk is never imported (docs/targets.md)."""
     import subprocess
-    import sys
 
     path = write_evalset(tmp_path, "e", "e", [{"id": "a", "prompt": "hi", "expected": "hi"}])
     script = textwrap.dedent(
@@ -326,3 +339,25 @@ def test_a_run_that_reads_no_spans_never_imports_the_sdk(tmp_path: Path) -> None
         [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
     )
     assert done.stdout.strip() == "False", done.stderr
+
+
+@needs_pydantic_ai
+@pytest.mark.parametrize(("otel", "mean"), [("auto", 1.0), ("off", 0.0)])
+def test_verdryx_eval_reads_spans_unless_off(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    otel: str,
+    mean: float,
+) -> None:
+    from verdryx_core.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    module = f"pai_cli_{otel}"
+    _project(tmp_path, module, [_lookup("a1", "A-1")])
+    path = str(tmp_path / "orders.evalset.json")
+    code = main(["eval", path, "--target", f"{module}:answer", "--otel", otel, "--json"])
+    assert code == 0
+    assert json.loads(capsys.readouterr().out)["mean_score"] == mean
+    sys.modules.pop(module, None)

@@ -18,10 +18,10 @@ import pytest
 from fakes.anthropic_server import FakeAnthropic, RecordedRequest, Reply, message_reply
 from plugin_support import stored_runs
 
-pytest.importorskip("opentelemetry.sdk", reason="needs the frameworks extra: opentelemetry-sdk")
+pytest.importorskip("opentelemetry.sdk", reason="needs opentelemetry-sdk (the dev extra)")
 pytest.importorskip(
     "opentelemetry.instrumentation.anthropic",
-    reason="needs the frameworks extra: opentelemetry-instrumentation-anthropic",
+    reason="needs opentelemetry-instrumentation-anthropic: pip install -e '.[dev,frameworks]'",
 )
 
 CONFTEST = textwrap.dedent(

@@ -102,15 +102,14 @@ class CallSpans:
             self._span.end()
 
     def merge(self, result: TargetResult) -> TargetResult:
+        # Only spans not read yet are counted; the whole trace gives their parents (a total's
+        # children may have been read before).
         with self._collector.lock:
             fresh = self._records[self._read :]
-            self._read = len(self._records)
+            known = list(self._records)
+            self._read = len(known)
         if not fresh:
             return result
-        # The whole trace gives the parents (a total's children may have been read before);
-        # only spans not read yet are counted.
-        with self._collector.lock:
-            known = list(self._records)
         reading = read_spans(sorted(fresh, key=_started), context=known)
         merged, took, overridden = with_reading(result, reading)
         self.took |= took
