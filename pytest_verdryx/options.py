@@ -283,6 +283,15 @@ OPTIONS: Final = (
         metavar="MODEL",
     ),
     _Option(
+        "verdryx_otel",
+        "auto: a target call's OpenTelemetry GenAI spans give its result the tool calls, "
+        "usage and model it does not return (when opentelemetry-sdk is installed); off: "
+        "never read",
+        "auto",
+        "choice",
+        choices=("auto", "off"),
+    ),
+    _Option(
         "verdryx_timeout",
         "seconds any one call may take: target, model, judge, typed (default 120)",
         120.0,
@@ -416,6 +425,7 @@ class Settings:
     target: str | None = None
     target_version: str | None = None
     user_model: str = "stub"
+    otel: str = "auto"
     timeout: float = 120.0
     unsafe_exec: bool = False
     exec_disk_mib: int = 256
@@ -464,6 +474,7 @@ def eval_settings(
         target=settings.target,
         target_version=settings.target_version,
         user_model=settings.user_model,
+        otel=settings.otel,
         target_root=target_root,
         keep_workspaces=settings.keep_workspaces,
         answered_ahead=answered_ahead,
@@ -589,6 +600,7 @@ def read_settings(config: pytest.Config, env: Mapping[str, str] | None = None) -
         target=get("verdryx_target"),
         target_version=get("verdryx_target_version"),
         user_model=get("verdryx_user_model") or "stub",
+        otel=get("verdryx_otel"),
         timeout=get("verdryx_timeout"),
         unsafe_exec=get("verdryx_unsafe_exec"),
         exec_disk_mib=get("verdryx_exec_disk"),

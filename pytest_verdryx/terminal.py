@@ -21,6 +21,7 @@ from verdryx_core.reporting.summary import (
     plan_line,
     repeat_note,
     run_lines,
+    spans_line,
     unmeasured_lines,
 )
 from verdryx_core.runs import EvalRun
@@ -74,6 +75,9 @@ def write_summary(tr: Any, end: SessionEnd) -> None:
         tr.write_line(
             f"model cache: {calls.hits} hits, {calls.misses} misses, ${calls.saved_usd:.4f} saved"
         )
+    spans = spans_line(calls.span_results, calls.span_overridden, FLAGS)
+    if spans:
+        tr.write_line(spans)
     if end.call_seconds >= 0.1:
         tr.write_line(
             f"model calls: {end.call_seconds:.2f}s with concurrency {settings.concurrency}"

@@ -87,6 +87,7 @@ CLI_FLAGS: Final[Mapping[str, str]] = {
     "unsafe_exec": "--unsafe-exec",
     "exec_disk": "--exec-disk",
     "user_model": "--user-model",
+    "otel": "--otel",
 }
 
 

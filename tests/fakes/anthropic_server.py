@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import itertools
 import json
 import re
 import threading
@@ -45,6 +46,7 @@ __all__ = [
 ]
 
 DEFAULT_KEY = "sk-ant-fake-0123456789abcdef"
+_MESSAGE_IDS = itertools.count(1)
 _TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _CUSTOM_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _BATCH_PATH = re.compile(
@@ -86,7 +88,8 @@ def message_body(
             "tool_use" if any(block["type"] == "tool_use" for block in content) else "end_turn"
         )
     return {
-        "id": "msg_fake",
+        # Unique, as the real API's are: a reader may tell two responses apart by their id.
+        "id": f"msg_fake_{next(_MESSAGE_IDS):06d}",
         "type": "message",
         "role": "assistant",
         "model": model,

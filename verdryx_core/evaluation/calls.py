@@ -31,6 +31,10 @@ class CallTally:
     #: Answers not yet in the store (only one process writes it).
     entries: list[CacheEntry] = field(default_factory=list)
     unpriced: set[str] = field(default_factory=set)
+    #: Target calls whose OpenTelemetry spans gave their result tool calls or usage, and
+    #: those whose own won over the spans' (docs/targets.md, "Frameworks").
+    span_results: int = 0
+    span_overridden: int = 0
 
     def to_payload(self) -> dict[str, Any]:
         return {
@@ -39,6 +43,8 @@ class CallTally:
             "saved_usd": self.saved_usd,
             "entries": [entry.to_builtins() for entry in self.entries],
             "unpriced": sorted(self.unpriced),
+            "span_results": self.span_results,
+            "span_overridden": self.span_overridden,
         }
 
     def merge(self, payload: Mapping[str, Any]) -> None:
@@ -47,6 +53,8 @@ class CallTally:
         self.saved_usd += float(payload.get("saved_usd", 0.0))
         self.entries.extend(CacheEntry.from_builtins(item) for item in payload.get("entries", ()))
         self.unpriced.update(payload.get("unpriced", ()))
+        self.span_results += int(payload.get("span_results", 0))
+        self.span_overridden += int(payload.get("span_overridden", 0))
 
     def take_entries(self) -> list[CacheEntry]:
         entries, self.entries = self.entries, []

@@ -290,6 +290,8 @@ class Evaluation:
             self.tally.saved_usd += cache.saved_usd
             self.tally.entries.extend(cache.take_pending())
             self.tally.unpriced.update(source.prices.unpriced)
+            self.tally.span_results += source.runner.span_results
+            self.tally.span_overridden += source.runner.span_overridden
         self._targets.clear()
         # Whatever a sample could not remove itself (a call given up on a Ctrl-C) goes now.
         self.workspaces.close()
@@ -316,6 +318,7 @@ class Evaluation:
             users=users,
             prices=PriceBook.from_file(settings.prices) if settings.prices else None,
             handoff=handoff,
+            otel=settings.otel,
         )
         self._targets.append(source)
         return source

@@ -58,6 +58,10 @@ class EvalSettings:
     #: Who plays a case's simulated user given a persona: `stub` (offline) or a model id
     #: (docs/scenarios.md, "Simulated users").
     user_model: str = "stub"
+    #: `auto`: a target call's OpenTelemetry spans give its result the tool calls and usage
+    #: it did not return, when opentelemetry-sdk is installed; `off`: never read
+    #: (docs/targets.md, "Frameworks").
+    otel: str = "auto"
     #: Where `module:callable` targets are imported from first (the rootdir).
     target_root: Path | None = None
     #: The pass bar of cases without their own `min_score` (None: each grader's own bar).

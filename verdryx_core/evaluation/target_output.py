@@ -34,6 +34,7 @@ _HINTS: Final[Mapping[str, str]] = {
     "timeout": "raise {timeout} if it needs longer",
     "not_recorded": "record it first with {cache} on under that {target_version}",
     "workspace_replay": "run it with {cache} on or off",
+    "bad_spans": "pass {otel} off to grade only what it returns",
 }
 
 
@@ -65,6 +66,7 @@ class TargetOutput:
         prices: PriceBook | None = None,
         users: UserModel | None = None,
         handoff: TargetHandoff | None = None,
+        otel: str = "auto",
     ) -> None:
         self.default = default
         #: The run's outcomes called by one process (docs/targets.md, "Under pytest-xdist"):
@@ -84,7 +86,9 @@ class TargetOutput:
         except VerdryxError as exc:
             self.refused = str(exc)
             self.cache = TargetCache(None, mode="off", version=None)
-        self.runner = TargetRunner(concurrency=concurrency, timeout=timeout, cache=self.cache)
+        self.runner = TargetRunner(
+            concurrency=concurrency, timeout=timeout, cache=self.cache, otel=otel
+        )
         self._targets: dict[str, Target | VerdryxError] = {}
         if built is not None:  # built in code: found under its name, never imported
             self._targets[built.spec] = built

@@ -29,6 +29,7 @@ __all__ = [
     "plan_lines",
     "repeat_note",
     "run_lines",
+    "spans_line",
     "unmeasured_lines",
     "window_line",
 ]
@@ -96,6 +97,23 @@ def repeat_note(repeat: int, live_cases: int, flags: Mapping[str, str] = CLI_FLA
         return None
     flag = word_hint("{repeat}", flags)
     return f"{flag} {repeat} changes nothing here: every case's output is recorded"
+
+
+def spans_line(taken: int, overridden: int, flags: Mapping[str, str] = CLI_FLAGS) -> str | None:
+    """What the target calls' OpenTelemetry spans gave the results (docs/targets.md,
+    "Frameworks"), said once a run; None when they gave nothing and nothing won over them."""
+    if not taken and not overridden:
+        return None
+    parts = []
+    if taken:
+        parts.append(f"tool calls or usage of {taken} target call(s) read from their spans")
+    if overridden:
+        parts.append(
+            f"{overridden} call(s) returned tool calls or usage of their own, graded instead "
+            "of their spans'"
+        )
+    off = word_hint("{otel} off", flags)
+    return f"OpenTelemetry spans: {'; '.join(parts)} ({off} to read no spans)"
 
 
 def kept_workspace_lines(failed: Sequence[Score]) -> list[str]:

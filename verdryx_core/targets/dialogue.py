@@ -20,6 +20,7 @@ from typing import Any
 
 from verdryx_core.targets.case import TargetCase
 from verdryx_core.targets.result import TargetResult, TargetUsage, normalise_result
+from verdryx_core.targets.spans import merge_current, outside_call
 from verdryx_core.targets.target import Target
 from verdryx_core.targets.users import DEFAULT_MAX_TURNS, SimulatedUser, UserModel
 
@@ -41,8 +42,9 @@ class _Dialogue:
         return dataclasses.replace(self.case, messages=tuple(dict(m) for m in self.transcript))
 
     def take_reply(self, value: object) -> bool:
-        """Record the agent's reply; True when the user is to speak next."""
-        result = normalise_result(value)
+        """Record the agent's reply (with what its turn's spans say and it does not,
+        docs/targets.md "Frameworks"); True when the user is to speak next."""
+        result = merge_current(normalise_result(value))
         self.results.append(result)
         reply: dict[str, Any] = {"role": "assistant", "content": result.output}
         if result.tool_calls:
@@ -100,10 +102,11 @@ def dialogue_target(target: Target, block: Mapping[str, Any], users: UserModel) 
                 if not dialogue.take_reply(value):
                     return dialogue.result()
                 user = dialogue.user
+                # The user's words are verdryx's own work, never one of the agent's spans.
                 if user.remote:  # a model's turn must not block the targets' event loop
-                    text = await asyncio.to_thread(user.reply, dialogue.transcript)
+                    text = await asyncio.to_thread(outside_call, user.reply, dialogue.transcript)
                 else:
-                    text = user.reply(dialogue.transcript)
+                    text = outside_call(user.reply, dialogue.transcript)
                 dialogue.take_user(text)
                 if dialogue.ended is not None:
                     return dialogue.result()
@@ -116,7 +119,7 @@ def dialogue_target(target: Target, block: Mapping[str, Any], users: UserModel) 
             while True:
                 if not dialogue.take_reply(target.function(call_argument(dialogue))):
                     return dialogue.result()
-                dialogue.take_user(dialogue.user.reply(dialogue.transcript))
+                dialogue.take_user(outside_call(dialogue.user.reply, dialogue.transcript))
                 if dialogue.ended is not None:
                     return dialogue.result()
 

@@ -32,16 +32,19 @@ from verdryx_core.errors import TargetResultError, UsageError
 from verdryx_core.targets.cache import TargetCache
 from verdryx_core.targets.case import TargetCase
 from verdryx_core.targets.result import TargetResult, TooDeepToEncode, normalise_result
+from verdryx_core.targets.spans import OTEL_MODES, CallSpans, SpanCollector, span_collector
 from verdryx_core.targets.target import Target
 from verdryx_core.timeouts import DEFAULT_TIMEOUT_S, check_timeout
 
 __all__ = ["ERROR_KINDS", "TargetOutcome", "TargetRunner"]
 
 #: Why a call produced no result: it raised, it overran the timeout, it returned a bad value,
-#: or (replaying) no result was recorded for it.
-ERROR_KINDS: Final = ("exception", "timeout", "bad_result", "not_recorded")
+#: its OpenTelemetry spans could not be read, or (replaying) no result was recorded for it.
+ERROR_KINDS: Final = ("exception", "timeout", "bad_result", "bad_spans", "not_recorded")
 
 _MESSAGE_LIMIT: Final = 300
+#: The span collector before the first call asks for it.
+_UNKNOWN: Final = object()
 #: How long past its deadline the watchdog lets the loop settle a call before doing it itself.
 _WATCHDOG_GRACE_S: Final = 0.5
 _WATCHDOG_TICK_S: Final = 0.1
@@ -132,6 +135,9 @@ class TargetRunner:
     timeout), leaving on an exception cancels what has not started, and leaving on
     KeyboardInterrupt aborts without waiting. With a `cache` that is enabled (a declared
     target version), a stored result is served without a call and new results are recorded.
+    With `otel="auto"` each call's OpenTelemetry spans give its result the tool calls and
+    usage it did not return (verdryx_core.targets.spans); `span_results` counts the calls they
+    gave something, `span_overridden` those whose own tool calls or usage won over the spans'.
     """
 
     def __init__(
@@ -141,7 +147,13 @@ class TargetRunner:
         timeout: float = DEFAULT_TIMEOUT_S,
         progress: _Advances | None = None,
         cache: TargetCache | None = None,
+        otel: str = "auto",
     ) -> None:
+        if otel not in OTEL_MODES:
+            raise UsageError(
+                f"otel {otel!r} is not one of {', '.join(OTEL_MODES)}",
+                hint="pass {otel} auto or off",
+            )
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise UsageError(
                 f"concurrency {concurrency!r} is not a positive integer",
@@ -159,6 +171,10 @@ class TargetRunner:
         self._semaphore: asyncio.Semaphore | None = None
         self._stopped = threading.Event()
         self._closed = False
+        self.otel = otel
+        self._collector: object = _UNKNOWN  # a SpanCollector, or None: none this run
+        self.span_results = 0
+        self.span_overridden = 0
 
     # -- the caller's side -----------------------------------------------------------------
 
@@ -195,6 +211,10 @@ class TargetRunner:
             if self._closed:
                 raise RuntimeError("the target runner is closed")
             loop = self._ensure_loop()
+            if self._collector is _UNKNOWN:
+                # Here, once, before any call's clock starts: the first collection imports
+                # opentelemetry-sdk (and may set the provider), which no call's latency is.
+                self._collector = span_collector(self.otel)
             self._pending.add(future)
         future.add_done_callback(self._forget)
         loop.call_soon_threadsafe(self._spawn, call)
@@ -333,15 +353,22 @@ class TargetRunner:
             if settled and self.cache and outcome.result is not None and call.cache_key:
                 self.cache.remember(call.cache_key, call.target.spec, outcome.result)
 
+    def _spans(self, call: _Call) -> CallSpans | None:
+        """The collection of this call's spans, or None (`off`, or no opentelemetry-sdk)."""
+        collector = self._collector
+        return collector.call(call.case.id) if isinstance(collector, SpanCollector) else None
+
     async def _call_async(self, call: _Call, started: float) -> TargetOutcome:
+        spans = self._spans(call)
         try:
             async with asyncio.timeout(self.timeout):
-                value = await call.target.function(call.target.argument(call.case))
+                with spans if spans is not None else contextlib.nullcontext():
+                    value = await call.target.function(call.target.argument(call.case))
         except TimeoutError:
             return self._timed_out(call)
         except Exception as exc:
             return self._raised(call, exc, started)
-        return self._finish(call, value, started)
+        return self._finish(call, value, started, spans)
 
     async def _call_in_thread(self, call: _Call, started: float) -> TargetOutcome:
         loop = asyncio.get_running_loop()
@@ -349,8 +376,10 @@ class TargetRunner:
 
         def work() -> None:
             try:
-                value = call.target.function(call.target.argument(call.case))
-                outcome = self._finish(call, value, started)
+                spans = self._spans(call)
+                with spans if spans is not None else contextlib.nullcontext():
+                    value = call.target.function(call.target.argument(call.case))
+                outcome = self._finish(call, value, started, spans)
             except BaseException as exc:
                 outcome = self._raised(call, exc, started)
             with contextlib.suppress(RuntimeError):  # the loop is gone: nobody is waiting
@@ -363,7 +392,9 @@ class TargetRunner:
         except TimeoutError:
             return self._timed_out(call)
 
-    def _finish(self, call: _Call, value: object, started: float) -> TargetOutcome:
+    def _finish(
+        self, call: _Call, value: object, started: float, spans: CallSpans | None = None
+    ) -> TargetOutcome:
         latency = time.perf_counter() - started
         if inspect.isawaitable(value):
             if inspect.iscoroutine(value):
@@ -383,6 +414,15 @@ class TargetRunner:
                 "nests deeper than verdryx can read"
             )
             return self._error(call, error, "bad_result", latency)
+        if spans is not None:
+            try:
+                result = spans.merge(result)
+            except TargetResultError as exc:
+                error = f"target {call.target.spec}: its OpenTelemetry spans cannot be read: {exc}"
+                return self._error(call, error, "bad_spans", latency)
+            with self._lock:
+                self.span_results += spans.took
+                self.span_overridden += spans.overridden
         return TargetOutcome(
             case_id=call.case.id, repeat=call.case.repeat, result=result, latency_s=latency
         )

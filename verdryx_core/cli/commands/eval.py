@@ -174,6 +174,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "deterministic; default) or a model id (docs/scenarios.md)",
     )
     parser.add_argument(
+        "--otel",
+        choices=("auto", "off"),
+        default="auto",
+        help="auto: a target call's OpenTelemetry GenAI spans give its result the tool calls, "
+        "usage and model it does not return (when opentelemetry-sdk is installed); off: "
+        "never read (docs/targets.md)",
+    )
+    parser.add_argument(
         "--timeout",
         type=_seconds,
         default=DEFAULT_TIMEOUT_S,
@@ -213,6 +221,7 @@ def settings_from(args: argparse.Namespace) -> EvalSettings:
         target=args.target or None,
         target_version=args.target_version or None,
         user_model=args.user_model or "stub",
+        otel=args.otel,
         target_root=Path.cwd(),
         keep_workspaces=args.keep_workspaces,
     )
