@@ -116,10 +116,15 @@ class ToolCall:
     """One tool call: its name and the arguments it was called with (None: not recorded).
 
     `str()` is its compact JSON, so a trace joined for display reads as JSON objects.
+    `result` is what the tool answered, when a target reports it (any JSON value; None:
+    not reported): a dialogue's later turns see it (docs/scenarios.md, "Simulated users").
+    It is not what a trace is graded on, so it is neither compared nor written by
+    `to_dict` or `str()`.
     """
 
     name: str
     arguments: Mapping[str, Any] | None = None
+    result: Any = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"name": self.name}
@@ -278,9 +283,9 @@ def _message_lines(messages: Iterable[Mapping[str, Any]], words: Any) -> list[st
         if role == "tool":
             lines.append(f"tool {words(str(message.get('name', '')))}: {words(_text(message))}")
             continue
-        content = message.get("content")
-        if content or not message.get("tool_calls"):
-            lines.append(f"{role}: {words(_text(message))}")
+        # A turn of calls alone still has its role line: its calls are read under it, never
+        # under the turn before (another speaker's).
+        lines.append(f"{role}: {words(_text(message))}")
         for call in message.get("tool_calls") or ():
             lines.append(f"  -> {printable_json(str(ToolCall.from_value(call, made=True)))}")
     return lines

@@ -528,7 +528,7 @@ def check_case(
                         else ""
                     ),
                 )
-            _check_on(check, kind, fail, prefix)
+            _check_on(check, kind, fail, prefix, case)
             if "contract" in check and field_owners().get("contract") != kind:
                 raise fail(
                     f"{prefix}contract",
@@ -575,7 +575,9 @@ def _workspace_of(case: Mapping[str, Any]) -> dict[str, Any]:
     return {"workspace": case["workspace"]} if "workspace" in case else {}
 
 
-def _check_on(check: Mapping[str, Any], kind: str, fail: Any, prefix: str) -> None:
+def _check_on(
+    check: Mapping[str, Any], kind: str, fail: Any, prefix: str, case: Mapping[str, Any]
+) -> None:
     """A check's `on`: a part the result has (docs/scenarios.md, "Checks over the whole
     result"); tool_trace reads the calls, nothing else."""
     on = check.get("on")
@@ -584,6 +586,11 @@ def _check_on(check: Mapping[str, Any], kind: str, fail: Any, prefix: str) -> No
     problem = on_problem(on)
     if problem is None and kind == "tool_trace" and on != "tool_calls":
         problem = f"a tool_trace check reads the tool calls ('on': 'tool_calls'), not {on!r}"
+    if problem is None and on == "transcript" and case.get("user") is None:
+        problem = (
+            "'transcript' is a simulated dialogue's, and this case has no 'user'; read "
+            "'output' (the reply) or give the case a user"
+        )
     if problem is not None:
         raise fail(f"{prefix}on", problem)
 

@@ -22,6 +22,7 @@ from verdryx_core.graders.base import GradeContext
 from verdryx_core.llm.prices import PriceBook
 from verdryx_core.store import Store
 from verdryx_core.targets import Target, TargetCache, TargetCase, TargetRunner
+from verdryx_core.targets.case import conversation_id
 from verdryx_core.targets.dialogue import dialogue_target
 from verdryx_core.targets.handoff import TargetHandoff, handoff_key
 from verdryx_core.targets.users import UserModel
@@ -128,6 +129,9 @@ class TargetOutput:
             eval_set_id=eval_set_id,
             repeat=repeat,
             workspace=None if workspace is None else str(workspace),
+            conversation_id=conversation_id(
+                context.run_id if context is not None else "", eval_set_id, case.id, repeat
+            ),
         )
         # A workspace case's result is the files its call left here: never handed.
         handed_key = None

@@ -5,7 +5,10 @@ result"): `on` names the part.
 * `tool_calls`: the calls made (tool_trace, by default; any other grader reads them as
   their JSON text);
 * `metadata` or `metadata.<path>`: what the target reported in its `metadata`;
-* `output.<path>`: a value inside the reply, read as JSON.
+* `output.<path>`: a value inside the reply, read as JSON;
+* `transcript`: a simulated dialogue's whole transcript, in the one form that keeps its
+  roles as data (`verdryx_core.transcript`): what the agent wrote stays inside its own turn
+  however it reads, so a check cannot be passed by words that imitate the user.
 
 Without `on`, a `final_state` check reads the end state the target reported, and in a
 simulated dialogue an `llm_judge` check reads the whole transcript (docs/scenarios.md,
@@ -23,12 +26,12 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
-from verdryx_core.cases import CaseOutput, Check, ToolCall, output_text
+from verdryx_core.cases import CaseOutput, Check, ToolCall, output_text, transcript_text
 from verdryx_core.graders.json_output import MISSING, read_output, resolve_path
 
 __all__ = ["MissingPart", "on_problem", "read_part"]
 
-_WHOLE: Final = ("output", "tool_calls", "metadata")
+_WHOLE: Final = ("output", "tool_calls", "metadata", "transcript")
 _PATHED: Final = ("output.", "metadata.")
 
 
@@ -76,6 +79,10 @@ def read_part(output: Any, check: Check) -> Any:
         return calls if is_trace else (output_text(calls) or "")
     if on == "output":
         return output.text
+    if on == "transcript":
+        if output.transcript is None:
+            raise MissingPart(f"on {on!r}: the result is not a simulated dialogue's")
+        return transcript_text(output.transcript, output.ended)
     head, _, path = on.partition(".")
     if head == "metadata":
         document: Any = output.metadata

@@ -8,11 +8,12 @@ sets without `system`, `messages` or `metadata` give None there.
 from __future__ import annotations
 
 import copy
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["TargetCase"]
+__all__ = ["TargetCase", "conversation_id"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -21,9 +22,11 @@ class TargetCase:
 
     `messages` is the conversation so far (`{"role": "user"|"assistant", "content": str}`,
     with tool turns as written: an assistant's `tool_calls`, `{"role": "tool", "name",
-    "content"}`; in a simulated dialogue, the transcript so far) when the case carries one;
-    `conversation()` gives it with the prompt as a single user turn otherwise. `tools` are
-    the case's tool definitions, as written in the eval set.
+    "content"}`; in a simulated dialogue, every earlier turn, the results of the agent's own
+    calls included) when the case carries one; `conversation()` gives it with the prompt as
+    a single user turn otherwise. `tools` are the case's tool definitions, as written in the
+    eval set. `conversation_id` names the conversation: the same for every turn of one
+    dialogue, another for each case, repeat and run.
     """
 
     id: str
@@ -37,10 +40,20 @@ class TargetCase:
     #: The path of the case's fresh workspace folder, which the target may change; None when
     #: the case has no workspace.
     workspace: str | None = None
+    #: The conversation's id (docs/targets.md, "The case object"): what an agent that keeps
+    #: state per conversation keys it by. Not part of what the case is (`to_dict`), so a
+    #: cached result is found again in the next run.
+    conversation_id: str = ""
 
     @classmethod
     def from_eval_case(
-        cls, case: Any, *, eval_set_id: str, repeat: int = 0, workspace: str | None = None
+        cls,
+        case: Any,
+        *,
+        eval_set_id: str,
+        repeat: int = 0,
+        workspace: str | None = None,
+        conversation_id: str = "",
     ) -> TargetCase:
         """From an `EvalCase` (or anything with `id` and `prompt`); `workspace` is the path of
         the sample's fresh copy of the case's workspace."""
@@ -57,6 +70,7 @@ class TargetCase:
             metadata=None if metadata is None else copy.deepcopy(dict(metadata)),
             repeat=repeat,
             workspace=workspace,
+            conversation_id=conversation_id,
         )
 
     def conversation(self) -> list[dict[str, Any]]:
@@ -103,4 +117,12 @@ class TargetCase:
             metadata=data.get("metadata"),
             repeat=int(data.get("repeat", 0)),
             workspace=data.get("workspace"),
+            conversation_id=str(data.get("conversation_id") or ""),
         )
+
+
+def conversation_id(run_id: str, eval_set_id: str, case_id: str, repeat: int) -> str:
+    """The id of one sample's conversation: stable across a dialogue's turns, distinct for
+    each run, eval set, case and repeat; opaque hex, so it fits any key an agent keeps."""
+    material = "\x00".join((run_id, eval_set_id, case_id, str(repeat)))
+    return hashlib.sha256(material.encode("utf-8")).hexdigest()[:32]

@@ -3,8 +3,8 @@
 The dialogue is one target call as the runner sees it (one slot, one timeout over the whole
 dialogue, one cached result under a declared target version): `dialogue_target` wraps the
 user's target in a driver that calls it once per turn with the transcript so far as
-`TargetCase.messages`, appends its reply (and the tool calls it reports), then asks the
-case's user for its next turn. It ends when the agent says it is done (a result's
+`TargetCase.messages`, appends its reply (with the tool calls it reports and their results),
+then asks the case's user for its next turn. It ends when the agent says it is done (a result's
 `done`), when the user does, or after `max_turns` replies. The result is the whole sample:
 the last reply, the calls of every turn in order, the summed usage (a model user's
 included), the last `state` reported, and the transcript.
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -24,7 +25,7 @@ from verdryx_core.targets.spans import merge_current, outside_call
 from verdryx_core.targets.target import Target
 from verdryx_core.targets.users import DEFAULT_MAX_TURNS, SimulatedUser, UserModel
 
-__all__ = ["dialogue_target"]
+__all__ = ["dialogue_target", "reply_turns"]
 
 
 class _Dialogue:
@@ -46,10 +47,7 @@ class _Dialogue:
         docs/targets.md "Frameworks"); True when the user is to speak next."""
         result = merge_current(normalise_result(value))
         self.results.append(result)
-        reply: dict[str, Any] = {"role": "assistant", "content": result.output}
-        if result.tool_calls:
-            reply["tool_calls"] = [call.to_dict() for call in result.tool_calls]
-        self.transcript.append(reply)
+        self.transcript.extend(reply_turns(result))
         if result.done:
             self.ended = "agent_done"
         elif len(self.results) >= self.max_turns:
@@ -83,6 +81,33 @@ class _Dialogue:
             transcript=tuple(self.transcript),
             ended=self.ended,
         )
+
+
+def reply_turns(result: TargetResult) -> list[dict[str, Any]]:
+    """One reply of the agent in the neutral form of a case's `messages` (docs/scenarios.md,
+    "Simulated users"). Calls with results are written as they happened: a turn with the
+    calls, a `tool` turn with each result, then the reply's words, so the next turn can be
+    sent to a model as it is. Calls reported without results stay on the reply's turn."""
+    calls = [call.to_dict() for call in result.tool_calls]
+    if not any(call.result is not None for call in result.tool_calls):
+        reply: dict[str, Any] = {"role": "assistant", "content": result.output}
+        if calls:
+            reply["tool_calls"] = calls
+        return [reply]
+    turns: list[dict[str, Any]] = [{"role": "assistant", "content": "", "tool_calls": calls}]
+    turns += [
+        {"role": "tool", "name": call.name, "content": _result_text(call.result)}
+        for call in result.tool_calls
+        if call.result is not None
+    ]
+    if result.output:
+        turns.append({"role": "assistant", "content": result.output})
+    return turns
+
+
+def _result_text(result: Any) -> str:
+    """A tool turn's content is text: a result that is not is its JSON text."""
+    return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
 
 
 def dialogue_target(target: Target, block: Mapping[str, Any], users: UserModel) -> Target:

@@ -19,12 +19,12 @@ from verdryx_core.errors import TargetResultError
 from verdryx_core.limits import cost_problem, token_problem
 from verdryx_core.untrusted.json_input import MAX_DEPTH, nesting_depth
 
-__all__ = ["TargetResult", "TargetUsage", "TooDeepToEncode", "normalise_result"]
+__all__ = ["TargetResult", "TargetUsage", "TooDeepToEncode", "call_dict", "normalise_result"]
 
 _RESULT_KEYS: Final = ("output", "tool_calls", "usage", "metadata", "state", "done")
 #: What verdryx adds to a simulated dialogue's result (docs/scenarios.md): never a target's.
 _DIALOGUE_KEYS: Final = ("transcript", "ended")
-_CALL_KEYS: Final = ("name", "arguments")
+_CALL_KEYS: Final = ("name", "arguments", "result")
 _USAGE_KEYS: Final = ("input_tokens", "output_tokens", "cost_usd", "model")
 _PREVIEW: Final = 80
 
@@ -146,7 +146,7 @@ def _no_usage() -> TargetUsage:
 def _tool_call(value: object, index: int) -> ToolCall:
     where = f"tool_calls[{index}]"
     if isinstance(value, ToolCall):
-        value = value.to_dict()
+        value = call_dict(value)
     if isinstance(value, str):  # a bare name: a call whose arguments were not recorded
         value = {"name": value}
     if not isinstance(value, Mapping):
@@ -156,21 +156,34 @@ def _tool_call(value: object, index: int) -> ToolCall:
     unknown = sorted(str(key) for key in value if key not in _CALL_KEYS)
     if unknown:
         raise TargetResultError(
-            f"{where} has unknown key {unknown[0]!r}; expected only name and arguments"
+            f"{where} has unknown key {unknown[0]!r}; expected only name, arguments and result"
         )
     name = value.get("name")
     if not isinstance(name, str) or not name.strip():
         raise TargetResultError(f"{where}.name is {_preview(name)}, expected a tool name")
+    # What the tool answered (docs/scenarios.md, "Simulated users"): a later turn of a
+    # dialogue is shown it, so it must be data that can be written down.
+    result = value.get("result")
+    if result is not None:
+        _json_safe(result, f"{where}.result")
     arguments = value.get("arguments")
     if arguments is None:  # not recorded
-        return ToolCall(name=name)
+        return ToolCall(name=name, result=result)
     if not isinstance(arguments, Mapping):
         raise TargetResultError(
             f"{where}.arguments is {_preview(arguments)}, expected a dict of arguments"
         )
     arguments = dict(arguments)
     _json_safe(arguments, f"{where}.arguments")
-    return ToolCall(name=name, arguments=arguments)
+    return ToolCall(name=name, arguments=arguments, result=result)
+
+
+def call_dict(call: ToolCall) -> dict[str, Any]:
+    """A call as a target writes it: its name, its arguments, and its result when it has one."""
+    data = call.to_dict()
+    if call.result is not None:
+        data["result"] = call.result
+    return data
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -238,7 +251,7 @@ class TargetResult:
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "output": self.output,
-            "tool_calls": [call.to_dict() for call in self.tool_calls],
+            "tool_calls": [call_dict(call) for call in self.tool_calls],
             "usage": self.usage.to_dict(),
             "metadata": dict(self.metadata),
         }
