@@ -6,16 +6,15 @@ the Score when the case passes, and otherwise fails (or xfails, or skips) the te
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
 from typing import Any, Final
 
 import pytest
 
+from pytest_verdryx.graded_value import WrongValue, graded_value
 from pytest_verdryx.items import outcome_for
 from pytest_verdryx.options import worded
 from pytest_verdryx.scoring import ItemScoring
-from verdryx_core.cases import CaseOutput, ToolCall, expected_text
+from verdryx_core.cases import expected_text
 from verdryx_core.errors import EvalSetError, VerdryxError
 from verdryx_core.evalsets.custom import custom_case
 from verdryx_core.evalsets.rules import id_problem
@@ -28,8 +27,6 @@ __all__ = ["VerdryxCase", "custom_case_identity"]
 #: Graders that compare with `expected`: a marker naming no grader (exact) is checked for it
 #: only when the test grades (a test may record its own score instead).
 _NEEDS_EXPECTED: Final = ("exact", "regex", "contains", "icontains", "numeric", "f1")
-#: Built-in graders of one text output (docs/custom-cases.md, "What grade() takes").
-_TEXT_GRADERS: Final = (*_NEEDS_EXPECTED, "json", "llm_judge")
 
 
 def custom_case_identity(item: pytest.Item) -> tuple[str, str]:
@@ -44,24 +41,6 @@ def custom_case_identity(item: pytest.Item) -> tuple[str, str]:
         return eval_set_id, rest or item.name
     callspec = getattr(item, "callspec", None)
     return eval_set_id, f"{case_id}[{callspec.id}]" if callspec is not None else str(case_id)
-
-
-def _whole(output: object) -> object:
-    """A multi-check case's output as its checks read it: a result with `output` and
-    `tool_calls` (a dict, a TargetResult) is one `CaseOutput`; anything else as given."""
-    if isinstance(output, Mapping) and "output" in output:
-        text, calls = output.get("output"), output.get("tool_calls")
-        metadata = output.get("metadata")
-    elif hasattr(output, "output") and hasattr(output, "tool_calls"):
-        text, calls = output.output, output.tool_calls
-        metadata = getattr(output, "metadata", None)
-    else:
-        return output
-    return CaseOutput(
-        text="" if text is None else str(text),
-        tool_calls=tuple(ToolCall.from_value(call, made=True) for call in calls or ()),
-        metadata=metadata if isinstance(metadata, Mapping) else None,
-    )
 
 
 class VerdryxCase:
@@ -107,11 +86,14 @@ class VerdryxCase:
                 "@pytest.mark.verdryx"
             )
         context = self._scoring.context.evaluation.context(eval_set_id=self.eval_set_id)
-        if self.case.checks is not None:
-            output = _whole(output)
-        elif self.case.grader in _TEXT_GRADERS and isinstance(output, Mapping | list):
-            # A built-in text grader reads an object or a list as its JSON text.
-            output = json.dumps(output, ensure_ascii=False)
+        try:
+            output = graded_value(self.case.grader, output)
+            wrong = None
+        except WrongValue as exc:
+            wrong = str(exc)
+        if wrong is not None:
+            # The test's own mistake, not the agent's: no score, the test fails saying why.
+            pytest.fail(f"{self._item.nodeid}: verdryx.grade(): {printable(wrong)}", pytrace=False)
         try:
             grade = grader.grade(self.case, output, context)
         except VerdryxError as exc:

@@ -223,7 +223,7 @@ def outcome_for(
     if kind == "excused" and base is not None:
         raise pytest.xfail.Exception(
             printable(
-                f"score {score.value:.3f} below the bar {bar:g}, as in baseline "
+                f"score {score.value:.3f} {_why_not_passed(score, bar, 'the bar')}, as in baseline "
                 f"{context.baseline_name} ({base.value:.3f})",
                 keep_newlines=False,
             ),
@@ -258,8 +258,9 @@ def dropped_text(score: Score, bar: float, base: BaselineCase) -> str:
         against = "edited since the baseline"
     else:
         against = f"baseline {base.value:.3f}, {score.value - base.value:+.3f}"
+    why = _why_not_passed(score, bar, "the bar")
     return printable(
-        f"{DROPPED} score {score.value:.3f} below the bar {bar:g} ({against}); the gate's "
+        f"{DROPPED} score {score.value:.3f} {why} ({against}); the gate's "
         "verdict decides (--verdryx-fail-on=cases fails each such case)",
         keep_newlines=False,
     )
@@ -279,11 +280,26 @@ def _check_lines(score: Score) -> list[str]:
     return lines
 
 
+def _why_not_passed(score: Score, bar: float, words: str = "the pass bar") -> str:
+    """`below the pass bar B`, or, for a score at its bar, the check below its own
+    (docs/graders.md, "Multi-check cases")."""
+    assert score.value is not None
+    if score.value < bar:
+        return f"below {words} {bar:g}"
+    number, short = next(
+        ((n, c) for n, c in enumerate(score.checks, start=1) if c.short), (0, None)
+    )
+    if short is None or short.value is None or short.bar is None:
+        return f"at {words} {bar:g}, but a check is below its own bar"
+    return (
+        f"at {words} {bar:g}, but check #{number} {short.grader} scored "
+        f"{short.value:.3f}, below its own bar {short.bar:g}"
+    )
+
+
 def failure_text(score: Score, bar: float, case: EvalCase | None, *, new: str | None = None) -> str:
-    lines = [
-        f"{score.key} scored {score.value:.3f}, below the pass bar {bar:g}  "
-        f"[grader: {score.grader}]"
-    ]
+    why = _why_not_passed(score, bar)
+    lines = [f"{score.key} scored {score.value:.3f}, {why}  [grader: {score.grader}]"]
     if score.failed_by_output is not None:
         # Said first: a 0 for what could not be graded, not a grader's judgement.
         lines.append(labelled("could not grade the output (scored 0)", score.failed_by_output))
@@ -291,7 +307,7 @@ def failure_text(score: Score, bar: float, case: EvalCase | None, *, new: str | 
         lines.append(new)
     if score.samples:
         shown = ", ".join(f"{value:.2f}" for value in score.samples)
-        lines.append(f"samples: {shown}  ({stability(score.samples, bar)})")
+        lines.append(f"samples: {shown}  ({stability(score.samples, bar, score.passes)})")
     expected = score.expected
     output = score.output
     if score.grader == "tool_trace" and score.reason:

@@ -125,7 +125,9 @@ class ItemScoring:
             ("verdryx.cost_usd", f"{score.cost_usd + score.judge_cost_usd:.6g}"),
         ]
         if score.samples and score.bar is not None:
-            properties.append(("verdryx.stability", stability(score.samples, score.bar) or ""))
+            properties.append(
+                ("verdryx.stability", stability(score.samples, score.bar, score.passes) or "")
+            )
         if score.value is None:
             # JUnit shows it: printable and one line, by the text rule (untrusted/text.py).
             properties.append(

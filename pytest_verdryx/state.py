@@ -104,7 +104,7 @@ class SessionState:
         labels = {}
         for _, score in self.scores.values():
             if score.samples and score.bar is not None:
-                labels[score.key] = stability(score.samples, score.bar) or ""
+                labels[score.key] = stability(score.samples, score.bar, score.passes) or ""
         return labels
 
     def missing(self) -> int:

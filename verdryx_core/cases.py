@@ -176,11 +176,17 @@ class Check:
 
     #: A contract check's criteria (a case with a workspace checks them against it).
     contract: Mapping[str, Any] | None = None
+    #: This check's own pass bar; None: its grader's own (tool_trace, final_state and exec
+    #: 1.0), or none. A case passes only when every check with a bar reaches it
+    #: (docs/graders.md, "Multi-check cases").
+    min_score: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"grader": self.grader}
         if self.on is not None:
             data["on"] = self.on
+        if self.min_score is not None:
+            data["min_score"] = self.min_score
         if self.expected is not None:
             data["expected"] = self.expected
         if self.rubric is not None:
@@ -218,6 +224,7 @@ class Check:
             ),
             on=data.get("on"),
             contract=data.get("contract"),
+            min_score=None if data.get("min_score") is None else float(data["min_score"]),
         )
 
 

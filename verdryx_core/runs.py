@@ -58,6 +58,14 @@ class CheckResult:
     #: Why the check could not grade what the agent produced, which scored it 0
     #: (`Score.failed_by_output`); None otherwise.
     failed_by_output: str | None = None
+    #: Its own pass bar (the check's `min_score`, else its grader's own), which the case's
+    #: pass needs it to reach; None: it has none (docs/graders.md, "Multi-check cases").
+    bar: float | None = None
+
+    @property
+    def short(self) -> bool:
+        """Measured below its own bar."""
+        return self.bar is not None and self.value is not None and self.value < self.bar
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -71,6 +79,8 @@ class CheckResult:
             data["on"] = self.on
         if self.failed_by_output is not None:
             data["failed_by_output"] = self.failed_by_output
+        if self.bar is not None:
+            data["bar"] = self.bar
         return data
 
     @classmethod
@@ -84,6 +94,7 @@ class CheckResult:
             reason=data.get("reason"),
             on=data.get("on"),
             failed_by_output=data.get("failed_by_output"),
+            bar=None if data.get("bar") is None else float(data["bar"]),
         )
 
 
@@ -184,6 +195,11 @@ class Score:
     #: The folders its samples were graded in, when kept (`--verdryx-keep-workspaces`); it
     #: travels with the score (xdist), never into the store.
     workspaces: tuple[str, ...] = field(default=(), compare=False)
+    #: Whether each sample passed, when a multi-check case's checks have bars of their own
+    #: (a sample passes when it reaches the case's bar and each check its own); empty: each
+    #: sample's value against `bar` says it. It travels with the score (xdist), never into
+    #: the store, as `bar` does.
+    passes: tuple[bool, ...] = field(default=(), compare=False)
     #: Why what the agent produced (its output, its tool calls, the workspace it left)
     #: could not be graded: a grader's time bound on it, a contract check it made fail to
     #: run, a judge answer about it that cannot be read. Such a sample scores 0 and the case
@@ -235,6 +251,15 @@ class Score:
     def key(self) -> str:
         return case_key(self.eval_set_id, self.case_id)
 
+    def sample_passes(self) -> tuple[bool, ...]:
+        """Whether each of `samples` passed (`passes`, else each value against `bar`); empty
+        without samples or a bar."""
+        if len(self.passes) == len(self.samples):
+            return self.passes
+        if self.bar is None:
+            return ()
+        return tuple(value >= self.bar for value in self.samples)
+
     @property
     def measured(self) -> bool:
         return self.value is not None
@@ -275,6 +300,7 @@ class Score:
             | ({"required": True} if self.required else {})
             | ({"cluster": self.cluster} if self.cluster is not None else {})
             | ({"workspaces": list(self.workspaces)} if self.workspaces else {})
+            | ({"passes": list(self.passes)} if self.passes else {})
             | (
                 {"failed_by_output": self.failed_by_output}
                 if self.failed_by_output is not None
@@ -304,6 +330,7 @@ class Score:
             required=bool(data.get("required", False)),
             cluster=data.get("cluster"),
             workspaces=tuple(data.get("workspaces") or ()),
+            passes=tuple(bool(item) for item in data.get("passes") or ()),
             failed_by_output=data.get("failed_by_output"),
         )
 

@@ -45,14 +45,33 @@ def pooled_attempts(earlier: Score, newest: Score, *, rule: str | None) -> Score
         # Read back from a store, a score keeps whether it passed, not its bar: nothing to
         # decide a pass by, so the mean stands and the newest attempt's pass with it.
         return replace(spent, value=_mean(samples), samples=samples)
-    value = aggregate(samples, [sample >= bar for sample in samples], rule)
-    return replace(spent, value=value, samples=samples, passed=value >= bar)
+    passes = _passes(earlier, bar) + _passes(newest, bar)
+    value = aggregate(samples, list(passes), rule)
+    # A check below its own bar fails the case (docs/graders.md, "Multi-check cases"): in
+    # either attempt's checks, under the mean; the other rules read it in `passes`.
+    short = (rule is None or rule == "mean") and any(
+        check.short for attempt in (earlier, newest) for check in attempt.checks
+    )
+    kept = passes if any(attempt.passes for attempt in (earlier, newest)) else ()
+    return replace(
+        spent, value=value, samples=samples, passed=value >= bar and not short, passes=kept
+    )
 
 
 def _samples(score: Score) -> tuple[float, ...]:
     """An attempt's samples: its repeats, or its one value."""
     assert score.value is not None
     return score.samples or (score.value,)
+
+
+def _passes(score: Score, bar: float) -> tuple[bool, ...]:
+    """Whether each of an attempt's samples passed: as decided when it was graded."""
+    assert score.value is not None
+    if score.samples:
+        return score.sample_passes() or tuple(value >= bar for value in score.samples)
+    if score.passes:
+        return score.passes
+    return (score.value >= bar and not any(check.short for check in score.checks),)
 
 
 def _mean(samples: tuple[float, ...]) -> float:

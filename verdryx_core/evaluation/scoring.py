@@ -27,7 +27,7 @@ from verdryx_core.graders.registry import default_min_score
 from verdryx_core.graders.table import GraderTable
 from verdryx_core.runs import CheckResult, Score
 
-__all__ = ["CaseScorer", "decided", "pass_bar", "stability", "stored_output"]
+__all__ = ["CaseScorer", "decided", "pass_bar", "short_check", "stability", "stored_output"]
 
 #: Stored outputs are for reading in reports; beyond this they are cut (and say so).
 _MAX_STORED_OUTPUT: Final = 8_000
@@ -92,7 +92,8 @@ class CaseScorer:
         source = source_for(case, self.live)
         rounds = self._rounds(case, context, source)
         samples = [self._sample(case, grader, source, context, index) for index in range(rounds)]
-        measured = [s.grade.value for s in samples if s.grade.value is not None]
+        graded = [s.grade for s in samples if s.grade.value is not None]
+        measured = [g.value for g in graded if g.value is not None]
         tokens = sum(s.tokens for s in samples)
         model_cost = math.fsum(s.model_cost_usd for s in samples)
         judge_cost = math.fsum(s.grade.cost_usd for s in samples)
@@ -127,9 +128,14 @@ class CaseScorer:
             self.min_score,
             grader_default=getattr(grader, "default_min_score", None),
         )
+        # A sample passes when it reaches the case's bar and each of its checks its own
+        # (docs/graders.md, "Multi-check cases").
+        passes = [g.value is not None and g.value >= bar and _checks_pass(g.checks) for g in graded]
+        short: str | None = None
         if case.aggregate is None or case.aggregate == "mean":
             # Nearly every case: the mean, each sample in [0, 1] (the clamp guards float sums).
             value = min(1.0, max(0.0, math.fsum(measured) / len(measured)))
+            short = short_check(graded)
         else:
             problem = samples_problem(case.aggregate, len(measured))
             if problem is not None:
@@ -137,7 +143,7 @@ class CaseScorer:
                     case, context, grader=grader, value=None, unmeasured=problem, tokens=tokens,
                     cost_usd=model_cost, judge_cost_usd=judge_cost, output=last.output,
                 )  # fmt: skip
-            value = aggregate(measured, [sample >= bar for sample in measured], case.aggregate)
+            value = aggregate(measured, passes, case.aggregate)
         return self._score(
             case,
             context,
@@ -154,6 +160,9 @@ class CaseScorer:
             latency_s=latency,
             workspaces=kept,
             failed_by_output=failed_by_output,
+            short_of=short,
+            # Kept only where a sample's pass is more than its value against the bar.
+            passes=tuple(passes) if rounds > 1 and any(g.checks for g in graded) else (),
         )
 
     def grades_remotely(self, case: EvalCase) -> bool:
@@ -247,6 +256,8 @@ class CaseScorer:
         latency_s: float | None = None,
         workspaces: tuple[str, ...] = (),
         failed_by_output: str | None = None,
+        short_of: str | None = None,
+        passes: tuple[bool, ...] = (),
     ) -> Score:
         score = decided(
             case,
@@ -269,9 +280,16 @@ class CaseScorer:
             samples=samples,
             checks=checks,
             failed_by_output=failed_by_output,
+            short_of=short_of,
         )
-        if latency_s is not None or notes or workspaces:
-            score = replace(score, latency_s=latency_s, notes=notes or None, workspaces=workspaces)
+        if latency_s is not None or notes or workspaces or passes:
+            score = replace(
+                score,
+                latency_s=latency_s,
+                notes=notes or None,
+                workspaces=workspaces,
+                passes=passes,
+            )
         return score
 
 
@@ -293,11 +311,13 @@ def decided(
     samples: tuple[float, ...] = (),
     checks: tuple[CheckResult, ...] = (),
     failed_by_output: str | None = None,
+    short_of: str | None = None,
 ) -> Score:
     """The Score of `case`, passed or not against its pass bar (`pass_bar`: the case's own
     `min_score`, the run's, `grader_bar` (the grader's own, `default_min_score`), else 0.5).
     The one place that decides it; the Score carries the bar. A case whose every sample
-    failed by its output (`failed_by_output`, value 0) is not passed, whatever the bar."""
+    failed by its output (`failed_by_output`, value 0) is not passed, whatever the bar; nor
+    is one with a check below its own bar (`short_of` says which; `short_check`)."""
     bar = pass_bar(case.min_score, min_score, grader_default=grader_bar)
     if failed_by_output is not None and value is None:
         failed_by_output = None  # unmeasured for another reason: the marker is for scores
@@ -314,7 +334,9 @@ def decided(
         passed=(
             None
             if value is None
-            else value >= bar and not (failed_by_output is not None and value <= 0.0)
+            else value >= bar
+            and short_of is None
+            and not (failed_by_output is not None and value <= 0.0)
         ),
         bar=bar,
         samples=samples,
@@ -326,6 +348,27 @@ def decided(
         cluster=case.cluster,
         failed_by_output=failed_by_output,
     )
+
+
+def _checks_pass(checks: Sequence[CheckResult]) -> bool:
+    return not any(check.short for check in checks)
+
+
+def short_check(grades: Sequence[Grade]) -> str | None:
+    """Which check of a multi-check case is below its own bar (its mean over the samples, as
+    the case's score is theirs), in words; None when every check with a bar reaches it."""
+    if not grades or not grades[-1].checks:
+        return None
+    for index, last in enumerate(grades[-1].checks):
+        if last.bar is None:
+            continue
+        values = [g.checks[index].value for g in grades if len(g.checks) > index]
+        if any(value is None for value in values):
+            continue  # an unmeasured check leaves the case unmeasured
+        mean = math.fsum(v for v in values if v is not None) / len(values)
+        if mean < last.bar:
+            return f"check #{index + 1} {last.grader} scored {mean:.3f}, below its bar {last.bar:g}"
+    return None
 
 
 def stored_output(output: Any) -> str | None:
@@ -360,11 +403,16 @@ def pass_bar(
     return DEFAULT_MIN_SCORE
 
 
-def stability(samples: Sequence[float], bar: float) -> str | None:
-    """stable-pass, stable-fail or flaky across repeated samples; None for a single sample."""
+def stability(samples: Sequence[float], bar: float, passed: Sequence[bool] = ()) -> str | None:
+    """stable-pass, stable-fail or flaky across repeated samples; None for a single sample.
+    `passed`: whether each sample passed, when that is more than its value against the bar
+    (`Score.passes`)."""
     if len(samples) < 2:
         return None
-    passes = sum(1 for value in samples if value >= bar)
+    if len(passed) == len(samples):
+        passes = sum(passed)
+    else:
+        passes = sum(1 for value in samples if value >= bar)
     if passes == len(samples):
         return "stable-pass"
     if passes == 0:

@@ -53,7 +53,8 @@ def excuse(base: BaselineCase, score: Score) -> BaselineCase | None:
     (the gate reports it as changed): its old score cannot excuse a failure today."""
     if score.value is None or score.passed is not False or score.bar is None:
         return None
-    if base.value >= score.bar:
+    # Not passed in the baseline either: below the bar, or a check below its own.
+    if base.value >= score.bar and base.passed is not False:
         return None
     if base.fingerprint and score.fingerprint and base.fingerprint != score.fingerprint:
         return None

@@ -433,8 +433,9 @@ def _sets_of(keys: Collection[str]) -> set[str]:
 
 def pass_rate(score: Score) -> float:
     """The share of a case's samples that reached its bar (1.0 or 0.0 for one sample)."""
-    if score.samples and score.bar is not None:
-        return sum(1 for value in score.samples if value >= score.bar) / len(score.samples)
+    passes = score.sample_passes() if score.samples else ()
+    if passes:
+        return sum(passes) / len(passes)
     return 1.0 if score.passed else 0.0
 
 

@@ -9,6 +9,11 @@ score is the checks' weighted mean, or with `"combine": "all"` their lowest scor
 case reaches its pass bar only when every check does. If any check is unmeasured, so is the
 case: a mean over the checks that happened to be measured would be a different quantity
 from one run to the next.
+
+A check keeps its own pass bar (`CheckResult.bar`): its `min_score`, else its grader's own
+(tool_trace, final_state and exec 1.0). The scorer then passes the case only when every such
+check reaches it, beside the case's own bar (`verdryx_core.evaluation.scoring`): half-fixed
+code is not a pass because a polite reply carried it.
 """
 
 from __future__ import annotations
@@ -49,8 +54,9 @@ def checks_reason(results: list[CheckResult]) -> str:
         why = result.unmeasured or result.reason
         own = "tool_calls" if result.grader == "tool_trace" else "output"
         on = f" on {result.on}" if result.on and result.on != own else ""
+        below = f", below its bar {result.bar:g}" if result.short else ""
         parts.append(
-            f"#{index} {result.grader}{on} {shown} (w {result.weight:g})"
+            f"#{index} {result.grader}{on} {shown} (w {result.weight:g}{below})"
             + (f": {why}" if why else "")
         )
     return "; ".join(parts)
@@ -96,9 +102,13 @@ class ChecksGrader:
                         value=None,
                         unmeasured=why,
                         on=_shown_part(check),
+                        bar=check.min_score,
                     )
                 )
                 continue
+            bar = check.min_score
+            if bar is None:
+                bar = getattr(grader, "default_min_score", None)
             sub = replace(
                 case,
                 grader=check.grader,
@@ -121,6 +131,7 @@ class ChecksGrader:
                         value=0.0,
                         reason=str(absent),
                         on=_shown_part(check),
+                        bar=bar,
                     )
                 )
                 continue
@@ -136,6 +147,7 @@ class ChecksGrader:
                     reason=grade.reason,
                     on=_shown_part(check),
                     failed_by_output=grade.failed_by_output,
+                    bar=bar,
                 )
             )
         reason = checks_reason(results)

@@ -295,6 +295,9 @@ def _check_problem(item: object) -> str | None:
     for name in ("unmeasured", "reason", "on"):
         if item.get(name) is not None and not isinstance(item[name], str):
             return f"a check's {name} is {_shown(item[name])}, expected text"
+    bar = item.get("bar")
+    if bar is not None and unit_problem(bar) is not None:
+        return f"a check's bar {unit_problem(bar)}"
     if item.get("passed") is not None and not isinstance(item["passed"], bool):
         return f"a check's passed is {_shown(item['passed'])}, expected true or false"
     return None
