@@ -19,11 +19,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from verdryx_core.cases import EvalCase
 from verdryx_core.cli.main import main
-from verdryx_core.errors import UsageError
+from verdryx_core.errors import GraderError, UsageError
 from verdryx_core.evaluation import EvalSettings, evaluate
+from verdryx_core.graders.base import GradeContext
+from verdryx_core.graders.execution import ExecGrader
 from verdryx_core.runs import EvalRun, Score
-from verdryx_core.sandbox import ISOLATION_ENV, detect_isolation
+from verdryx_core.sandbox import ISOLATION_ENV, Isolation, detect_isolation
 from verdryx_core.sandbox.harness.codec import CodecError, decode, encode
 from verdryx_core.store import Store
 from verdryx_core.targets import TargetCase
@@ -180,6 +183,92 @@ def test_a_command_does_not_pass_because_the_code_exited_zero(tricks: dict[str, 
     assert score.value == 0.0, score.reason
     assert (score.reason or "").startswith("python exited 1"), score.reason
     assert "SystemExit" in (score.reason or "")
+
+
+# -- the code cannot pass its failure off as the sandbox's ---------------------------------------
+
+
+def _says(words: str, status: int, *, stdout: bool = False) -> str:
+    """A solution that, imported, writes what a sandbox tool would say and exits `status`."""
+    stream = "stdout" if stdout else "stderr"
+    return (
+        f"import os, sys\nsys.{stream}.write({words!r} + '\\n')\nsys.{stream}.flush()\n"
+        f"os._exit({status})\n" + WRONG
+    )
+
+
+#: The graded code makes its harness server itself fail, as a tool fails, after saying
+#: what bubblewrap says: it caps the server's open files below the next one it would open
+#: (the same user may) and connects to it, so the server's accept raises and it exits 1.
+#: Where it can reach the server's socket (unisolated) that is an exit 1 of the graded
+#: code's side with `bwrap: ...` first in its output, which no reading of that output can
+#: tell from bwrap's.
+SERVER_EXITS_1 = (
+    "import os, resource, socket, sys, time\n"
+    "sys.stderr.write('bwrap: Creating new namespace failed: Operation not permitted\\n')\n"
+    "sys.stderr.flush()\n"
+    "server = os.getppid()\n"
+    "held = {int(fd) for fd in os.listdir(f'/proc/{server}/fd')}\n"
+    "inodes = {os.readlink(f'/proc/{server}/fd/{fd}') for fd in held}\n"
+    "free = min(set(range(len(held) + 1)) - held)\n"
+    "resource.prlimit(server, resource.RLIMIT_NOFILE, (free, free))\n"
+    "for line in open('/proc/net/unix').read().splitlines()[1:]:\n"
+    "    parts = line.split()\n"
+    "    if len(parts) > 7 and f'socket:[{parts[6]}]' in inodes:\n"
+    "        try:\n"
+    "            socket.socket(socket.AF_UNIX).connect(parts[7])\n"
+    "        except OSError:\n"
+    "            pass\n"
+    "time.sleep(0.5)\n"
+    "os._exit(1)\n" + WRONG
+)
+
+#: The words each sandbox tool (and verdryx's own setup) fails with, and its exit status.
+MIMICS: dict[str, str] = {
+    "server-exits-1": SERVER_EXITS_1,
+    "bwrap": _says("bwrap: Creating new namespace failed: Operation not permitted", 1),
+    "unshare": _says("unshare: unshare failed: Operation not permitted", 1),
+    "prlimit": _says("prlimit: failed to set the CPU resource limit", 1, stdout=True),
+    "setpriv": _says("setpriv: setresuid failed: Operation not permitted", 1),
+    "setup": _says("verdryx-sandbox: the work folder could not be copied in", 97),
+}
+
+
+@pytest.mark.parametrize("isolation", ["none", *SANDBOXES])
+def test_output_that_reads_like_the_sandboxs_failure_scores_zero(
+    isolation: str, tmp_path: Path
+) -> None:
+    if isolation != "none" and not _usable(isolation):
+        pytest.skip(f"{isolation} cannot isolate here")
+    kinds = {"tests": {"tests": TESTS}, "command": {"command": CHECK}}
+    cases = [
+        {"id": f"{name}-{kind}", "prompt": name, "grader": "exec", "output": code, **check}
+        for name, code in MIMICS.items()
+        for kind, check in kinds.items()
+        if kind == "tests" or name == "server-exits-1"
+    ]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(ISOLATION_ENV, isolation)
+        run = _run(tmp_path, cases, unsafe_exec=isolation == "none")
+    # Measured, 0: never the run's error, never unmeasured.
+    scores = _scores(run)
+    assert sorted(scores) == sorted(case["id"] for case in cases)
+    for key, score in scores.items():
+        assert score.value == 0.0 and score.unmeasured is None, (key, score.reason)
+
+
+def test_a_sandbox_that_fails_before_the_code_is_still_the_cases_error(tmp_path: Path) -> None:
+    # A wrapper that fails as bubblewrap does where it cannot make namespaces: no code ran.
+    fake = tmp_path / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    case = EvalCase(id="c", prompt="p", grader="exec", options={"tests": TESTS})
+    grader = ExecGrader(isolation=Isolation("bwrap", str(fake)))
+    with pytest.raises(GraderError) as caught:
+        grader.grade(case, RIGHT, GradeContext(eval_set_id="s"))
+    assert str(caught.value).startswith(
+        "exec case 'c': the sandbox failed: bwrap: No permissions to create new namespace"
+    )
 
 
 # -- an agent cannot change the tests' configuration or the tests ------------------------------

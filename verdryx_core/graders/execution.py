@@ -8,7 +8,9 @@ score is the fraction of tests that passed (pytest's JUnit XML, read back), or 1
 the command's exit code; the first failure's message is the reason.
 
 What the code does is the case's result, never the session's: a timeout, a limit reached,
-a crash score 0.0 with the reason. A sandbox that cannot start is the case's error.
+a crash score 0.0 with the reason. A sandbox that cannot start is the case's error, as the
+sandbox's own setup reports it on a channel the code cannot write (`Finished.code_started`),
+so no output of the code's can pass for it.
 Without isolation the grader refuses (unmeasured, naming `--verdryx-unsafe-exec`) unless
 the run allows unsafe execution.
 """
@@ -154,19 +156,18 @@ class ExecGrader:
                 f"exec case {job.case.id!r}: the sandbox could not start: {exc}"
             ) from None
         for side in (finished, graded):
-            head = side.output.lstrip()
-            # The tools' own complaints before the code started (unshare also says
-            # "sigprocmask" when the code it forked was killed by a limit: the code's doing).
-            if (
-                side.exit_code == 1
-                and head.startswith(("bwrap:", "unshare:", "prlimit:", "setpriv:"))
-                and "sigprocmask" not in head
-            ):
-                first = head.splitlines()[0]
-                raise GraderError(f"exec case {job.case.id!r}: the sandbox failed: {first}")
-            if side.exit_code == 97 and SETUP_FAILED in side.output and not _full(side.output):
-                first = next(line for line in side.output.splitlines() if SETUP_FAILED in line)
-                raise GraderError(f"exec case {job.case.id!r}: the sandbox failed: {first}")
+            # Whether the code started is what the sandbox's setup said on a channel of its
+            # own, never what the code printed: output that reads like the sandbox's own
+            # complaint (`bwrap: ...`) from code that ran is the code's failure, scored 0.
+            if side.code_started or side.timed_out:
+                continue
+            # Nothing of the graded code ran: what this side printed is the tools' own.
+            if side.sandbox_up and side.exit_code == 97 and _full(side.output):
+                continue  # the agent's files outgrew the work folder as they were copied in
+            lines = side.output.strip().splitlines()
+            first = next((line for line in lines if SETUP_FAILED in line), None)
+            why = first or (lines[0] if lines else f"exit status {side.exit_code}, no output")
+            raise GraderError(f"exec case {job.case.id!r}: the sandbox failed: {why}")
         return finished
 
     def _by_exit_code(self, job: _Job, argv: list[str]) -> Grade:

@@ -36,15 +36,19 @@ from typing import Final
 from verdryx_core.errors import UsageError
 
 __all__ = [
+    "CODE_STARTED",
     "HOME",
     "ISOLATION_ENV",
+    "SANDBOX_UP",
     "STAGING",
     "Isolation",
     "Mount",
     "View",
     "detect_isolation",
+    "read_status",
     "runtime_paths",
     "sandbox_user",
+    "status_channel",
 ]
 
 ISOLATION_ENV: Final = "VERDRYX_SANDBOX"
@@ -63,6 +67,13 @@ HOME: Final = "/tmp/verdryx-home"
 #: What the sandbox says when it could not copy the work folder in (before any code ran).
 SETUP_FAILED: Final = "verdryx-sandbox:"
 _SETUP_EXIT: Final = 97
+#: What the sandbox's own setup writes on its status channel, the run's standard input (a
+#: pipe only verdryx reads; `status_channel`): `1` once it runs inside the sandbox, `2` as it
+#: hands over to the code, which gets /dev/null as its standard input instead. Nothing of
+#: the code's can write there, so whether a failure came before the code ran (the sandbox's)
+#: or after (the code's) never rests on what the code printed.
+SANDBOX_UP: Final = "1"
+CODE_STARTED: Final = "2"
 #: The system folders shown read-only: programs and the libraries Python and its extensions
 #: load (a merged-/usr system has links for the others). No user data lives there.
 _SYSTEM: Final = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -125,11 +136,12 @@ class Isolation:
         # Entry by entry: the work folder itself is the file system's root, not the code's
         # to touch (cp -a of `.` would set its times).
         setup = (
+            f"printf {SANDBOX_UP} >&0 2>/dev/null; "
             f"cd {STAGING} || exit {_SETUP_EXIT}; for e in * .[!.]* ..?*; do "
             '{ [ -e "$e" ] || [ -L "$e" ]; } || continue; '
-            f'cp -a -- "$e" "$1"/ || {{ echo "{SETUP_FAILED} the work folder could not be '
-            f'copied in" >&2; exit {_SETUP_EXIT}; }}; done; cd "$1" || exit {_SETUP_EXIT}; '
-            'shift; exec "$@"'
+            f'cp -a -- "$e" "$1"/ 0</dev/null || {{ echo "{SETUP_FAILED} the work folder could '
+            f'not be copied in" >&2; exit {_SETUP_EXIT}; }}; done; cd "$1" || exit {_SETUP_EXIT}; '
+            f'shift; printf {CODE_STARTED} >&0 2>/dev/null; exec "$@" 0</dev/null'
         )
         inner = ["sh", "-c", setup, "sh", view.workdir, *argv]
         if self.name == "bwrap":
@@ -369,7 +381,32 @@ def _detect(wanted: str) -> Isolation:
     return _NONE
 
 
+def status_channel() -> tuple[int, int]:
+    """A run's status channel (`SANDBOX_UP`): (read end, write end), the write end to be the
+    run's standard input and closed here once it started; the read end never blocks."""
+    read, write = os.pipe()
+    os.set_blocking(read, False)
+    return read, write
+
+
+def read_status(read: int) -> str:
+    """What the sandbox wrote on its status channel so far (closes the read end)."""
+    chunks = []
+    try:
+        while True:
+            chunk = os.read(read, 64)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    except BlockingIOError:
+        pass
+    finally:
+        os.close(read)
+    return b"".join(chunks).decode("ascii", errors="replace")
+
+
 def _works(isolation: Isolation) -> bool:
+    """Whether `true` runs inside it, its setup reporting on the status channel."""
     with tempfile.TemporaryDirectory(prefix="verdryx-probe-") as folder:
         staging = Path(folder) / "work"
         staging.mkdir()
@@ -377,13 +414,18 @@ def _works(isolation: Isolation) -> bool:
         if user is not None:
             os.chown(staging, user, user)
         view = View(staging=staging, workdir=str(staging), disk_bytes=1 << 20)
+        read, write = status_channel()
         try:
             done = subprocess.run(
                 isolation.wrap(["true"], view, user, Path(folder)),
+                stdin=write,
                 capture_output=True,
                 timeout=10,
                 check=False,
             )
         except (OSError, subprocess.SubprocessError):
             return False
-    return done.returncode == 0
+        finally:
+            os.close(write)
+            status = read_status(read)
+    return done.returncode == 0 and status == SANDBOX_UP + CODE_STARTED

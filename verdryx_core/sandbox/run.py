@@ -22,7 +22,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Final
 
-from verdryx_core.sandbox.isolation import HOME, Isolation, View, sandbox_user
+from verdryx_core.sandbox.isolation import (
+    CODE_STARTED,
+    HOME,
+    SANDBOX_UP,
+    Isolation,
+    View,
+    read_status,
+    sandbox_user,
+    status_channel,
+)
 from verdryx_core.sandbox.limits import Limits
 from verdryx_core.sandbox.trusted import boot, harness_folder
 
@@ -36,12 +45,18 @@ _REAPER_GRACE_S: Final = 5.0
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Finished:
     """How a run ended: its exit code (negative: the signal that killed it), whether the
-    wall clock ran out, its output (capped) and its wall time."""
+    wall clock ran out, its output (capped) and its wall time; and how far it got, as the
+    sandbox's own setup said on its status channel (`isolation.SANDBOX_UP`), which nothing
+    of the code's writes: `sandbox_up` (the setup ran in the sandbox) and `code_started`
+    (it handed over to the command). A failure before the code started is the sandbox's;
+    anything after it is the code's, whatever its output reads like."""
 
     exit_code: int
     timed_out: bool
     output: str
     seconds: float
+    sandbox_up: bool = True
+    code_started: bool = True
 
     @property
     def signal_name(self) -> str | None:
@@ -73,7 +88,10 @@ class Started:
         self.scratch = Path(tempfile.mkdtemp(prefix="verdryx-exec-"))
         # Kept open for the run's life (closed by `finish`): no `with` spans it.
         self.sink: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115
+        self.status: int | None = None
+        status_in: int | None = None
         try:
+            self.status, status_in = status_channel()
             if isolation.isolated:
                 home, tmp = HOME, "/tmp"
                 command = isolation.wrap(argv, view, user, self.scratch)
@@ -105,7 +123,8 @@ class Started:
                 command,
                 cwd=isolation.workdir(view) if not isolation.isolated else "/",
                 env=child_env,
-                stdin=subprocess.DEVNULL,
+                # The status channel; the code itself gets /dev/null (isolation.py, reaper.py).
+                stdin=status_in,
                 stdout=self.sink,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
@@ -115,6 +134,9 @@ class Started:
         except BaseException:
             self._clean()
             raise
+        finally:
+            if status_in is not None:
+                os.close(status_in)  # the run holds it now: its end is its own
 
     def wait(self, timeout: float) -> bool:
         """Whether it ended within `timeout` seconds."""
@@ -131,6 +153,7 @@ class Started:
             seconds = time.perf_counter() - self.started
             self.sink.seek(0)
             data = self.sink.read(self.limits.output_bytes + 1)
+            status = self._read_status()
         finally:
             self._clean()
         output = data[: self.limits.output_bytes].decode("utf-8", errors="replace")
@@ -141,6 +164,9 @@ class Started:
             timed_out=timed_out,
             output=output,
             seconds=seconds,
+            # Bytes past the first two are not the setup's: never read.
+            sandbox_up=status[:1] == SANDBOX_UP,
+            code_started=status[:2] == SANDBOX_UP + CODE_STARTED,
         )
 
     def stop(self) -> None:
@@ -156,8 +182,15 @@ class Started:
             os.killpg(process.pid, signal.SIGKILL)
         process.wait()
 
+    def _read_status(self) -> str:
+        read, self.status = self.status, None
+        return "" if read is None else read_status(read)
+
     def _clean(self) -> None:
         self.sink.close()
+        if self.status is not None:
+            os.close(self.status)
+            self.status = None
         shutil.rmtree(self.scratch, ignore_errors=True)
 
 

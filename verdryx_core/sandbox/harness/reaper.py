@@ -6,7 +6,8 @@ It makes itself the child subreaper (Linux's `PR_SET_CHILD_SUBREAPER`): a proces
 parent dies is handed to it, not to init, so each process the command started stays one of
 its descendants whatever `setsid` or double forks it tried. When the command exits, or when
 this supervisor is told to stop (SIGTERM, at the wall clock), it kills its descendants
-until none is left, then exits with the command's status.
+until none is left, then exits with the command's status. It reports on its standard input,
+the run's status channel, that it started and that it hands over to the command.
 """
 
 from __future__ import annotations
@@ -25,8 +26,16 @@ __all__ = ["main"]
 _PR_SET_CHILD_SUBREAPER: Final = 36
 
 
+def _report(stage: bytes) -> None:
+    """Say how far the run got on its status channel, this process's standard input (as the
+    isolated runs' setup does: verdryx_core/sandbox/isolation.py)."""
+    with contextlib.suppress(OSError):
+        os.write(0, stage)
+
+
 def main() -> NoReturn:
     """Run `sys.argv[1:]` as the command."""
+    _report(b"1")
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         sys.stderr.write("verdryx-sandbox: could not become a subreaper\n")
@@ -37,8 +46,10 @@ def main() -> NoReturn:
         os._exit(128 + signum)
 
     signal.signal(signal.SIGTERM, stop)
+    _report(b"2")
     try:
-        child = subprocess.Popen(sys.argv[1:], close_fds=False)
+        # The command's standard input is /dev/null: the status channel is not its to write.
+        child = subprocess.Popen(sys.argv[1:], close_fds=False, stdin=subprocess.DEVNULL)
     except OSError as exc:
         sys.stderr.write(f"verdryx-sandbox: {exc}\n")
         os._exit(127)
