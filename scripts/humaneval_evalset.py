@@ -7,13 +7,19 @@
 
 The source is the wheel, the `HumanEval.jsonl.gz` inside it, or that file unpacked. Each
 case is an `exec` case: its prompt is the problem's, its tests import the entry point from
-`solution.py` (the output) and call the problem's `check`; the canonical solution travels in
-`metadata` for the example target (examples/humaneval/target.py).
+`solution.py` (the output), and nothing else of it, and call the problem's `check`; the
+canonical solution travels in `metadata` for the example target (examples/humaneval/target.py).
+
+What else a prompt defines (its imports, and the helpers a few checks call: HumanEval/32's
+`poly`, /38's `encode_cyclic`, /50's `encode_shift`, /10's `is_palindrome`) is written into
+the tests from the prompt itself: a checker that read them from the solution would run the
+agent's copy, and an agent whose `poly` returns 0 would pass any `find_zero`.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import gzip
 import io
 import json
@@ -39,11 +45,29 @@ def problems(source: Path) -> Iterator[dict[str, Any]]:
             yield json.loads(line)
 
 
+#: Heads the prompt's own definitions in the tests.
+HELPERS_HEAD = "# The prompt's definitions, the eval set's own copy (never the solution's):\n"
+
+
+def helpers_of(problem: Mapping[str, Any]) -> str:
+    """Every top-level statement of the prompt but the entry point's stub, as written."""
+    prompt = str(problem["prompt"])
+    entry = problem["entry_point"]
+    kept = []
+    for node in ast.parse(prompt).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == entry:
+            continue
+        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
+        lines = prompt.splitlines()[first - 1 : node.end_lineno]
+        kept.append("\n".join(lines))
+    return "\n".join(kept)
+
+
 def tests_of(problem: Mapping[str, Any]) -> str:
     entry = problem["entry_point"]
+    helpers = helpers_of(problem)
     return (
-        "from solution import *  # noqa: F403 (helpers the prompt defines)\n"
-        f"from solution import {entry}\n"
+        (f"{HELPERS_HEAD}{helpers}\n\n" if helpers else "") + f"from solution import {entry}\n"
         f"{problem['test']}\n\n"
         f"def test_{entry}():\n"
         f"    check({entry})\n"

@@ -70,6 +70,10 @@ def test_every_problem_is_converted_with_its_tests() -> None:
         entry = case["metadata"]["entry_point"]
         assert f"from solution import {entry}\n" in case["tests"]
         assert case["tests"].endswith(f"def test_{entry}():\n    check({entry})\n")
+        # Nothing but the entry point comes from the solution: the checker's helpers are
+        # the eval set's (docs/workspaces-and-execution.md, "HumanEval").
+        assert case["tests"].count("from solution import") == 1, case["id"]
+        assert "import *" not in case["tests"], case["id"]
 
 
 def test_the_converter_reads_the_wheels_jsonl(tmp_path: Path) -> None:
@@ -80,15 +84,17 @@ def test_the_converter_reads_the_wheels_jsonl(tmp_path: Path) -> None:
             "prompt": case["prompt"],
             "entry_point": case["metadata"]["entry_point"],
             "canonical_solution": case["metadata"]["canonical_solution"],
-            "test": case["tests"].split("\n", 2)[2].rsplit("\n\ndef test_", 1)[0],
+            "test": case["tests"]
+            .split(f"from solution import {case['metadata']['entry_point']}\n", 1)[1]
+            .rsplit("\n\ndef test_", 1)[0],
         }
-        for case in CASES[:3]
+        for case in [*CASES[:3], CASES[32]]
     ]
     source = tmp_path / "HumanEval.jsonl.gz"
     source.write_bytes(gzip.compress("".join(json.dumps(r) + "\n" for r in rows).encode()))
     written = converter.evalset(source, aggregate="pass@5")
     assert written["defaults"]["aggregate"] == "pass@5"
-    assert written["cases"] == CASES[:3]
+    assert written["cases"] == [*CASES[:3], CASES[32]]
 
 
 def test_canonical_solutions_pass_and_planted_mutations_fail(tmp_path: Path) -> None:
@@ -121,6 +127,31 @@ def test_canonical_solutions_pass_and_planted_mutations_fail(tmp_path: Path) -> 
             mutants_failing += 1
             assert score.value is not None and score.value < 1.0, score.case_id
     assert mutants_failing >= len(picked) // 2
+
+
+#: Answers that redefine the helpers a problem's prompt gives (and its check calls) so that
+#: a wrong entry point passes: a `poly` that is 0 everywhere makes any `find_zero` a root,
+#: an encoder that changes nothing makes the identity a decoder.
+REDEFINED_HELPERS = {
+    "HumanEval-32": "def poly(xs, x):\n    return 0.0\n\ndef find_zero(xs):\n    return 0.0\n",
+    "HumanEval-38": "def encode_cyclic(s):\n    return s\n\ndef decode_cyclic(s):\n    return s\n",
+    "HumanEval-50": "def encode_shift(s):\n    return s\n\ndef decode_shift(s):\n    return s\n",
+}
+
+
+def test_an_answer_cannot_redefine_the_checks_helpers(tmp_path: Path) -> None:
+    by_id = {case["id"]: case for case in CASES}
+    cases = [
+        {"id": key, "prompt": by_id[key]["prompt"], "grader": "exec",
+         "tests": by_id[key]["tests"], "output": answer, "timeout": 5}
+        for key, answer in REDEFINED_HELPERS.items()
+    ]  # fmt: skip
+    path = tmp_path / "helpers.evalset.json"
+    path.write_text(json.dumps({"id": "humaneval-helpers", "cases": cases}))
+    run = evaluate([path], EvalSettings(concurrency=2, cache="off"))
+    assert run.complete and len(run.scores) == len(cases)
+    for score in run.scores:
+        assert score.value == 0.0, (score.case_id, score.reason)
 
 
 def test_humaneval_gated_through_pytest_with_repeats(pytester: pytest.Pytester) -> None:
