@@ -112,3 +112,51 @@ def test_a_timeout_that_is_not_a_positive_number_is_refused(bad: object) -> None
         make_adapter("claude-haiku-4-5", env={}, timeout=bad)  # type: ignore[arg-type]
     with pytest.raises(UsageError, match="is not a"):
         make_adapter("openai:gpt-4o", env={}, timeout=bad)  # type: ignore[arg-type]
+
+
+def test_a_read_timeout_the_sdk_wraps_as_a_connection_error_is_worded_as_a_timeout() -> None:
+    # On a busy machine the SDK can let its HTTP stack's read timeout surface as an
+    # APIConnectionError; the call still timed out, and the hint must say so.
+    import anthropic
+    import httpx2
+
+    adapter = AnthropicAdapter(
+        model="claude-haiku-4-5", api_key="k", base_url="http://127.0.0.1:9", timeout=0.3
+    )
+    request = httpx2.Request("POST", "http://127.0.0.1:9/v1/messages")
+    errors = adapter._errors()
+    for cause, timed_out in (
+        (httpx2.ReadTimeout("timed out"), True),
+        (ConnectionRefusedError(), False),
+    ):
+        try:
+            try:
+                raise cause
+            except Exception as inner:
+                raise anthropic.APIConnectionError(request=request) from inner
+        except anthropic.APIConnectionError as exc:
+            message = str(errors.from_sdk(exc, anthropic, "model call"))
+        assert ("did not answer within 0.3s" in message) is timed_out, message
+        assert ("cannot reach" in message) is not timed_out, message
+
+
+def test_a_transport_error_the_sdk_lets_through_is_worded_like_the_sdk_s_own() -> None:
+    # The same words whether the SDK wrapped its HTTP stack's error or let it through.
+    import anthropic
+    import httpx2
+
+    adapter = AnthropicAdapter(
+        model="claude-haiku-4-5", api_key="k", base_url="http://127.0.0.1:9", timeout=0.3
+    )
+    errors = adapter._errors()
+    for raised, words in (
+        (httpx2.ReadTimeout("timed out"), "did not answer within 0.3s"),
+        (httpx2.ConnectError("[Errno 111] Connection refused"), "cannot reach"),
+    ):
+
+        def send(raised: Exception = raised) -> tuple[int, str, bytes]:
+            raise raised
+
+        with pytest.raises(ModelCallError) as caught:
+            errors.answer(send, lambda body, kind: body, sdk=anthropic, call="model call")
+        assert words in str(caught.value), str(caught.value)

@@ -148,6 +148,12 @@ class ProviderErrors:
         except getattr(sdk, self.provider.base_error) as exc:
             raise self.from_sdk(exc, sdk, call) from None
         except Exception as exc:  # anything else the SDK or its HTTP stack lets escape
+            # A transport error the SDK let through unwrapped (seen on a busy machine) is
+            # worded as the SDK's own timeout or connection error would be.
+            if _timed_out(exc, itself=True):
+                raise self._timeout(call) from None
+            if _transport_error(exc):
+                raise self._unreachable(exc, call) from None
             raise ModelCallError(
                 self.redact(
                     f"model {self.model}: the {call} to {self.where} failed inside the "
@@ -163,29 +169,35 @@ class ProviderErrors:
         """What the SDK raised, after its own retries."""
         if isinstance(exc, sdk.APIStatusError):
             return self.from_status(int(exc.status_code), self._detail(exc), call)
-        if isinstance(exc, sdk.APITimeoutError):  # before APIConnectionError: a subclass
-            return ModelCallError(
-                self.redact(
-                    named_call(
-                        f"model {self.model}: {self.where} did not answer within "
-                        f"{self.timeout:g}s, still failing after {self.max_retries} retries",
-                        call,
-                    )
-                ),
-                hint="check the endpoint, retry later or raise {timeout}",
-            )
+        # Before APIConnectionError (a subclass); on a busy machine the SDK may also wrap a
+        # read timeout of its HTTP stack as a connection error: it timed out all the same.
+        if isinstance(exc, sdk.APITimeoutError) or _timed_out(exc):
+            return self._timeout(call)
         if isinstance(exc, sdk.APIConnectionError):
-            cause = exc.__cause__ or exc
-            message = (
-                f"model {self.model}: cannot reach {self.where} ({type(cause).__name__}: "
-                f"{cause}), still failing after {self.max_retries} retries; check "
-                f"{self.provider.url_variable} and the network"
-            )
-        else:
-            message = (
-                f"model {self.model}: the {self.provider.name} SDK failed: "
-                f"{type(exc).__name__}: {exc}"
-            )
+            return self._unreachable(exc.__cause__ or exc, call)
+        message = (
+            f"model {self.model}: the {self.provider.name} SDK failed: {type(exc).__name__}: {exc}"
+        )
+        return ModelCallError(self.redact(named_call(message, call)))
+
+    def _timeout(self, call: str) -> ModelCallError:
+        return ModelCallError(
+            self.redact(
+                named_call(
+                    f"model {self.model}: {self.where} did not answer within "
+                    f"{self.timeout:g}s, still failing after {self.max_retries} retries",
+                    call,
+                )
+            ),
+            hint="check the endpoint, retry later or raise {timeout}",
+        )
+
+    def _unreachable(self, cause: BaseException, call: str) -> ModelCallError:
+        message = (
+            f"model {self.model}: cannot reach {self.where} ({type(cause).__name__}: "
+            f"{cause}), still failing after {self.max_retries} retries; check "
+            f"{self.provider.url_variable} and the network"
+        )
         return ModelCallError(self.redact(named_call(message, call)))
 
     def from_status(self, status: int, detail: str, call: str) -> ModelCallError:
@@ -232,3 +244,24 @@ class ProviderErrors:
         if request_id:
             detail += f", request id {request_id}"
         return detail
+
+
+def _transport_error(exc: BaseException) -> bool:
+    """An error of the SDK's HTTP stack (httpx, httpcore) or of the socket under it."""
+    return isinstance(exc, OSError) or type(exc).__module__.startswith(("httpx", "httpcore"))
+
+
+def _timed_out(exc: BaseException, *, itself: bool = False) -> bool:
+    """Whether a timeout of the HTTP stack (httpx's, httpcore's or the socket's) is among the
+    causes of `exc` (or is `exc`, with `itself`)."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc if itself else exc.__cause__
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, TimeoutError) or (
+            type(cause).__module__.startswith(("httpx", "httpcore"))
+            and type(cause).__name__.endswith("Timeout")
+        ):
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return False
