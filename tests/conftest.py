@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 
 import pytest
 from fakes.anthropic_server import FakeAnthropic
+
+# Loaded before any in-process pytest session: pytester drops the modules an inner session
+# imported when it ends, and the SDKs' HTTP client (httpx2) imports its core (httpcore2) on
+# first use while keeping a table of that core's exception classes for good. A core imported
+# inside an inner session and dropped after it is imported afresh by the next test, whose
+# timeouts then match no entry of the table and escape the SDK's retries unwrapped.
+with contextlib.suppress(ImportError):
+    import httpcore2  # noqa: F401
 
 #: Plugins of the dev environment that no pytest session the tests drive uses. Each session
 #: started in a process of its own (a subprocess, an xdist worker, a benchmark's session) would

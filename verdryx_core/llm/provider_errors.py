@@ -148,8 +148,8 @@ class ProviderErrors:
         except getattr(sdk, self.provider.base_error) as exc:
             raise self.from_sdk(exc, sdk, call) from None
         except Exception as exc:  # anything else the SDK or its HTTP stack lets escape
-            # A transport error the SDK let through unwrapped (seen on a busy machine) is
-            # worded as the SDK's own timeout or connection error would be.
+            # A transport error the SDK let through unwrapped (its HTTP stack's core imported
+            # twice in one process does that) is worded as the SDK's own would be.
             if _timed_out(exc, itself=True):
                 raise self._timeout(call) from None
             if _transport_error(exc):
