@@ -42,16 +42,27 @@ def pytest_runtest_setup(item):
     if FROM == "setup":
         _start()
 
+def _stop():
+    sys.setprofile(None)
+    threading.setprofile(None)
+    _STATE["on"] = False
+    files = _STATE["files"]
+    print()
+    print("TRACE", len(set(files)), len(files) - 1)
+    for name in sorted(set(files)):
+        print("FILE", name)
+
+if FROM == "session":
+    _start()
+
 def pytest_runtest_logreport(report):
-    if report.when == "call" and _STATE["on"]:
-        sys.setprofile(None)
-        threading.setprofile(None)
-        _STATE["on"] = False
-        files = _STATE["files"]
-        print()
-        print("TRACE", len(set(files)), len(files) - 1)
-        for name in sorted(set(files)):
-            print("FILE", name)
+    if report.when == "call" and _STATE["on"] and FROM != "session":
+        _stop()
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    if _STATE["on"]:
+        _stop()
 """
 
 
@@ -91,3 +102,14 @@ def test_from_collection_to_outcome(pytester: pytest.Pytester) -> None:
     # An exact case never builds the graders it does not use.
     assert not any(name.endswith(("regex.py", "outcome_tag.py", "checks.py")) for name in shown)
     assert not any("/addons/" in name for name in shown), shown
+
+
+def test_a_whole_session_of_one_case(pytester: pytest.Pytester) -> None:
+    # From the conftest's import (before the plugin configures) to the session's unconfigure:
+    # options, collection, the case, the run's conclusion and the summary. Storing is off, so
+    # the store is not walked; the conclusion is, as in every session.
+    files, _ = _walk(pytester, "session")
+    shown = _short(files)
+    # A ceiling at today's walk (157 files): the session imports every room whose names its
+    # modules use at import time, whether or not this case walks through it.
+    assert len(shown) <= 157, shown
