@@ -222,11 +222,15 @@ def gate_lines(
     )
     if drops:
         tested = len(result.case_drops)
+        # Cases left out of the false discovery count are said so: their drop, if any, is
+        # one their samples cannot show (docs/statistics.md, "Which cases regressed").
+        cannot = result.cannot_show()
+        left_out = f"; {cannot} cannot show a drop with their samples" if cannot else ""
         lines.append(
             "worst regressed cases:"
             if not tested
             else f"regressed cases ({len(significant)} of {tested} tested significant at "
-            f"FDR {result.fdr:g}):"
+            f"FDR {result.fdr:g}{left_out}):"
         )
         lines.extend(
             f"  {item.key}: {item.baseline:.3f} -> {item.current:.3f} ({item.delta:+.3f})"
