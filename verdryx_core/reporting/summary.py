@@ -262,8 +262,10 @@ def plan_line(plan: Plan, *, repeats_help: bool = True) -> str:
     """The summary's one `plan:` line: the sizes that see a drop of `detect` at `power`
     (docs/statistics.md, "Planning a run"); `repeats_help` as for `gate_lines` (repeats of a
     recorded output measure nothing new, so only more cases are offered)."""
-    ways = [_size(plan.cases_needed, 1)]
-    if repeats_help:
+    ways = [_size(plan.cases_needed, 1) + _in_clusters(plan)]
+    # Repeats are offered only where they get there: a shock a cluster's cases share in a
+    # session is not averaged out by repeats (docs/statistics.md, "Clustered cases in a plan").
+    if repeats_help and plan.repeats_needed is not None:
         ways.append(_size(plan.noise.cases, plan.repeats_needed))
     return (
         f"plan: to see a drop of {plan.detect:.3f} at {plan.power:.0%} power, measure "
@@ -281,28 +283,53 @@ def plan_lines(plan: Plan) -> list[str]:
         "bound": "an upper bound from one sample per case, where a flaky case and a hard one "
         "look alike; measure once with repeats for a sharper plan",
     }[noise.source]
+    shocks = {
+        "none": "",
+        "baseline": ", from this one session: an upper bound",
+        "paired": ", from paired differences",
+    }[noise.shocks]
+    repeats = (
+        f"{_size(noise.cases, plan.repeats_needed)} (live outputs only: a recorded output is "
+        "one fixed measurement)"
+        if plan.repeats_needed is not None
+        else f"cannot get there: at {noise.cases:,} cases the shocks repeats do not average "
+        f"out (a cluster's, a case's, in one session) leave an MDE of at least "
+        f"{plan.mde_floor:.3f}; add cases in more clusters"
+    )
     lines = [
         f"noise: within-case variance {plan.noise.variance:.4f} per sample ({source})",
         *(
             [
                 f"{noise.clusters.words()}: design effect {noise.design_effect:.2f} (the "
-                "variance of the mean is that many times an independent set's)"
+                "variance of the mean is that many times an independent set's); per "
+                f"session shock {noise.cluster_shock:.4f} a cluster{shocks}, not averaged by "
+                "repeats"
             ]
             if noise.clusters is not None
+            else []
+        ),
+        *(
+            [f"per-session shock of a case {noise.case_shock:.4f}, not averaged by repeats"]
+            if noise.case_shock > 0
             else []
         ),
         f"to see a drop of {plan.detect:.3f} at {plan.power:.0%} power (the gate's "
         f"{1 - plan.alpha:.0%} interval below zero):",
         f"  now:          {_size(noise.cases, noise.samples)}: MDE {plan.mde:.3f}, power "
         f"{plan.power_now:.0%}",
-        f"  more cases:   {_size(plan.cases_needed, 1)}",
-        f"  more repeats: {_size(noise.cases, plan.repeats_needed)} (live outputs only: "
-        "a recorded output is one fixed measurement)",
+        f"  more cases:   {_size(plan.cases_needed, 1)}{_in_clusters(plan)}",
+        f"  more repeats: {repeats}",
         "the baseline and each gated run are measured at the size chosen",
     ]
     if plan.enough:
         lines.insert(1, f"the current size already sees a drop of {plan.detect:.3f}")
     return _printable(lines)
+
+
+def _in_clusters(plan: Plan) -> str:
+    """` in 120 clusters` when the cases cluster: more cases must come in more clusters."""
+    count = plan.clusters_needed
+    return "" if count is None else f" in {count:,} clusters of {plan.noise.cluster_size:.3g}"
 
 
 def _size(cases: int, samples: float) -> str:
