@@ -280,7 +280,7 @@ def test_plan_from_a_baseline_and_a_run_measures_the_shock_from_their_pairs(
     assert documents["paired"]["note"] is None
     assert main(["plan", "--baseline", "v1", "--run", "run-1", "--db", str(db)]) == 0
     out = capsys.readouterr().out
-    assert "more repeats: cannot get there: at 500 cases" in out, out
+    assert "more repeats: cannot get there: at 500 cases the shock a cluster" in out, out
     assert "from paired differences, not averaged by repeats" in out
     assert main(["plan", "--db", str(db)]) == 2
     assert "pass --baseline LABEL, --run ID, or both" in capsys.readouterr().err

@@ -17,7 +17,7 @@ from verdryx_core.untrusted.text import printable
 if TYPE_CHECKING:
     # Types only: a run that names no baseline never imports the gate's statistics.
     from verdryx_core.gating.comparison import GateResult
-    from verdryx_core.gating.planning import Plan
+    from verdryx_core.gating.planning import Noise, Plan
 
 __all__ = [
     "fmt_score",
@@ -279,7 +279,7 @@ def plan_lines(plan: Plan) -> list[str]:
     noise = plan.noise
     source = {
         "repeats": "from the cases' repeated samples",
-        "paired": "from the gate's paired differences",
+        "paired": "from the paired differences of a run and its baseline",
         "bound": "an upper bound from one sample per case, where a flaky case and a hard one "
         "look alike; measure once with repeats for a sharper plan",
     }[noise.source]
@@ -292,9 +292,9 @@ def plan_lines(plan: Plan) -> list[str]:
         f"{_size(noise.cases, plan.repeats_needed)} (live outputs only: a recorded output is "
         "one fixed measurement)"
         if plan.repeats_needed is not None
-        else f"cannot get there: at {noise.cases:,} cases the shocks repeats do not average "
-        f"out (a cluster's, a case's, in one session) leave an MDE of at least "
-        f"{plan.mde_floor:.3f}; add cases in more clusters"
+        else f"cannot get there: at {noise.cases:,} cases {_unaveraged(noise)}, which "
+        f"repeats do not average out, leaves an MDE of at least {plan.mde_floor:.3f}; add "
+        + ("cases in more clusters" if noise.cluster_size > 1 else "cases")
     )
     lines = [
         f"noise: within-case variance {plan.noise.variance:.4f} per sample ({source})",
@@ -324,6 +324,16 @@ def plan_lines(plan: Plan) -> list[str]:
     if plan.enough:
         lines.insert(1, f"the current size already sees a drop of {plan.detect:.3f}")
     return _printable(lines)
+
+
+def _unaveraged(noise: Noise) -> str:
+    """What repeats cannot average out, in words."""
+    parts = []
+    if noise.cluster_shock > 0 and noise.cluster_size > 1:
+        parts.append("the shock a cluster's cases share in one session")
+    if noise.case_shock > 0:
+        parts.append("a case's own shock in one session")
+    return " and ".join(parts) or "the noise of a session"
 
 
 def _in_clusters(plan: Plan) -> str:
