@@ -311,3 +311,18 @@ def test_drift_and_gate_json_carry_each_cases_drop_test(
     main(["drift", "--run", "now", "--baseline", "v1", "--db", str(db), "--json", "--fdr", "0.01"])
     rows = json.loads(capsys.readouterr().out)["case_drops"]
     assert not any(row["can_show_drop"] or row["significant"] for row in rows)
+
+
+def test_a_monte_carlo_case_can_show_a_drop_unless_its_scores_are_all_alike() -> None:
+    """Past 20,000 splits the permutation test draws 10,000: its smallest p is 1 / 10,001,
+    except when every score is the same (every split ties: p is 1 whatever the draw)."""
+    alike = ((0.5,) * 15, (0.5,) * 15)
+    varied = (tuple(0.5 + i / 100 for i in range(15)), tuple(0.2 + i / 100 for i in range(15)))
+    drops = case_drop_tests({"s::alike": alike, "s::varied": varied}, fdr=0.1)
+    assert drops["s::alike"].p_value == 1.0 and drops["s::alike"].min_p == 1.0
+    assert not drops["s::alike"].counted
+    assert drops["s::varied"].min_p == pytest.approx(1 / 10_001)
+    assert drops["s::varied"].p_value == pytest.approx(1 / 10_001)  # every draw is above it
+    assert drops["s::varied"].significant and drops["s::varied"].q_value == pytest.approx(
+        1 / 10_001
+    )
