@@ -103,8 +103,10 @@ def add_case_regressed(
 ) -> None:
     """Each compared case's testcase gets `verdryx.case_regressed`: `true` when its drop is
     significant after the false discovery correction (docs/statistics.md, "Which cases
-    regressed"), else `false`. `nodeids`: case key -> node id. The testcases were written
-    when each item ended, before the gate: the property is added to what junitxml holds."""
+    regressed"), else `false`; a tested case also gets `verdryx.case_p` (its drop test's
+    p-value) and `verdryx.case_q` (adjusted; empty when it cannot show a drop with its
+    samples). `nodeids`: case key -> node id. The testcases were written when each item
+    ended, before the gate: the properties are added to what junitxml holds."""
     xml = _junit_xml(config)
     if xml is None or result is None or result.report is None:
         return
@@ -113,7 +115,7 @@ def add_case_regressed(
     except ImportError:  # pragma: no cover
         return
     compared = {item.key for item in result.deltas}
-    wanted: dict[tuple[str, str], str] = {}
+    wanted: dict[tuple[str, str], list[tuple[str, str]]] = {}
     for key, nodeid in nodeids.items():
         if key not in compared:
             continue
@@ -121,18 +123,23 @@ def add_case_regressed(
         classnames = names[:-1]
         if xml.prefix:
             classnames.insert(0, xml.prefix)
-        wanted_flag = "true" if result.significant(key) else "false"
-        wanted[(".".join(classnames), names[-1])] = wanted_flag
+        found = [("verdryx.case_regressed", "true" if result.significant(key) else "false")]
+        drop = result.case_drops.get(key)
+        if drop is not None:
+            found.append(("verdryx.case_p", _num(drop.p_value)))
+            found.append(("verdryx.case_q", _num(drop.q_value)))
+        wanted[(".".join(classnames), names[-1])] = found
     for reporter in getattr(xml, "node_reporters_ordered", ()):
         element = reporter.to_xml()
-        found = wanted.get((element.get("classname") or "", element.get("name") or ""))
-        if found is None:
+        pairs = wanted.get((element.get("classname") or "", element.get("name") or ""))
+        if pairs is None:
             continue
         properties = element.find("properties")
         if properties is None:
             properties = ET.Element("properties")
             element.insert(0, properties)
-        properties.append(ET.Element("property", name="verdryx.case_regressed", value=found))
+        for name, value in pairs:
+            properties.append(ET.Element("property", name=name, value=value))
 
 
 def emit_events(path: str, run: EvalRun, drift: DriftReport | None) -> list[str]:

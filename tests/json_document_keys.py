@@ -42,5 +42,16 @@ RUNS_KEYS = frozenset(
     {"run_id", "eval_set_ids", "model", "cases", "mean_score", "started_at", "complete"}
 )
 PLAN_KEYS = frozenset(
-    {"mde", "cases_needed", "repeats_needed", "calls_needed", "detect", "power", "alpha"}
+    {
+        "mde",
+        "cases_needed",
+        "repeats_needed",
+        "calls_needed",
+        "detect",
+        "power",
+        "alpha",
+        "mde_floor",
+        "clusters_needed",
+        "variance_components",
+    }
 )

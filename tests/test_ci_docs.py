@@ -37,7 +37,8 @@ def test_every_junit_property_written_is_documented(
         {"id": "typed", "prompt": "p", "grader": "typed", "output": "o"},
     ]
     write_evalset(pytester.path, "s", "s", cases)
-    pytester.runpytest(f"--verdryx-db={db}", "--verdryx-save-baseline=v1")
+    # Sampled twice on both sides, the model case gets a drop test (`verdryx.case_p`, `_q`).
+    pytester.runpytest(f"--verdryx-db={db}", "--verdryx-save-baseline=v1", "--verdryx-repeat=2")
     result = pytester.runpytest(
         f"--verdryx-db={db}",
         "--verdryx-baseline=v1",

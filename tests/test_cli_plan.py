@@ -174,8 +174,9 @@ def test_plan_of_a_run_with_repeats_uses_the_per_case_variances(
         (("--baseline", "v1", "--detect", "nan"), "--detect: 'nan' is not a finite number"),
         (("--baseline", "v1", "--power", "1"), "power 1.0 is not in [0.5, 1)"),
         (("--baseline", "v1", "--power", "high"), "argument --power: invalid float value"),
-        (("--baseline", "v1", "--run", "x"), "not allowed with argument"),
-        ((), "one of the arguments --baseline --run is required"),
+        # Both: the run's paired differences against the baseline (an unknown run refused).
+        (("--baseline", "v1", "--run", "x"), "no such eval run: 'x'"),
+        ((), "plan from what: pass --baseline LABEL, --run ID, or both"),
     ],
 )
 def test_bad_input_is_one_error_line(

@@ -94,6 +94,8 @@ CLI_FLOATS = (
     ("drift", "--min-effect", ("--baseline", "v1")),
     ("drift", "--min-coverage", ("--baseline", "v1")),
     ("drift", "--detect", ("--baseline", "v1")),
+    ("drift", "--fdr", ("--baseline", "v1")),
+    ("gate", "--fdr", ("--baseline", "v1", "--group", "g")),
     ("gate", "--min-coverage", ("--baseline", "v1", "--group", "g")),
     ("gate", "--threshold", ("--baseline", "v1", "--group", "g")),
     ("eval", "--min-score", ("x.evalset.json",)),

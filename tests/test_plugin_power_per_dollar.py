@@ -138,6 +138,15 @@ def test_auto_repeats_clusters_and_significant_drops_reach_every_output(
     }
     assert len(flags) == 21 and flags.pop("c0") == "true", flags
     assert set(flags.values()) == {"false"}
+    # Beside it, the drop test's p and q (docs/ci.md): c0's p is the Fisher p above.
+    numbers = {
+        (case.get("name"), prop.get("name")): prop.get("value")
+        for case in tree.iter("testcase")
+        for prop in case.iter("property")
+        if prop.get("name") in ("verdryx.case_p", "verdryx.case_q")
+    }
+    assert float(numbers[("c0", "verdryx.case_p")]) == pytest.approx(p, rel=1e-5)
+    assert float(numbers[("c0", "verdryx.case_q")]) <= 0.1
 
     # The job summary and the report mark it and list it first.
     step = (pytester.path / "step.md").read_text()

@@ -100,13 +100,21 @@ class GateResult:
         return sorted(drops, key=lambda item: not self.significant(item.key))
 
     def drop_words(self, key: str) -> str:
-        """`significant drop (q 0.012)`, `within noise (p 0.31)`, or `1 sample: not tested`."""
+        """`significant drop (q 0.012)`, `within noise (q 0.31)`, `cannot show a drop with 3
+        samples a side (smallest p 0.2)`, or `not tested (fewer than 2 samples a side)`."""
         drop = self.case_drops.get(key)
         if drop is None:
             return "not tested (fewer than 2 samples a side)"
+        if drop.q_value is None:
+            return f"cannot show a drop with {drop.samples_words()} (smallest p {drop.min_p:.3g})"
         if drop.significant:
             return f"significant drop (q {drop.q_value:.3g})"
         return f"within noise (q {drop.q_value:.3g})"
+
+    def cannot_show(self) -> int:
+        """How many tested cases cannot show a drop with their samples (left out of the
+        false discovery count)."""
+        return sum(1 for drop in self.case_drops.values() if not drop.counted)
 
     @property
     def expected(self) -> int:

@@ -17,7 +17,7 @@ from verdryx_core.untrusted.text import printable
 if TYPE_CHECKING:
     # Types only: a run that names no baseline never imports the gate's statistics.
     from verdryx_core.gating.comparison import GateResult
-    from verdryx_core.gating.planning import Plan
+    from verdryx_core.gating.planning import Noise, Plan
 
 __all__ = [
     "fmt_score",
@@ -222,11 +222,15 @@ def gate_lines(
     )
     if drops:
         tested = len(result.case_drops)
+        # Cases left out of the false discovery count are said so: their drop, if any, is
+        # one their samples cannot show (docs/statistics.md, "Which cases regressed").
+        cannot = result.cannot_show()
+        left_out = f"; {cannot} cannot show a drop with their samples" if cannot else ""
         lines.append(
             "worst regressed cases:"
             if not tested
             else f"regressed cases ({len(significant)} of {tested} tested significant at "
-            f"FDR {result.fdr:g}):"
+            f"FDR {result.fdr:g}{left_out}):"
         )
         lines.extend(
             f"  {item.key}: {item.baseline:.3f} -> {item.current:.3f} ({item.delta:+.3f})"
@@ -258,8 +262,10 @@ def plan_line(plan: Plan, *, repeats_help: bool = True) -> str:
     """The summary's one `plan:` line: the sizes that see a drop of `detect` at `power`
     (docs/statistics.md, "Planning a run"); `repeats_help` as for `gate_lines` (repeats of a
     recorded output measure nothing new, so only more cases are offered)."""
-    ways = [_size(plan.cases_needed, 1)]
-    if repeats_help:
+    ways = [_size(plan.cases_needed, 1) + _in_clusters(plan)]
+    # Repeats are offered only where they get there: a shock a cluster's cases share in a
+    # session is not averaged out by repeats (docs/statistics.md, "Clustered cases in a plan").
+    if repeats_help and plan.repeats_needed is not None:
         ways.append(_size(plan.noise.cases, plan.repeats_needed))
     return (
         f"plan: to see a drop of {plan.detect:.3f} at {plan.power:.0%} power, measure "
@@ -273,32 +279,67 @@ def plan_lines(plan: Plan) -> list[str]:
     noise = plan.noise
     source = {
         "repeats": "from the cases' repeated samples",
-        "paired": "from the gate's paired differences",
+        "paired": "from the paired differences of a run and its baseline",
         "bound": "an upper bound from one sample per case, where a flaky case and a hard one "
         "look alike; measure once with repeats for a sharper plan",
     }[noise.source]
+    shocks = {
+        "none": "",
+        "baseline": ", from this one session: an upper bound",
+        "paired": ", from paired differences",
+    }[noise.shocks]
+    repeats = (
+        f"{_size(noise.cases, plan.repeats_needed)} (live outputs only: a recorded output is "
+        "one fixed measurement)"
+        if plan.repeats_needed is not None
+        else f"cannot get there: at {noise.cases:,} cases {_unaveraged(noise)}, which "
+        f"repeats do not average out, leaves an MDE of at least {plan.mde_floor:.3f}; add "
+        + ("cases in more clusters" if noise.cluster_size > 1 else "cases")
+    )
     lines = [
         f"noise: within-case variance {plan.noise.variance:.4f} per sample ({source})",
         *(
             [
                 f"{noise.clusters.words()}: design effect {noise.design_effect:.2f} (the "
-                "variance of the mean is that many times an independent set's)"
+                "variance of the mean is that many times an independent set's); per "
+                f"session shock {noise.cluster_shock:.4f} a cluster{shocks}, not averaged by "
+                "repeats"
             ]
             if noise.clusters is not None
+            else []
+        ),
+        *(
+            [f"per-session shock of a case {noise.case_shock:.4f}, not averaged by repeats"]
+            if noise.case_shock > 0
             else []
         ),
         f"to see a drop of {plan.detect:.3f} at {plan.power:.0%} power (the gate's "
         f"{1 - plan.alpha:.0%} interval below zero):",
         f"  now:          {_size(noise.cases, noise.samples)}: MDE {plan.mde:.3f}, power "
         f"{plan.power_now:.0%}",
-        f"  more cases:   {_size(plan.cases_needed, 1)}",
-        f"  more repeats: {_size(noise.cases, plan.repeats_needed)} (live outputs only: "
-        "a recorded output is one fixed measurement)",
+        f"  more cases:   {_size(plan.cases_needed, 1)}{_in_clusters(plan)}",
+        f"  more repeats: {repeats}",
         "the baseline and each gated run are measured at the size chosen",
     ]
     if plan.enough:
         lines.insert(1, f"the current size already sees a drop of {plan.detect:.3f}")
     return _printable(lines)
+
+
+def _unaveraged(noise: Noise) -> str:
+    """What repeats cannot average out, in words."""
+    parts = []
+    if noise.cluster_shock > 0 and noise.cluster_size > 1:
+        parts.append("the shock a cluster's cases share in one session")
+    if noise.case_shock > 0:
+        parts.append("a case's own shock in one session")
+    return " and ".join(parts) or "the noise of a session"
+
+
+def _in_clusters(plan: Plan) -> str:
+    """` in 120 clusters` when the cases cluster: more cases must come in more clusters."""
+    count = plan.clusters_needed
+    return "" if count is None else f" in {count:,} clusters of {plan.noise.cluster_size:.3g}"
 
 
 def _size(cases: int, samples: float) -> str:

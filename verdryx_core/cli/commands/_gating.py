@@ -9,14 +9,15 @@ from typing import Any
 
 from verdryx_core.cli.commands._common import float_argument
 from verdryx_core.conclusion import FAIL_ON, Conclusion, RunPolicy
-from verdryx_core.defaults import DEFAULT_MIN_COVERAGE, DEFAULT_THRESHOLD, GATES
+from verdryx_core.defaults import DEFAULT_FDR, DEFAULT_MIN_COVERAGE, DEFAULT_THRESHOLD, GATES
 from verdryx_core.gating.compare import GateOutcome, GatePolicy
-from verdryx_core.gating.comparison import METRICS
+from verdryx_core.gating.comparison import METRICS, GateResult
 
 __all__ = [
     "EXIT_FAILED",
     "EXIT_REFUSED",
     "add_gate_arguments",
+    "case_drop_rows",
     "exit_code",
     "gate_document",
     "outcome_lines",
@@ -91,6 +92,14 @@ def add_gate_arguments(
         "verdict uses the paired one (default: off, it is two thirds of the work)",
     )
     parser.add_argument(
+        "--fdr",
+        type=float_argument(minimum=0.0001, maximum=1.0),
+        default=DEFAULT_FDR,
+        metavar="Q",
+        help="the false discovery rate of the per-case drop tests (`case_drops`; default "
+        f"{DEFAULT_FDR:g})",
+    )
+    parser.add_argument(
         "--root", default=".", help="where .verdryx/baselines/ lives (default: current dir)"
     )
 
@@ -107,6 +116,7 @@ def policy_from(args: argparse.Namespace) -> GatePolicy:
         require_power=args.require_power,
         metric=args.gate_metric,
         two_sample_interval=args.two_sample_interval,
+        fdr=getattr(args, "fdr", DEFAULT_FDR),
     )
 
 
@@ -126,7 +136,32 @@ def gate_document(outcome: GateOutcome) -> dict[str, Any]:
         "removed": list(result.removed),
         "changed": list(result.changed),
         "note": result.note,
+        "case_drops": case_drop_rows(result),
     }
+
+
+def case_drop_rows(result: GateResult) -> list[dict[str, Any]]:
+    """docs/cli.md, `drift`: each tested case's drop test, in the baseline's case order
+    (docs/statistics.md, "Which cases regressed"); `q` is null for a case left out of the
+    false discovery count (it cannot show a drop with its samples)."""
+    rows = []
+    for key, drop in result.case_drops.items():
+        eval_set_id, _, case_id = key.partition("::")
+        rows.append(
+            {
+                "eval_set_id": eval_set_id,
+                "case_id": case_id,
+                "p": drop.p_value,
+                "q": drop.q_value,
+                "significant": drop.significant,
+                "min_p": drop.min_p,
+                "can_show_drop": drop.counted,
+                "test": drop.test,
+                "baseline_samples": drop.baseline_n,
+                "current_samples": drop.current_n,
+            }
+        )
+    return rows
 
 
 def outcome_lines(outcome: GateOutcome) -> list[str]:

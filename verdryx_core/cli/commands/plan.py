@@ -1,10 +1,14 @@
-"""`verdryx plan (--baseline LABEL | --run ID)`: what it takes for the gate to see a drop of
-`--detect` at `--power`: the MDE now, the cases needed at one sample, the repeats needed at
-the current cases, and the calls of each (docs/cli.md, docs/statistics.md "Planning a run")."""
+"""`verdryx plan (--baseline LABEL | --run ID | --baseline LABEL --run ID)`: what it takes for
+the gate to see a drop of `--detect` at `--power`: the MDE now, the cases needed at one
+sample, the repeats needed at the current cases (when repeats can get there), and the calls
+of each (docs/cli.md, docs/statistics.md "Planning a run"). Both: from the run's paired
+differences against the baseline, two sessions, which tell a cluster's per-session shock
+from its shared difficulty."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 
 from verdryx_core.cli.commands._common import (
@@ -21,6 +25,7 @@ from verdryx_core.gating.planning import (
     DEFAULT_POWER,
     Noise,
     noise_of_baseline,
+    noise_of_pair,
     noise_of_scores,
     plan,
 )
@@ -33,9 +38,13 @@ HELP = "how many cases or repeats the gate needs to see a drop (from a run or a 
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--baseline", metavar="LABEL", help="plan from this baseline's cases")
-    source.add_argument("--run", metavar="ID", help="plan from this stored run (an id prefix)")
+    parser.add_argument(
+        "--baseline",
+        metavar="LABEL",
+        help="plan from this baseline's cases (with --run: from the run's paired differences "
+        "against it)",
+    )
+    parser.add_argument("--run", metavar="ID", help="plan from this stored run (an id prefix)")
     parser.add_argument(
         "--detect",
         type=float_argument(),
@@ -58,7 +67,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.run is not None:
+    if args.run is None and args.baseline is None:
+        raise UsageError("plan from what: pass --baseline LABEL, --run ID, or both")
+    if args.run is not None and args.baseline is not None:
+        subject, noise, source = _paired(args)
+    elif args.run is not None:
         with open_store(args, read_only=True) as store:
             found = store.find_run(args.run)
         if found is None:
@@ -83,6 +96,42 @@ def run(args: argparse.Namespace) -> int:
         print(f"  note: {noise.note}")
     print()
     return 0
+
+
+def _paired(args: argparse.Namespace) -> tuple[str, Noise, dict[str, str]]:
+    """The noise of the run's paired differences against the baseline: two sessions of the
+    same cases, where a cluster's shared difficulty cancels and its per-session shock
+    shows (docs/statistics.md, "Clustered cases in a plan")."""
+    from verdryx_core.gating.comparison import compare_to_baseline
+
+    with open_store(args, read_only=True) as store:
+        baseline = find_baseline(args.baseline, store=store, root=Path(args.root))
+        found = store.find_run(args.run)
+    if found is None:
+        raise UsageError(f"no such eval run: {args.run!r} (see `verdryx runs`)")
+    name = baseline.label or baseline.id
+    result = compare_to_baseline([found], baseline, detect=args.detect)
+    counts = [max(1, len(case.samples)) for case in baseline.cases]
+    noise = (
+        None
+        if result.report is None
+        else noise_of_pair(
+            result.report, found, baseline_samples=sum(counts) / len(counts) if counts else 1.0
+        )
+    )
+    if noise is None:
+        raise UsageError(
+            f"run {found.id} pairs fewer than 2 cases with baseline {name!r}: nothing to plan "
+            "from; plan from the baseline or the run alone"
+        )
+    if result.regressed:
+        noise = dataclasses.replace(
+            noise,
+            note="the run regressed against the baseline: its paired differences hold the drop "
+            "too; plan from a run of the unchanged agent",
+        )
+    subject = f"run {found.id} against baseline {name} ({noise.cases:,} paired cases)"
+    return subject, noise, {"baseline": name, "run_id": found.id}
 
 
 def _baseline(args: argparse.Namespace) -> tuple[Baseline, EvalRun | None]:
