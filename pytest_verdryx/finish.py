@@ -186,6 +186,7 @@ def run_policy(settings: Settings, rootdir: Path) -> RunPolicy:
         fail_on=settings.fail_on,
         save_baseline=settings.save_baseline,
         allow_partial_baseline=settings.allow_partial_baseline,
+        baseline_runs=settings.baseline_runs,
         labels=tuple(_labels_paths(settings, rootdir)),
     )
 

@@ -91,6 +91,17 @@ OPTIONS: Final = (
         metavar="LABEL",
     ),
     _Option(
+        "verdryx_baseline_runs",
+        "with --verdryx-save-baseline, pool each case's samples over this run and the K-1 "
+        "newest earlier complete runs of the same eval sets, model, judge, target and target "
+        "version (default 1)",
+        1,
+        "int",
+        minimum=1,
+        maximum=100,
+        metavar="K",
+    ),
+    _Option(
         "verdryx_window",
         "pool this run with the N-1 previous complete runs of the same eval sets, model, "
         "judge, target and target version (default 1)",
@@ -417,6 +428,7 @@ class Settings:
     store: bool
     label: str | None = None
     allow_partial_baseline: bool = False
+    baseline_runs: int = 1
     patterns: tuple[str, ...]
     prices: str | None
     shard: ShardSpec | None = None
@@ -592,6 +604,7 @@ def read_settings(config: pytest.Config, env: Mapping[str, str] | None = None) -
         store=not get("no_verdryx_store"),
         label=get("verdryx_label"),
         allow_partial_baseline=get("verdryx_allow_partial_baseline"),
+        baseline_runs=get("verdryx_baseline_runs"),
         patterns=patterns,
         prices=config.getini("verdryx_prices") or None,
         shard=shard,

@@ -64,6 +64,7 @@ __all__ = [
 CLI_FLAGS: Final[Mapping[str, str]] = {
     "allow_model_change": "--allow-model-change",
     "allow_partial_baseline": "--allow-partial",
+    "baseline_runs": "--runs",
     "batch": "--batch",
     "cache": "--cache",
     "concurrency": "--concurrency",

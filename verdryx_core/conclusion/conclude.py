@@ -76,11 +76,20 @@ class SavedBaseline:
     baseline: Baseline
     #: The committed file written (None: none was asked for).
     path: Path | None = None
+    #: The earlier runs its cases' samples were pooled from, newest first (their ids).
+    pooled: tuple[str, ...] = ()
+    #: How the pooling went, in words (None: one run was asked for).
+    pooled_words: str | None = None
+    #: Why one sample per case will carry this run's luck into every gate, with what `plan`
+    #: predicts for more baseline runs and for repeats (None: nothing to warn of).
+    warning: str | None = None
 
     def words(self) -> str:
-        """`v1 (mean 0.812) -> .verdryx/baselines/v1.json`."""
+        """`v1 (mean 0.812; pooled with 2 earlier runs (1a2b3c4d, 5e6f7a8b)) ->
+        .verdryx/baselines/v1.json`."""
         where = f" -> {self.path}" if self.path is not None else ""
-        return f"{self.baseline.label} (mean {self.baseline.mean:.3f}){where}"
+        pooled = f"; {self.pooled_words}" if self.pooled_words else ""
+        return f"{self.baseline.label} (mean {self.baseline.mean:.3f}{pooled}){where}"
 
 
 def save_baseline(
@@ -91,12 +100,22 @@ def save_baseline(
     root: str | Path | None = None,
     allow_partial: bool = False,
     selection: str = SELECTION_WORDS,
+    runs: int = 1,
+    history: Store | None = None,
+    flags: Mapping[str, str] = CLI_FLAGS,
 ) -> SavedBaseline:
     """Save `run` as baseline `label`: in `store`, and as `.verdryx/baselines/LABEL.json`
     under `root` (each when given). Raises `BaselineRefusedError` for an incomplete run, and
     for a partial one (`selection`: what it measured, in words) unless `allow_partial`;
-    `UsageError` for a label that cannot name a file or a run with nothing measured."""
+    `UsageError` for a label that cannot name a file or a run with nothing measured.
+
+    `runs` > 1 pools each case's samples over this run and the `runs - 1` newest earlier
+    complete runs of the same measurement in `history` (default: `store`), the rule
+    `--verdryx-window` pools by (docs/statistics.md, "Baselines from several runs"). A
+    baseline of one sample per case whose cases vary gets a `warning` (in `flags`' words)."""
     label = check_label(label)
+    if runs < 1:
+        raise UsageError(f"baseline runs {runs!r} is not a positive number of runs")
     if not run.complete:
         raise BaselineRefusedError(
             f"eval run {run.id!r} is incomplete (interrupted, or a case errored): a baseline "
@@ -113,10 +132,29 @@ def save_baseline(
         baseline = Baseline.from_run(run, id=str(uuid.uuid4()), label=label)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    pooled: tuple[str, ...] = ()
+    pooled_words = warning = None
+    source = history if history is not None else store
+    if runs > 1 or any(len(case.samples) < 2 for case in baseline.cases):
+        # The statistics (numpy) only for a baseline that pools or may warn.
+        from verdryx_core.gating.pooled_baseline import Pooled, pool_baseline, variation_warning
+
+        if runs > 1:
+            found = (
+                pool_baseline(baseline, run, source, runs)
+                if source is not None
+                else Pooled(baseline=baseline, asked=runs)
+            )
+            baseline, pooled, pooled_words = found.baseline, found.runs, found.words()
+            if source is None:
+                pooled_words = "not pooled: there is no store to find earlier runs in"
+        warning = variation_warning(baseline, run, flags=flags)
     if store is not None:
         store.save_baseline(baseline)
     path = write_baseline_file(Path(root), baseline) if root is not None else None
-    return SavedBaseline(baseline=baseline, path=path)
+    return SavedBaseline(
+        baseline=baseline, path=path, pooled=pooled, pooled_words=pooled_words, warning=warning
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -243,7 +281,7 @@ def conclude(
         work.stand(baseline if isinstance(baseline, Baseline) else None)
         work.nothing_measured()
         if policy.save_baseline:
-            work.save_baseline(policy.save_baseline, history.writable, root)
+            work.save_baseline(policy.save_baseline, history, root)
     finally:
         history.close()
     return work.conclusion()
@@ -499,7 +537,8 @@ class _Work:
         self.messages.append(f"ERROR: {why}")
         self.reasons.append(("refused", why))
 
-    def save_baseline(self, label: str, store: Store | None, root: str | Path | None) -> None:
+    def save_baseline(self, label: str, history: _History, root: str | Path | None) -> None:
+        store = history.writable
         if self.incomplete or not self.run.complete:
             self.not_saved = f"the run is incomplete ({self.incomplete})"
             self.messages.append(f"baseline {label!r} NOT saved: {self.not_saved}")
@@ -516,7 +555,12 @@ class _Work:
                 root=root,
                 allow_partial=self.policy.allow_partial_baseline,
                 selection=self.selection.narrowed or SELECTION_WORDS,
+                runs=self.policy.baseline_runs,
+                history=self._earlier(history),
+                flags=self.flags,
             )
+            if self.saved.warning:
+                self.messages.append(f"WARNING: {self.saved.warning}")
         except BaselineRefusedError as exc:
             why = self.worded(exc)
             self.not_saved = why
@@ -527,6 +571,16 @@ class _Work:
             self.not_saved = why
             self.messages.append(f"ERROR: baseline {label!r} not saved: {why}")
             self.reasons.append(("failed", f"baseline {label!r} not saved: {why}"))
+
+    def _earlier(self, history: _History) -> Store | None:
+        """The store earlier runs are pooled from (None: one run is asked for, or there is
+        no store)."""
+        if self.policy.baseline_runs <= 1:
+            return None
+        try:
+            return history.get()
+        except VerdryxError:
+            return None  # the run was not stored either: it says so
 
     def conclusion(self) -> Conclusion:
         refusal = next((why for kind, why in self.reasons if kind == "refused"), None)

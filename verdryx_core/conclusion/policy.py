@@ -50,6 +50,9 @@ class RunPolicy:
     fail_on: str = "verdict"
     #: Save the run as a baseline under this label (None: save none).
     save_baseline: str | None = None
+    #: The runs a saved baseline pools per case: this one and the `baseline_runs - 1` newest
+    #: earlier comparable ones (docs/statistics.md, "Baselines from several runs").
+    baseline_runs: int = 1
     #: Save a baseline of a run that measured a selection of the cases anyway.
     allow_partial_baseline: bool = False
     #: Files of human labels the run's judge is checked against (docs/calibrating-the-judge.md).

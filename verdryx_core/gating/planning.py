@@ -48,6 +48,7 @@ __all__ = [
     "noise_of_values",
     "plan",
     "plan_for_gate",
+    "power_apart",
     "power_at",
     "samples_per_case",
 ]
@@ -152,6 +153,11 @@ class Noise:
         plus the dropped run's."""
         return self.side_variance(samples) * (1 + self.dropped_factor(drop))
 
+    def dropped_variance(self, drop: float) -> float:
+        """One sample's variance in the run that dropped by `drop`, v(D) = v + k (D (2m - 1)
+        - D^2): the second term of `pair_variance`."""
+        return self.pair_variance(drop) - self.variance
+
     def se(self, cases: float, samples: float, drop: float) -> float:
         """The standard error of the mean paired difference at this size and drop (more
         cases come in more clusters of the same mean size)."""
@@ -255,6 +261,54 @@ def power_at(
         return 1.0 if detect > 0 else 0.0
     z_alpha = NormalDist().inv_cdf(1 - (1 - confidence) / 2)
     return NormalDist().cdf(detect / se - z_alpha)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Apart:
+    """The power and MDE of a gate whose baseline holds another number of samples per case
+    than each gated run (a baseline pooled from several runs)."""
+
+    power: float
+    mde: float
+
+
+def power_apart(
+    noise: Noise,
+    *,
+    baseline_samples: float,
+    detect: float,
+    samples: float | None = None,
+    power: float = DEFAULT_POWER,
+    confidence: float = DEFAULT_CONFIDENCE,
+) -> Apart:
+    """`power_at` and the MDE when the baseline holds `baseline_samples` per case and each
+    gated run `samples` (None: the noise's own): a case's paired difference then has variance
+    v / r_baseline + v(D) / r_run, which is `pair_variance(D) / r` when both are r."""
+    cases, samples = noise.cases, noise.samples if samples is None else samples
+    z = NormalDist().inv_cdf
+    z_alpha = z(1 - (1 - confidence) / 2)
+
+    def se(drop: float) -> float:
+        variance = noise.variance / baseline_samples + noise.dropped_variance(drop) / samples
+        return math.sqrt(noise.design_effect * variance / cases)
+
+    now = se(detect)
+    power_now = (
+        (1.0 if detect > 0 else 0.0) if now == 0 else NormalDist().cdf(detect / now - z_alpha)
+    )
+    # The MDE solves D = (z(1 - alpha/2) + z(P)) SE(D); SE(D) is bounded, so D - z_sum SE(D)
+    # turns positive by D = z_sum SE(0) + ... and bisection finds the root.
+    z_sum = z_alpha + z(power)
+    low, high = 0.0, 1.0
+    while high - z_sum * se(high) < 0 and high < 64:
+        high *= 2
+    for _ in range(100):
+        middle = (low + high) / 2
+        if middle - z_sum * se(middle) < 0:
+            low = middle
+        else:
+            high = middle
+    return Apart(power=power_now, mde=high)
 
 
 def plan(
@@ -382,9 +436,17 @@ def noise_of_scores(scores: Sequence[Score], *, keys: Collection[str] | None = N
 
 def noise_of_baseline(baseline: Baseline, run: EvalRun | None) -> Noise:
     """The noise of a baseline's cases: from its run's samples when the store still has the
-    run, else from the frozen case scores alone (a bound)."""
+    run, else from the frozen case scores alone (a bound). A baseline pooled over several
+    runs (docs/statistics.md, "Baselines from several runs") holds the samples its run alone
+    lacks: their variance is measured, not bounded, and each gated run is planned at its
+    run's samples per case."""
     if run is not None:
-        return noise_of_scores(run.scores, keys={case.key for case in baseline.cases})
+        noise = noise_of_scores(run.scores, keys={case.key for case in baseline.cases})
+        pooled = [case.samples for case in baseline.cases if len(case.samples) >= 2]
+        if noise.bound and pooled:
+            variance = math.fsum(_variance(samples) for samples in pooled) / len(pooled)
+            noise = dataclasses.replace(noise, variance=variance, source="repeats")
+        return noise
     values = [case.value for case in baseline.cases]
     clustered = with_clusters(values, [case.cluster for case in baseline.cases])
     repeated = [case.samples for case in baseline.cases if len(case.samples) >= 2]

@@ -4,6 +4,7 @@ the pytest plugin saves one by (an incomplete or partial run is refused: docs/ci
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from verdryx_core.cli.commands._common import (
@@ -15,6 +16,7 @@ from verdryx_core.cli.commands._common import (
 from verdryx_core.conclusion import save_baseline
 from verdryx_core.errors import UsageError
 from verdryx_core.gating.baselines import check_label
+from verdryx_core.untrusted.text import printable
 
 NAME = "baseline"
 HELP = "save a stored run as a named baseline (optionally as a committed file too)"
@@ -34,27 +36,49 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="save a run that measured a selection of the cases (file arguments, -k, --lf, "
         "a shard) anyway; a baseline of a selection gates later full runs on it alone",
     )
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=1,
+        metavar="K",
+        help="pool each case's samples over this run and the K-1 newest earlier complete runs "
+        "of the same eval sets, model, judge, target and target version (default 1; "
+        "docs/statistics.md, 'Baselines from several runs')",
+    )
     add_db_argument(parser)
     add_json_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     label = check_label(args.label)
+    if args.runs < 1:
+        raise UsageError(f"--runs {args.runs}: expected a positive number of runs")
     root = _write_root(args.write_file) if args.write_file else None
     with open_store(args) as store:
         found = store.find_run(args.run_id)
         if found is None:
             raise UsageError(f"no such eval run: {args.run_id!r} (see `verdryx runs`)")
         saved = save_baseline(
-            found, label, store=store, root=root, allow_partial=args.allow_partial
+            found,
+            label,
+            store=store,
+            root=root,
+            allow_partial=args.allow_partial,
+            runs=args.runs,
         )
     baseline, path = saved.baseline, saved.path
+    if saved.warning:
+        print(f"WARNING: {printable(saved.warning, keep_newlines=False)}", file=sys.stderr)
     if args.json:
-        print_json(baseline.to_dict() | {"file": str(path) if path else None})
+        print_json(
+            baseline.to_dict()
+            | {"file": str(path) if path else None, "pooled_runs": list(saved.pooled)}
+        )
     else:
+        pooled = f"; {saved.pooled_words}" if saved.pooled_words else ""
         print(
             f"baseline {label} ({baseline.id}): run {found.id}, mean {baseline.mean:.3f} over "
-            f"{len(baseline.cases)} cases" + (f"; written to {path}" if path else "")
+            f"{len(baseline.cases)} cases{pooled}" + (f"; written to {path}" if path else "")
         )
     return 0
 
