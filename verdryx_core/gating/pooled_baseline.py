@@ -150,7 +150,6 @@ def variation_warning(
     runs = SUGGESTED_RUNS
     pooled = power_apart(noise, baseline_samples=runs * noise.samples, detect=detect)
     repeats = now.repeats_needed
-    repeated = power_apart(noise, samples=repeats, baseline_samples=repeats, detect=detect)
     held = (
         "every case holds one sample"
         if len(single) == len(baseline.cases)
@@ -162,11 +161,21 @@ def variation_warning(
         f'runs"). verdryx plan predicts, for a drop of {detect:.3f}: as saved, '
         f"{_size(noise)}: MDE {now.mde:.3f}, power {now.power_now:.0%}; "
         f"{{baseline_runs}}={runs} (the baseline pools {runs} runs, each gated run as now): "
-        f"MDE {pooled.mde:.3f}, power {pooled.power:.0%}; "
+        f"MDE {pooled.mde:.3f}, power {pooled.power:.0%}; " + _repeats_part(noise, repeats, detect)
+    )
+    return word_hint(hint, flags)
+
+
+def _repeats_part(noise: Noise, repeats: int | None, detect: float) -> str:
+    """What `plan` predicts for repeats on both sides; None from `plan` means no number of
+    samples reaches the drop (a per-session shock repeats cannot average)."""
+    if repeats is None:
+        return f"{{repeat}}: no number of samples a case gets a drop of {detect:.3f} seen"
+    repeated = power_apart(noise, samples=repeats, baseline_samples=repeats, detect=detect)
+    return (
         f"{{repeat}}={repeats} (the baseline and every gated run {repeats} samples a case): "
         f"MDE {repeated.mde:.3f}, power {repeated.power:.0%}"
     )
-    return word_hint(hint, flags)
 
 
 def _why_it_varies(cases: Sequence[BaselineCase], run: EvalRun) -> str | None:
