@@ -47,10 +47,8 @@ def check_exports(
                 "agent://host/path (lowercase letters, digits, '.', '_', '/', '-')"
             )
     if settings.events:
-        from verdryx_core.addons.canonical import require_canonical_json
         from verdryx_core.addons.events.log import check_events_path
 
-        require_canonical_json()
         check_events_path(settings.events)
     exporter = None
     if otlp_endpoint and on_controller:

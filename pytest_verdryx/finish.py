@@ -7,6 +7,7 @@ in `pytest_sessionfinish`, which it reaches even on exits that skip the summary.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -45,6 +46,8 @@ class SessionEnd:
     exit_status: int | pytest.ExitCode = pytest.ExitCode.OK
     #: Wall time spent waiting for calls made ahead.
     call_seconds: float = 0.0
+    #: What those calls were, each kind once (`target calls`, `sandbox runs`).
+    call_kinds: tuple[str, ...] = ()
     store_path: StoreTarget | None = None
     #: What it takes to see `--verdryx-detect`, when an on-track verdict could not see it.
     plan: Plan | None = None
@@ -112,7 +115,11 @@ def incomplete_reason(
 
 
 def finish_session(
-    context: SessionContext, session: pytest.Session, *, call_seconds: float
+    context: SessionContext,
+    session: pytest.Session,
+    *,
+    call_seconds: float,
+    call_kinds: Sequence[str] = (),
 ) -> SessionEnd:
     settings, state = context.settings, context.state
     stopped_by = session.shouldfail or session.shouldstop
@@ -150,6 +157,7 @@ def finish_session(
         messages=[*context.messages, *context.state.notes, *conclusion.messages],
         exit_status=exit_status(session.exitstatus, conclusion),
         call_seconds=call_seconds,
+        call_kinds=tuple(call_kinds),
         store_path=store.path if settings.store else None,
     )
     if end.gate is not None:

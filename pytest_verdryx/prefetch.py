@@ -100,6 +100,8 @@ class PrefetchCalls:
         self.config = scoring.context.config
         #: Wall time spent waiting for calls made ahead (the summary shows it).
         self.seconds = 0.0
+        #: What those calls were (`target calls`, `sandbox runs`), in order, each once.
+        self.kinds: list[str] = []
         self.session: pytest.Session | None = None
         self._for_workers_done = False
         #: The items' calls made ahead, until `end` counts what no item took.
@@ -145,6 +147,7 @@ class PrefetchCalls:
             ahead.finish()
             self._in_flight = False
             self.seconds += ahead.seconds
+        self._called(ahead.kinds)
 
     def end(self, *, interrupted: bool) -> None:
         """The items are done (or stopped): drop the calls not started and wait for those in
@@ -232,6 +235,7 @@ class PrefetchCalls:
             )
         finally:
             evaluation.target_handoff = None
+        self._called(("target calls",))
         return handed
 
     def _models_ahead(self, work: list[Work], handed: list[Work]) -> None:
@@ -280,9 +284,13 @@ class PrefetchCalls:
                 evaluation.target_handoff = None
                 reader.close()
         self.seconds += ahead.seconds
+        self._called(ahead.kinds)
         entries = evaluation.finish_calls().take_entries()
         if entries:
             self.context.store.open().cache_put_many(entries)
+
+    def _called(self, kinds: Sequence[str]) -> None:
+        self.kinds.extend(kind for kind in kinds if kind not in self.kinds)
 
     def _write_line(self, line: str) -> None:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")

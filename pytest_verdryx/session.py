@@ -486,7 +486,12 @@ class VerdryxSession:
         try:
             if not context.state.active or self.config.option.collectonly:
                 return  # listing cases measures nothing: no run, not even an incomplete one
-            self.end = finish_session(context, session, call_seconds=self.prefetch.seconds)
+            self.end = finish_session(
+                context,
+                session,
+                call_seconds=self.prefetch.seconds,
+                call_kinds=self.prefetch.kinds,
+            )
             session.exitstatus = self.end.exit_status
         finally:
             context.store.close()

@@ -11,6 +11,7 @@ from typing import Any
 from pytest_verdryx.finish import SessionEnd
 from pytest_verdryx.options import FLAGS
 from pytest_verdryx.shard import gate_hint
+from verdryx_core.llm.progress import call_words
 from verdryx_core.reporting.breakdown import breakdown_lines, compute_breakdown
 from verdryx_core.reporting.summary import (
     fmt_score,
@@ -79,8 +80,10 @@ def write_summary(tr: Any, end: SessionEnd) -> None:
     if spans:
         tr.write_line(spans)
     if end.call_seconds >= 0.1:
+        # Named by what was called: a sandbox run on a recorded output is no model call.
         tr.write_line(
-            f"model calls: {end.call_seconds:.2f}s with concurrency {settings.concurrency}"
+            f"{call_words(end.call_kinds)}: {end.call_seconds:.2f}s "
+            f"with concurrency {settings.concurrency}"
         )
     stopped = _stopped_calls_line(end)
     if stopped:

@@ -466,10 +466,15 @@ class EvalRun:
     def produced_by(self) -> str:
         """What produced the outputs, as summaries say it: `target=orders:answer@v2` first
         for an agent under test (its cases' outputs), then `model=NAME` (the cases without a
-        target, and what a target falls back to)."""
+        target, and what a target falls back to). A target run none of whose eval sets went
+        to the model names no model: `model=stub` beside a target and a real judge reads as
+        if something had been graded by the stub."""
         if self.target:
             version = f"@{self.target_version}" if self.target_version else ""
-            return f"target={self.target}{version}  model={self.model}"
+            produced = f"target={self.target}{version}"
+            if self.set_targets is not None and None not in self.set_targets.values():
+                return produced
+            return f"{produced}  model={self.model}"
         return f"model={self.model}"
 
     @classmethod

@@ -21,10 +21,9 @@ from verdryx_core.cases import EvalCase
 from verdryx_core.evaluation.batching import send_batches
 from verdryx_core.evaluation.scoring import CaseScorer
 from verdryx_core.evaluation.sdk_import import import_sdks_if_calling
-from verdryx_core.evaluation.target_output import TargetOutput
 from verdryx_core.graders.base import GradeContext
 from verdryx_core.llm.pool import CallPool
-from verdryx_core.llm.progress import Progress, TextStream
+from verdryx_core.llm.progress import Progress, TextStream, call_words
 from verdryx_core.runs import Score
 
 __all__ = ["Prefetch", "Work", "prefetch_all", "start_prefetch"]
@@ -50,6 +49,8 @@ class Prefetch:
         self.seconds = 0.0
         #: The keys of the calls `abort` found in flight and did not wait for.
         self.given_up: set[str] = set()
+        #: What was called (`CaseScorer.call_kinds`), in order: `target calls`, `sandbox runs`.
+        self.kinds: tuple[str, ...] = ()
         self._scorer = scorer
         self._pool = pool
         self._started = time.perf_counter()
@@ -126,11 +127,14 @@ def start_prefetch(
     else:
         # A model SDK is imported here when a call will go out, before any call is timed.
         import_sdks_if_calling(scorer, [entry.case for entry in remote])
-    # The agent under test is not "the model": the line says whose calls it counts.
-    label = "target calls" if isinstance(scorer.live, TargetOutput) else "model calls"
+    # The agent under test is not "the model", nor is a sandbox run on a recorded output:
+    # the line says what it counts.
+    kinds = tuple(dict.fromkeys(kind for e in remote for kind in scorer.call_kinds(e.case)))
+    label = call_words(kinds)
     progress = Progress(len(remote), stream=stream, label=label) if stream is not None else None
     pool = CallPool(concurrency, progress=progress)
     prefetch = Prefetch(scorer, pool)
+    prefetch.kinds = kinds
     try:
         for entry in remote:
             prefetch.futures[entry.key] = pool.submit(scorer.score, entry.case, entry.context)

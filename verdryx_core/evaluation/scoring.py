@@ -82,6 +82,23 @@ class CaseScorer:
             return True
         return case.needs_model and self.live is not None and self.live.remote
 
+    def call_kinds(self, case: EvalCase) -> tuple[str, ...]:
+        """What scoring `case` calls, in the words the progress line and the summary say:
+        `target calls` or `model calls` for its output, then its grader's own (`judge calls`,
+        `sandbox runs`); empty for a case scored inline. A sandbox run on a recorded output
+        is not a model call."""
+        if not self.graders.has(case.grader):
+            return ()
+        kinds: list[str] = []
+        if case.needs_model and self.live is not None and self.live.remote:
+            uses_target = getattr(self.live, "uses_target", None)
+            targeted = uses_target is not None and uses_target(case)
+            kinds.append("target calls" if targeted else "model calls")
+        grader = self.graders.find(case.grader)
+        if _remote(grader):
+            kinds.append(str(getattr(grader, "calls", "grader calls")))
+        return tuple(kinds)
+
     def score(self, case: EvalCase, context: GradeContext) -> Score:
         """Grade one case; raises ModelCallError on infrastructure failure."""
         try:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Final, Literal
 
 from verdryx_core.errors import CLI_FLAGS, ModelChangeError, VerdryxError, word_hint
 from verdryx_core.gating.comparison import GateResult, Window, compare_to_baseline, window_runs
-from verdryx_core.gating.drift import DriftReport
+from verdryx_core.gating.drift import DriftReport, power_words
 from verdryx_core.gating.policy import GatePolicy
 from verdryx_core.gating.verdict_footing import footing_problem
 from verdryx_core.runs import Baseline, EvalRun
@@ -195,9 +195,8 @@ def checked(
             baseline=name,
             result=result,
             refused=(
-                f"underpowered: this run can only see drops >= {report.mde:.3f}; you asked "
-                f"for {gate.detect:.3f}: add cases or samples, or drop "
-                + word_hint("{require_power}", flags)
+                f"underpowered: {power_words(report.mde, gate.detect)}: add cases or "
+                "samples, or drop " + word_hint("{require_power}", flags)
             ),
         )
     if gate.require_calibrated_judge and calibration is not None and calibration.drift:

@@ -38,6 +38,7 @@ __all__ = [
     "DriftReport",
     "PairedStats",
     "compute_drift",
+    "power_words",
 ]
 
 DEFAULT_CONFIDENCE: Final = 0.95
@@ -53,6 +54,19 @@ _CHUNK_ELEMENTS: Final = 1 << 18
 _DISTINCT_RATIO: Final = 16
 
 Scores = Sequence[float] | np.ndarray
+
+
+def power_words(mde: float, detect: float) -> str:
+    """`the smallest drop this run can see is 0.120, more than the 0.050 asked for`. Digits
+    are added until the two numbers differ as printed: an mde of 0.0504 beside 0.050 asked
+    for is never shown as `0.050 ... 0.050`."""
+    digits = 3
+    while digits < 6 and f"{mde:.{digits}f}" == f"{detect:.{digits}f}":
+        digits += 1
+    return (
+        f"the smallest drop this run can see is {mde:.{digits}f}, "
+        f"more than the {detect:.{digits}f} asked for"
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -119,14 +133,11 @@ class DriftReport:
 
     def verdict_label(self) -> str:
         """The verdict as the summaries print it, power included: `ON-TRACK (underpowered:
-        this run can only see drops >= 0.120; you asked for 0.050)`."""
+        the smallest drop this run can see is 0.120, more than the 0.050 asked for)`."""
         label = self.verdict.upper()
         if self.underpowered:
             assert self.mde is not None and self.detect is not None
-            label += (
-                f" (underpowered: this run can only see drops >= {self.mde:.3f}; "
-                f"you asked for {self.detect:.3f})"
-            )
+            label += f" (underpowered: {power_words(self.mde, self.detect)})"
         return label
 
     def to_dict(self) -> dict[str, Any]:

@@ -85,6 +85,8 @@ class ExecGrader:
     #: A run takes a process (seconds of it): exec cases run in the bounded pool, side by
     #: side under `--verdryx-concurrency`, as remote calls do.
     remote: ClassVar[bool] = True
+    #: What that work is called in the progress line and the summary.
+    calls: ClassVar[str] = "sandbox runs"
 
     def __init__(
         self,

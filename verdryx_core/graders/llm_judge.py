@@ -26,6 +26,7 @@ class LLMJudgeGrader:
     kind: ClassVar[str] = "llm_judge"
     #: Grading asks the judge model: made ahead, in the bounded pool.
     remote: ClassVar[bool] = True
+    calls: ClassVar[str] = "judge calls"
 
     def __init__(self, judge: ModelAdapter) -> None:
         self.judge = judge

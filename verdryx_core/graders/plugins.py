@@ -7,6 +7,8 @@ attributes, what the core asks of every grader (docs/graders.md, "Graders from a
 
     default_min_score: float   its own pass bar
     remote: bool               grading calls a service (made ahead, in the bounded pool)
+    calls: str                 what those calls are called on the progress line and in the
+                               summary ("judge calls", "sandbox runs"; default "grader calls")
     model_free: bool           its cases' outputs never come from the model under test
     in_checks: bool            False: it cannot be one check of a multi-check case
     in_workspace_checks: bool  True: it can be one all the same when the case has a

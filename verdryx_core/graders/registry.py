@@ -335,6 +335,7 @@ class _Checked:
         self.default_min_score = getattr(grader, "default_min_score", None)
         #: Grading calls a service (verdryx_core.graders.plugins): worth a slot in the pool.
         self.remote = bool(getattr(grader, "remote", False))
+        self.calls = str(getattr(grader, "calls", "grader calls"))
 
     def __repr__(self) -> str:
         return f"custom grader {self.name!r} ({self.grader!r})"

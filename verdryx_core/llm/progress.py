@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Final, Protocol
 
-__all__ = ["Progress", "TextStream"]
+__all__ = ["Progress", "TextStream", "call_words"]
 
 
 class TextStream(Protocol):
@@ -23,6 +23,21 @@ class TextStream(Protocol):
     def flush(self) -> None: ...
 
     def isatty(self) -> bool: ...
+
+
+#: The order kinds of calls are named in: the output's source first, then the graders'.
+_KIND_ORDER: Final = ("target calls", "model calls", "judge calls", "sandbox runs")
+
+
+def call_words(kinds: Sequence[str]) -> str:
+    """`target calls`, `target calls and sandbox runs`, `model calls, judge calls and
+    sandbox runs`: what a run called, each kind once."""
+    rank = {kind: index for index, kind in enumerate(_KIND_ORDER)}
+    unique = sorted(dict.fromkeys(kinds), key=lambda kind: rank.get(kind, len(rank)))
+    unique = unique or ["calls"]
+    if len(unique) == 1:
+        return unique[0]
+    return f"{', '.join(unique[:-1])} and {unique[-1]}"
 
 
 _TTY_INTERVAL: Final = 0.1

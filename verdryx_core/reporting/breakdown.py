@@ -7,9 +7,9 @@ terminal summary, `verdryx show` and the HTML report (docs/cli.md, `show`).
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from verdryx_core.reporting.naturalsort import natural_key
@@ -40,6 +40,9 @@ class Group:
     #: The paired 95% interval of `delta`; None with fewer than 2 matched cases.
     ci_low: float | None = None
     ci_high: float | None = None
+    #: Why a gated group has no delta, in words: `1 unmeasured`, `2 edited since the
+    #: baseline`, `3 new`; None when it has one, or the run was not gated.
+    not_compared: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -87,13 +90,15 @@ def compute_breakdown(
     bootstrap's, default the drift's own)."""
     deltas = {item.key: item for item in result.deltas} if result is not None else {}
     gated = result is not None and result.report is not None
+    # Why a measured case has no delta: the words a group without one is described by.
+    why = dict.fromkeys(result.changed, "edited since the baseline") if result else {}
 
     def groups(key: Callable[[Score], str], order: Callable[[str], Any]) -> tuple[Group, ...]:
         by_name: dict[str, list[Score]] = defaultdict(list)
         for score in run.scores:
             by_name[key(score)].append(score)
         return tuple(
-            _group(name, by_name[name], deltas, gated, iterations=iterations, seed=seed)
+            _group(name, by_name[name], deltas, why, gated, iterations=iterations, seed=seed)
             for name in sorted(by_name, key=order)
         )
 
@@ -108,6 +113,7 @@ def _group(
     name: str,
     scores: Sequence[Score],
     deltas: dict[str, CaseDelta],
+    why: dict[str, str],
     gated: bool,
     *,
     iterations: int | None,
@@ -123,8 +129,16 @@ def _group(
         unmeasured=len(scores) - len(values),
     )
     matched = [deltas[score.key] for score in scores if score.key in deltas]
-    if not gated or not matched:
+    if not gated:
         return base
+    if not matched:
+        # Unmeasured now (in the baseline or not), or edited, is not "not in the baseline".
+        reasons = Counter(
+            "unmeasured" if score.value is None else why.get(score.key, "new since the baseline")
+            for score in scores
+        )
+        words = ", ".join(f"{count} {reason}" for reason, count in sorted(reasons.items()))
+        return replace(base, not_compared=words)
     from verdryx_core.gating.drift import DEFAULT_ITERATIONS, compute_drift
 
     current = [item.current for item in matched]
@@ -180,7 +194,7 @@ def _group_lines(groups: Iterable[Group], *, gated: bool) -> list[str]:
 def delta_words(group: Group) -> str:
     """ "delta -0.083 (95% CI [-0.250, +0.000], 4 matched)", as far as it is known."""
     if group.delta is None:
-        return "no case matches the baseline"
+        return f"not compared: {group.not_compared}" if group.not_compared else "not compared"
     matched = f"{group.matched} matched"
     if group.ci_low is None or group.ci_high is None:
         return f"delta {group.delta:+.3f} ({matched}, too few for an interval)"

@@ -22,7 +22,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar, Final, final
 
-from verdryx_core.addons.canonical import canonical_json_missing, require_canonical_json
 from verdryx_core.addons.contracts.evidence import check_workspace, verify_and_collect, write_bundle
 from verdryx_core.addons.contracts.history import save_verdicts, verdict_rows
 from verdryx_core.addons.contracts.model import (
@@ -85,15 +84,6 @@ class ContractGrader:
             contract_from_data(case["contract"], source="contract", default_task_id=case["id"])
         except VerdryxError as exc:
             raise CaseProblem("contract", str(exc)) from None
-        if "workspace" in case and canonical_json_missing():
-            # A workspace case keeps an evidence bundle of what its checks saw, sealed as
-            # canonical JSON: without the extra it could never be graded, so it is refused
-            # now, naming the extra, rather than flagged (unmeasured) case by case.
-            raise CaseProblem(
-                "grader",
-                "grader 'contract' keeps an evidence bundle of a workspace case's checks, "
-                "which needs the rfc8785 package: pip install 'verdryx[contracts]'",
-            )
 
     @staticmethod
     def after_save(store: Store, run: EvalRun) -> None:
@@ -117,9 +107,6 @@ class ContractGrader:
             for name in ("task_id", "agent_id")
             if (value := case.contract.get(name)) is not None
         }
-        if context.evidence is not None:
-            # A missing extra is the run's error, never a FLAG of this case (docs/outcomes.md).
-            require_canonical_json()
         try:
             verdict = self._verdict(contract, base, context)
         except UsageError as exc:

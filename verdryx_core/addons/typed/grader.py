@@ -131,6 +131,7 @@ class TypedGrader:
     kind: ClassVar[str] = "typed"
     #: Grading asks the service: made ahead, in the bounded pool.
     remote: ClassVar[bool] = True
+    calls: ClassVar[str] = "typed service calls"
 
     def __init__(self, client: TypryxClient) -> None:
         self.client = client
