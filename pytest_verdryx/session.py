@@ -218,13 +218,13 @@ class VerdryxSession:
             # Named in the ini: a session with no eval cases (plain unit tests) must not
             # fail on it, and a first `--verdryx-save-baseline` must be able to create it.
             try:
-                find_baseline(label, store=store, root=root)
+                find_baseline(label, store=store, root=root, flags=FLAGS)
             except UsageError as exc:
                 context.missing_baseline = MissingBaseline(
                     label=label, why=worded(exc), named_in="verdryx_baseline in the ini"
                 )
                 return
-        baseline = find_baseline(label, store=store, root=root)
+        baseline = find_baseline(label, store=store, root=root, flags=FLAGS)
         # A model change is refused now (exit 4), before anything is paid for; allowed,
         # it is a warning.
         evaluation = context.evaluation

@@ -272,7 +272,8 @@ def test_without_isolation_exec_is_refused_unless_unsafe_is_allowed(
                                  "tests": ADD_TESTS}])  # fmt: skip
     refused = evaluate([path], EvalSettings(cache="off"))
     (score,) = refused.scores
-    assert score.value is None and "--unsafe-exec" in (score.unmeasured or "")
+    # Through the Python API: the keyword argument, not the command line's flag.
+    assert score.value is None and "EvalSettings(unsafe_exec=True)" in (score.unmeasured or "")
     cases = load_evalset(path).cases
     (line,) = run_notes(cases, repeat=1, unsafe_exec=False, flags={"unsafe_exec": "--x"})
     assert line == "exec: 1 case(s) refused: no isolation on this machine (see --x)"

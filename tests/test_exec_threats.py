@@ -458,9 +458,9 @@ def test_many_small_files_hit_the_disk_cap_and_the_run_is_still_stored(
     for key in ("code-fills", "command-fills"):
         reason = scores[key].reason or ""
         assert scores[key].value == 0.0, reason
-        assert reason.startswith("the work folder reached its disk cap (1 MiB, --exec-disk)"), (
-            reason
-        )
+        assert reason.startswith(
+            "the work folder reached its disk cap (1 MiB, EvalSettings.exec_disk_mib)"
+        ), reason
     with Store.open(db) as store:
         assert store.load_run(run.id) is not None
 

@@ -186,7 +186,7 @@ def test_the_correction_refuses_without_enough_labels_and_says_how_many() -> Non
     assert outcome.exit == "refused"
     assert outcome.refused is not None
     assert f"label 0 more pass and {MIN_LABELS_PER_CLASS - 5} more fail" in outcome.refused
-    assert "--labels" in outcome.refused
+    assert "(labels: RunPolicy.labels)" in outcome.refused  # compare() words it for Python
     bare = compare(now, _baseline(base), gate=GatePolicy(judge_correction=True))
     assert bare.exit == "refused" and "it has 0 and 0" in (bare.refused or "")
 

@@ -384,7 +384,7 @@ def test_the_typed_grader_plugs_in_from_the_run_settings(
     assert typed.grader.client.template == "eval.outcome_met"  # type: ignore[attr-defined]
     plain = Evaluation().scorer([]).graders
     assert plain.find("typed") is None  # nothing paid by default
-    assert "--typed-url" in plain.missing_reason("typed")
+    assert "EvalSettings.grader_options['typed']['url']" in plain.missing_reason("typed")
     with pytest.raises(UsageError, match="no key"):
         Evaluation(
             EvalSettings(grader_options=typed_options(service.url, None, None))

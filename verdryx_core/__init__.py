@@ -9,7 +9,8 @@
 
 Names are imported on first use, so `import verdryx_core.cases` does not pay for the
 evaluation, numpy or the store; nor does the pytest plugin's option table, which every
-pytest session imports, pay for reading the installed version.
+pytest session imports, pay for reading the installed version. What a face (a front end
+like the pytest plugin) is built from is in `verdryx_core.face`.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
         VerdryxError,
     )
     from verdryx_core.evalsets.load import EvalSet, load_evalsets
-    from verdryx_core.evaluation.evaluate import Evaluation, EvaluationInterrupted, evaluate
+    from verdryx_core.evaluation.evaluate import EvaluationInterrupted, evaluate
     from verdryx_core.evaluation.settings import EvalSettings
     from verdryx_core.gating.baselines import find_baseline
     from verdryx_core.gating.compare import GateOutcome, GatePolicy, compare
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from verdryx_core.graders.registry import register_grader
     from verdryx_core.runs import Baseline, EvalRun, Score
     from verdryx_core.store import Store
+    from verdryx_core.targets import TargetCase, TargetResult, TargetUsage
     from verdryx_core.version import __version__
 
 #: Public name -> the module that defines it.
@@ -52,7 +54,6 @@ _HOMES: Final = {
     "EvalSet": "verdryx_core.evalsets.load",
     "EvalSetError": "verdryx_core.errors",
     "EvalSettings": "verdryx_core.evaluation.settings",
-    "Evaluation": "verdryx_core.evaluation.evaluate",
     "EvaluationInterrupted": "verdryx_core.evaluation.evaluate",
     "GateOutcome": "verdryx_core.gating.compare",
     "GatePolicy": "verdryx_core.gating.compare",
@@ -62,6 +63,9 @@ _HOMES: Final = {
     "Score": "verdryx_core.runs",
     "Store": "verdryx_core.store",
     "StoreError": "verdryx_core.errors",
+    "TargetCase": "verdryx_core.targets",
+    "TargetResult": "verdryx_core.targets",
+    "TargetUsage": "verdryx_core.targets",
     "UsageError": "verdryx_core.errors",
     "VerdryxError": "verdryx_core.errors",
     "compare": "verdryx_core.gating.compare",
@@ -80,7 +84,6 @@ __all__ = [  # noqa: RUF022 (the version first, then the API in its order of use
     "find_baseline",
     "save_baseline",
     "register_grader",
-    "Evaluation",
     "EvaluationInterrupted",
     "EvalSettings",
     "GatePolicy",
@@ -94,6 +97,9 @@ __all__ = [  # noqa: RUF022 (the version first, then the API in its order of use
     "EvalRun",
     "Baseline",
     "Store",
+    "TargetCase",
+    "TargetResult",
+    "TargetUsage",
     "Grade",
     "GradeContext",
     "VerdryxError",
@@ -104,8 +110,13 @@ __all__ = [  # noqa: RUF022 (the version first, then the API in its order of use
 ]
 
 
+#: Names kept resolvable for code written against 0.2, now where they belong (not in
+#: `__all__`): `Evaluation` is a face author's (`verdryx_core.face`).
+_MOVED: Final = {"Evaluation": "verdryx_core.face"}
+
+
 def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
+    home = _HOMES.get(name) or _MOVED.get(name)
     if home is None:
         raise AttributeError(f"module 'verdryx_core' has no attribute {name!r}")
     value = getattr(importlib.import_module(home), name)

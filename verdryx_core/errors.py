@@ -3,7 +3,8 @@
 What to do often means a setting, and the two faces spell settings differently
 (`verdryx eval --judge`, `pytest --verdryx-judge`). So an error keeps the fact apart from
 its `hint`, written with `{setting}` placeholders; each face words it with its own flag
-names (`worded`). `str()` words it as the command line does (the CLI is the core's face).
+names (`worded`). `str()` words it as the command line does (the CLI is the core's face);
+the Python API's calls raise theirs in a Python caller's words (`PYTHON_FLAGS`, `in_words`).
 
 Every error verdryx raises on purpose derives from `VerdryxError`. The core's are all here;
 the add-ons' are in `verdryx_core/addons/errors.py`, deriving from these (an add-on imports
@@ -42,6 +43,7 @@ from verdryx_core.untrusted.text import printable
 
 __all__ = [
     "CLI_FLAGS",
+    "PYTHON_FLAGS",
     "AfterSaveError",
     "BaselineFileError",
     "EvalSetError",
@@ -92,6 +94,42 @@ CLI_FLAGS: Final[Mapping[str, str]] = {
 }
 
 
+#: How the Python API spells the same settings (docs/python-api.md): a keyword argument of
+#: the object or call that takes it, never a command-line flag. Hints read "pass {setting}
+#: to ..." or "{setting} MODEL", so a switch is the argument set to True and a value is the
+#: field it goes in.
+PYTHON_FLAGS: Final[Mapping[str, str]] = {
+    "allow_model_change": "GatePolicy(allow_model_change=True)",
+    "allow_partial_baseline": (
+        "allow_partial=True to save_baseline (RunPolicy(allow_partial_baseline=True) to conclude)"
+    ),
+    "batch": "EvalSettings(batch=True)",
+    "cache": "EvalSettings.cache",
+    "concurrency": "EvalSettings.concurrency",
+    "db": "store=",
+    "detect": "GatePolicy.detect",
+    "fail_on": "RunPolicy.fail_on",
+    "gate_metric": "GatePolicy.metric",
+    "judge": "EvalSettings.judge",
+    "labels": "RunPolicy.labels",
+    "min_coverage": "GatePolicy.min_coverage",
+    "model": "EvalSettings.model",
+    "repeat": "EvalSettings.repeat",
+    "require_power": "GatePolicy(require_power=True)",
+    "save_baseline": "save_baseline(run, LABEL)",
+    "target": "evaluate(..., target=...)",
+    "target_version": "EvalSettings.target_version",
+    "timeout": "EvalSettings.call_timeout",
+    "typed_key_file": "EvalSettings.grader_options['typed']['key_file']",
+    "typed_template": "EvalSettings.grader_options['typed']['template']",
+    "typed_url": "EvalSettings.grader_options['typed']['url']",
+    "unsafe_exec": "EvalSettings(unsafe_exec=True)",
+    "exec_disk": "EvalSettings.exec_disk_mib",
+    "user_model": "EvalSettings.user_model",
+    "otel": "EvalSettings.otel",
+}
+
+
 def located(
     place: str,
     message: str,
@@ -132,6 +170,14 @@ class VerdryxError(Exception):
         text = self.fact if self.hint is None else f"{self.fact}; {word_hint(self.hint, flags)}"
         # Printable and one line in every face's words too (see `__str__`).
         return printable(text, keep_newlines=False)
+
+    def in_words(self, flags: Mapping[str, str]) -> VerdryxError:
+        """This error, its `str()` in the words of `flags` from now on: how a call of the
+        Python API raises what the core below it raised (a hint to a Python caller names a
+        keyword argument, not `--allow-model-change`). Returns itself."""
+        if self.hint is not None:
+            self.args = (self.worded(flags), *self.args[1:])
+        return self
 
     def __str__(self) -> str:
         # A message quotes what it refuses (a file name, an id, a provider's words): printed

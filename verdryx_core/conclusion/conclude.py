@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Final, Literal
 
 from verdryx_core.conclusion.policy import MissingBaseline, RunPolicy, Selection, standing
 from verdryx_core.errors import (
-    CLI_FLAGS,
+    PYTHON_FLAGS,
     AfterSaveError,
     RunNotStoredError,
     StoreError,
@@ -102,17 +102,38 @@ def save_baseline(
     selection: str = SELECTION_WORDS,
     runs: int = 1,
     history: Store | None = None,
-    flags: Mapping[str, str] = CLI_FLAGS,
+    flags: Mapping[str, str] = PYTHON_FLAGS,
 ) -> SavedBaseline:
     """Save `run` as baseline `label`: in `store`, and as `.verdryx/baselines/LABEL.json`
     under `root` (each when given). Raises `BaselineRefusedError` for an incomplete run, and
     for a partial one (`selection`: what it measured, in words) unless `allow_partial`;
-    `UsageError` for a label that cannot name a file or a run with nothing measured.
+    `UsageError` for a label that cannot name a file or a run with nothing measured. Hints
+    and the warning are worded in `flags` (by default a Python caller's: keyword arguments).
 
     `runs` > 1 pools each case's samples over this run and the `runs - 1` newest earlier
     complete runs of the same measurement in `history` (default: `store`), the rule
     `--verdryx-window` pools by (docs/statistics.md, "Baselines from several runs"). A
     baseline of one sample per case whose cases vary gets a `warning` (in `flags`' words)."""
+    try:
+        return _save_baseline(
+            run, label, store, root, allow_partial, selection, runs, history, flags
+        )
+    except VerdryxError as exc:
+        exc.in_words(flags)
+        raise
+
+
+def _save_baseline(
+    run: EvalRun,
+    label: str,
+    store: Store | None,
+    root: str | Path | None,
+    allow_partial: bool,
+    selection: str,
+    runs: int,
+    history: Store | None,
+    flags: Mapping[str, str],
+) -> SavedBaseline:
     label = check_label(label)
     if runs < 1:
         raise UsageError(f"baseline runs {runs!r} is not a positive number of runs")
@@ -256,7 +277,7 @@ def conclude(
     root: str | Path | None = None,
     cache_entries: Iterable[CacheEntry] = (),
     case_labels: Sequence[Label] = (),
-    flags: Mapping[str, str] = CLI_FLAGS,
+    flags: Mapping[str, str] = PYTHON_FLAGS,
 ) -> Conclusion:
     """Conclude finished `run`: store it (`keep`, in `store`), check its judge against the
     labels (`policy.labels` and `case_labels`), gate it against `baseline`, save it as
@@ -265,7 +286,8 @@ def conclude(
     `selection` says which cases it was asked to measure; `root` is the repository root,
     where its provenance (commit, branch, CI job) is read and committed baselines are
     written (None: neither); `cache_entries` are the model answers stored with it; `flags`
-    word refusals and hints in the face's flags."""
+    word refusals and hints in the face's flags (by default a Python caller's: keyword
+    arguments, `verdryx_core.errors.PYTHON_FLAGS`)."""
     policy = RunPolicy() if policy is None else policy
     selection = Selection() if selection is None else selection
     work = _Work(run, policy, selection, flags)

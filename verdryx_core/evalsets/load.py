@@ -15,7 +15,7 @@ import difflib
 import os
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -38,6 +38,7 @@ __all__ = [
     "EVALSET_SUFFIXES",
     "EvalSet",
     "check_unique_ids",
+    "checked_evalset",
     "evalset_schema",
     "file_name_problem",
     "load_evalset",
@@ -63,6 +64,11 @@ class EvalSet:
     target: str | None = None
     #: The 1-based line each case starts on (JSONL and CSV files), in case order.
     lines: tuple[int, ...] | None = None
+    #: The cases as the load rules passed them: `cases` itself when this set was loaded (or
+    #: checked); a set built in Python, or given other cases, is checked before it is graded.
+    _checked: tuple[EvalCase, ...] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     @classmethod
     def load(cls, path: str | Path) -> EvalSet:
@@ -182,13 +188,78 @@ def evalset_from_data(
             )
         merged = effective_case(case_data, defaults, target)
         cases.append(EvalCase.from_dict(check_case(merged, index, path, line, custom=custom)))
-    return EvalSet(
-        id=data["id"],
-        cases=tuple(cases),
-        path=Path(path),
-        target=target,
-        lines=tuple(lines) if lines is not None else None,
+    return _passed(
+        EvalSet(
+            id=data["id"],
+            cases=tuple(cases),
+            path=Path(path),
+            target=target,
+            lines=tuple(lines) if lines is not None else None,
+        )
     )
+
+
+def _passed(evalset: EvalSet) -> EvalSet:
+    object.__setattr__(evalset, "_checked", evalset.cases)
+    return evalset
+
+
+def checked_evalset(evalset: EvalSet) -> EvalSet:
+    """`evalset` held to the rules its file would be (docs/python-api.md, "Eval sets built in
+    Python"): a set built in Python, or given other cases with `dataclasses.replace`, is
+    written out as a file's document and loaded back, so an unknown grader, a field of
+    another grader or a duplicate id is the same `EvalSetError` naming the case and field,
+    never a case left unmeasured. A set as it was loaded is returned as it is.
+
+    A workspace folder is relative to the set's file, else to the current folder."""
+    if evalset._checked is evalset.cases:
+        return evalset
+    where = (
+        str(evalset.path)
+        if evalset.path is not None
+        else f"eval set {evalset.id!r} (built in Python)"
+    )
+    # Workspace folders are resolved beside this (never read) file, as a file's are.
+    beside = evalset.path if evalset.path is not None else Path.cwd() / "built-in-python"
+    document: dict[str, Any] = {
+        "id": evalset.id,
+        "cases": [_as_written(case, beside.parent) for case in evalset.cases],
+    }
+    if evalset.target is not None:
+        document["target"] = evalset.target
+    try:
+        loaded = evalset_from_data(document, beside)
+    except EvalSetError as exc:
+        raise EvalSetError(
+            where, exc.detail, case=exc.case, field=exc.field, line=exc.line
+        ) from None
+    return _passed(
+        EvalSet(
+            id=loaded.id,
+            cases=loaded.cases,
+            path=evalset.path,
+            target=loaded.target,
+            lines=evalset.lines,
+        )
+    )
+
+
+def _as_written(case: EvalCase, folder: Path) -> Any:
+    """`case` as a file would write it (what `EvalCase.from_dict` reads back). A workspace
+    already loaded (`{"folder": absolute path, "sha256"}`) is written as its path relative to
+    `folder`, where the load rules look for it again."""
+    if not isinstance(case, EvalCase):
+        return case  # the schema names what it is instead
+    data = case.to_dict()
+    if case.checks is not None:
+        data.pop("grader", None)  # a file gives `checks` alone
+    workspace = case.workspace
+    if isinstance(workspace, Mapping):
+        if "files" in workspace:
+            data["workspace"] = {"files": dict(workspace["files"])}
+        elif isinstance(workspace.get("folder"), str):
+            data["workspace"] = os.path.relpath(workspace["folder"], folder)
+    return data
 
 
 def _check_text(data: Mapping[str, Any], path: str | Path) -> None:

@@ -32,7 +32,7 @@ from verdryx_core.errors import (
     VerdryxError,
     located,
 )
-from verdryx_core.evalsets.load import EvalSet, check_unique_ids, load_evalsets
+from verdryx_core.evalsets.load import EvalSet, check_unique_ids, checked_evalset, load_evalsets
 from verdryx_core.evaluation.aggregate import aggregate_k, samples_problem
 from verdryx_core.evaluation.calls import CallTally, ModelCalls
 from verdryx_core.evaluation.prefetch import Work, start_prefetch
@@ -424,14 +424,22 @@ def evaluate(
     `AfterSaveError` (its `run` is the run).
     """
     settings = _with_target(EvalSettings() if settings is None else settings, target)
-    sets: list[EvalSet] = []
-    for item in eval_sets:
-        sets.extend([item] if isinstance(item, EvalSet) else load_evalsets([item]))
-    check_unique_ids(sets)
-    if store is None or isinstance(store, Store):
-        return _evaluate(sets, settings, store, progress, incomplete_because)
-    with Store.open(store) as opened:
-        return _evaluate(sets, settings, opened, progress, incomplete_because)
+    try:
+        sets: list[EvalSet] = []
+        for item in eval_sets:
+            # A set built in Python is held to the rules a file's is (docs/python-api.md).
+            if isinstance(item, EvalSet):
+                sets.append(checked_evalset(item))
+            else:
+                sets.extend(load_evalsets([item]))
+        check_unique_ids(sets)
+        if store is None or isinstance(store, Store):
+            return _evaluate(sets, settings, store, progress, incomplete_because)
+        with Store.open(store) as opened:
+            return _evaluate(sets, settings, opened, progress, incomplete_because)
+    except VerdryxError as exc:
+        exc.in_words(settings.flags)  # a refusal in the caller's words, not the CLI's
+        raise
 
 
 def _evaluate(

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from verdryx_core.defaults import DEFAULT_MIN_SCORE
-from verdryx_core.errors import CLI_FLAGS
+from verdryx_core.errors import PYTHON_FLAGS
 from verdryx_core.timeouts import DEFAULT_TIMEOUT_S
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ class EvalSettings:
     answered_ahead: bool = False
     #: How the face spells each setting, for messages that point at one
     #: (`verdryx_core.errors.word_hint`).
-    flags: Mapping[str, str] = field(default_factory=lambda: CLI_FLAGS)
+    flags: Mapping[str, str] = field(default_factory=lambda: PYTHON_FLAGS)
 
     @property
     def judge_model(self) -> str | None:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from verdryx_core.atomic import write_text_atomic
-from verdryx_core.errors import BaselineFileError, UsageError
+from verdryx_core.errors import PYTHON_FLAGS, BaselineFileError, UsageError, VerdryxError
 from verdryx_core.runs import Baseline, BaselineCase, Score
 from verdryx_core.store import Store
 from verdryx_core.untrusted.files import read_regular_text
@@ -263,11 +263,23 @@ def known_labels(store: Store | None, root: Path | None) -> list[str]:
 
 
 def find_baseline(
-    id_or_label: str, *, store: Store | None = None, root: str | os.PathLike[str] | None = None
+    id_or_label: str,
+    *,
+    store: Store | None = None,
+    root: str | os.PathLike[str] | None = None,
+    flags: Mapping[str, str] = PYTHON_FLAGS,
 ) -> Baseline:
     """The baseline `id_or_label`: in `store` first, then the committed file under `root`
-    (`.verdryx/baselines/LABEL.json`); an unknown name lists the known ones (UsageError)."""
-    root = None if root is None else Path(root)
+    (`.verdryx/baselines/LABEL.json`); an unknown name lists the known ones (UsageError).
+    Hints are worded in `flags` (by default a Python caller's)."""
+    try:
+        return _find_baseline(id_or_label, store, None if root is None else Path(root))
+    except VerdryxError as exc:
+        exc.in_words(flags)
+        raise
+
+
+def _find_baseline(id_or_label: str, store: Store | None, root: Path | None) -> Baseline:
     if store is not None:
         found = store.get_baseline(id_or_label)
         if found is not None:

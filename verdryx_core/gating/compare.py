@@ -11,7 +11,13 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Final, Literal
 
-from verdryx_core.errors import CLI_FLAGS, ModelChangeError, VerdryxError, word_hint
+from verdryx_core.errors import (
+    CLI_FLAGS,
+    PYTHON_FLAGS,
+    ModelChangeError,
+    VerdryxError,
+    word_hint,
+)
 from verdryx_core.gating.comparison import GateResult, Window, compare_to_baseline, window_runs
 from verdryx_core.gating.drift import DriftReport, power_words
 from verdryx_core.gating.policy import GatePolicy
@@ -111,12 +117,13 @@ def compare(
     gate: GatePolicy | None = None,
     history: Store | None = None,
     known_keys: Collection[str] | None = None,
-    flags: Mapping[str, str] = CLI_FLAGS,
+    flags: Mapping[str, str] = PYTHON_FLAGS,
     calibration: Calibration | None = None,
 ) -> GateOutcome:
     """Judge `run` against `baseline`. `history` holds the earlier runs a window pools (none:
     the run alone); `known_keys` are the cases collected before selection, so a case left
-    out by `-k` is "not selected", not "removed"; `flags` word a refusal for the face;
+    out by `-k` is "not selected", not "removed"; `flags` word a refusal for the face (by
+    default for a Python caller: `GatePolicy(allow_model_change=True)`, not a flag);
     `calibration` is the run's labelled judged samples (docs/calibrating-the-judge.md)."""
     gate = GatePolicy() if gate is None else gate
     name = baseline.label or baseline.id

@@ -14,7 +14,7 @@ from verdryx_core.cli.commands._common import (
     print_json,
 )
 from verdryx_core.conclusion import save_baseline
-from verdryx_core.errors import UsageError
+from verdryx_core.errors import CLI_FLAGS, UsageError
 from verdryx_core.gating.baselines import check_label
 from verdryx_core.untrusted.text import printable
 
@@ -65,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
             root=root,
             allow_partial=args.allow_partial,
             runs=args.runs,
+            flags=CLI_FLAGS,
         )
     baseline, path = saved.baseline, saved.path
     if saved.warning:

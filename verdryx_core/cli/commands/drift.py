@@ -24,7 +24,7 @@ from verdryx_core.cli.commands._gating import (
     run_policy_from,
 )
 from verdryx_core.conclusion import conclude
-from verdryx_core.errors import UsageError
+from verdryx_core.errors import CLI_FLAGS, UsageError
 from verdryx_core.gating.baselines import find_baseline
 from verdryx_core.runs import Baseline, EvalRun
 from verdryx_core.store import Store
@@ -45,10 +45,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     with open_store(args, read_only=True) as store:
-        baseline = find_baseline(args.baseline, store=store, root=Path(args.root))
+        baseline = find_baseline(args.baseline, store=store, root=Path(args.root), flags=CLI_FLAGS)
         current = _current_run(store, args, baseline)
         conclusion = conclude(
-            current, baseline=baseline, policy=run_policy_from(args), store=store, keep="stored"
+            current,
+            baseline=baseline,
+            policy=run_policy_from(args),
+            store=store,
+            keep="stored",
+            flags=CLI_FLAGS,
         )
     outcome = conclusion.gate
     assert outcome is not None  # a complete run with a baseline is always gated

@@ -201,6 +201,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def settings_from(args: argparse.Namespace) -> EvalSettings:
     return EvalSettings(
+        flags=CLI_FLAGS,
         model=args.model,
         judge=args.judge or None,
         cache=args.cache,
@@ -267,6 +268,7 @@ def run(args: argparse.Namespace) -> int:
             selection=Selection(incomplete="; ".join([*problems, *failures]) or None),
             store=store,
             keep="stored",
+            flags=CLI_FLAGS,
         )
     errors = [*problems, *failures, *addons]
     for line in errors:
@@ -305,7 +307,7 @@ def _baseline(args: argparse.Namespace, store: Store, settings: EvalSettings) ->
     from verdryx_core.gating.baselines import find_baseline
     from verdryx_core.gating.comparison import check_models
 
-    baseline = find_baseline(args.baseline, store=store, root=Path(args.root))
+    baseline = find_baseline(args.baseline, store=store, root=Path(args.root), flags=CLI_FLAGS)
     probe = EvalRun(
         id="-",
         model=settings.model,

@@ -25,7 +25,7 @@ from verdryx_core.cli.commands._gating import (
     run_policy_from,
 )
 from verdryx_core.conclusion import Conclusion, conclude
-from verdryx_core.errors import UsageError, VerdryxError
+from verdryx_core.errors import CLI_FLAGS, UsageError, VerdryxError
 from verdryx_core.gating.baselines import BASELINE_DIR, check_label, find_baseline
 from verdryx_core.gating.compare import GateOutcome, refused
 from verdryx_core.gating.run_group import AssembledGroup, assemble_group
@@ -141,7 +141,7 @@ def _judge(args: argparse.Namespace) -> tuple[AssembledGroup, Conclusion]:
             "their stores into one first (verdryx merge)"
         )
     with Store.open(target) as store:
-        baseline = find_baseline(args.baseline, store=store, root=Path(args.root))
+        baseline = find_baseline(args.baseline, store=store, root=Path(args.root), flags=CLI_FLAGS)
         assembled = assemble_group(store, args.group, shards=args.shards)
         # Stored before the verdict: the assembled run is a whole measurement whatever the
         # gate then says (a refused comparison included), and `verdryx show` can explain it.
@@ -152,6 +152,7 @@ def _judge(args: argparse.Namespace) -> tuple[AssembledGroup, Conclusion]:
             policy=run_policy_from(args),
             store=store,
             keep="stored",
+            flags=CLI_FLAGS,
         )
     return assembled, conclusion
 

@@ -18,7 +18,7 @@ from verdryx_core.cli.commands._common import (
     open_store,
     print_json,
 )
-from verdryx_core.errors import UsageError
+from verdryx_core.errors import CLI_FLAGS, UsageError
 from verdryx_core.gating.baselines import find_baseline
 from verdryx_core.gating.planning import (
     DEFAULT_DETECT,
@@ -139,9 +139,9 @@ def _baseline(args: argparse.Namespace) -> tuple[Baseline, EvalRun | None]:
     committed baseline file needs no store: a fresh checkout can plan from it."""
     target = resolve_store_path(args.db)
     if isinstance(target, Path) and not target.exists() and args.db is None:
-        return find_baseline(args.baseline, root=Path(args.root)), None
+        return find_baseline(args.baseline, root=Path(args.root), flags=CLI_FLAGS), None
     with open_store(args, read_only=True) as store:
-        baseline = find_baseline(args.baseline, store=store, root=Path(args.root))
+        baseline = find_baseline(args.baseline, store=store, root=Path(args.root), flags=CLI_FLAGS)
         return baseline, store.load_run(baseline.run_id)
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from verdryx_core.cli.commands._common import add_db_argument, float_argument, open_store
+from verdryx_core.errors import CLI_FLAGS
 from verdryx_core.gating.baselines import find_baseline
 from verdryx_core.gating.drift import DEFAULT_THRESHOLD, GATES
 from verdryx_core.reporting.html import write_report
@@ -51,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     with open_store(args, read_only=True) as store:
         baseline = (
-            find_baseline(args.baseline, store=store, root=Path(args.root))
+            find_baseline(args.baseline, store=store, root=Path(args.root), flags=CLI_FLAGS)
             if args.baseline
             else None
         )

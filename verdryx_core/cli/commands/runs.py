@@ -15,7 +15,7 @@ from verdryx_core.cli.commands._common import (
     print_json,
 )
 from verdryx_core.cli.commands._table import render_table, short_id, when
-from verdryx_core.errors import UsageError
+from verdryx_core.errors import CLI_FLAGS, UsageError
 from verdryx_core.gating.baselines import find_baseline
 from verdryx_core.gating.comparison import compare_to_baseline
 from verdryx_core.gating.set_targets import target_differences
@@ -163,7 +163,7 @@ def source_text(row: dict[str, Any]) -> str:
 
 def _baseline(store: Store, args: argparse.Namespace) -> Baseline | None:
     if args.baseline:
-        return find_baseline(args.baseline, store=store, root=Path(args.root))
+        return find_baseline(args.baseline, store=store, root=Path(args.root), flags=CLI_FLAGS)
     newest = store.list_baselines()
     return store.get_baseline(newest[0][0]) if newest else None
 

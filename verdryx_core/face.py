@@ -1,0 +1,70 @@
+"""What a face is built from: the types a front end like the pytest plugin or the `verdryx`
+command drives the core with (docs/python-api.md, "Writing a face"). A notebook or a script
+needs none of them: `verdryx_core` itself names what they call.
+
+A face scores one case at a time (`Evaluation.work`, `Evaluation.scorer`), may call ahead in
+the bounded pool (`start_prefetch`, `Prefetch`), concludes the run once (`conclude` with its
+own `flags`, `MissingBaseline` for a baseline named and not found) and words refusals in its
+own flags (`VerdryxError.worded`, `CLI_FLAGS`, `PYTHON_FLAGS`). Names are imported on first
+use, as `verdryx_core`'s are.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from verdryx_core.conclusion import MissingBaseline, SavedBaseline
+    from verdryx_core.errors import CLI_FLAGS, PYTHON_FLAGS, word_hint
+    from verdryx_core.evaluation.evaluate import Evaluation
+    from verdryx_core.evaluation.prefetch import Prefetch, Work, prefetch_all, start_prefetch
+    from verdryx_core.gating.comparison import GateResult
+    from verdryx_core.gating.drift import DriftReport
+    from verdryx_core.untrusted.text import printable
+
+#: Public name -> the module that defines it.
+_HOMES: Final = {
+    "CLI_FLAGS": "verdryx_core.errors",
+    "DriftReport": "verdryx_core.gating.drift",
+    "Evaluation": "verdryx_core.evaluation.evaluate",
+    "GateResult": "verdryx_core.gating.comparison",
+    "MissingBaseline": "verdryx_core.conclusion",
+    "PYTHON_FLAGS": "verdryx_core.errors",
+    "Prefetch": "verdryx_core.evaluation.prefetch",
+    "SavedBaseline": "verdryx_core.conclusion",
+    "Work": "verdryx_core.evaluation.prefetch",
+    "prefetch_all": "verdryx_core.evaluation.prefetch",
+    "printable": "verdryx_core.untrusted.text",
+    "start_prefetch": "verdryx_core.evaluation.prefetch",
+    "word_hint": "verdryx_core.errors",
+}
+
+__all__ = [
+    "CLI_FLAGS",
+    "PYTHON_FLAGS",
+    "DriftReport",
+    "Evaluation",
+    "GateResult",
+    "MissingBaseline",
+    "Prefetch",
+    "SavedBaseline",
+    "Work",
+    "prefetch_all",
+    "printable",
+    "start_prefetch",
+    "word_hint",
+]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'verdryx_core.face' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value  # found once; later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
