@@ -103,6 +103,7 @@ PYTHON_FLAGS: Final[Mapping[str, str]] = {
     "allow_partial_baseline": (
         "allow_partial=True to save_baseline (RunPolicy(allow_partial_baseline=True) to conclude)"
     ),
+    "baseline_runs": "RunPolicy.baseline_runs",
     "batch": "EvalSettings(batch=True)",
     "cache": "EvalSettings.cache",
     "concurrency": "EvalSettings.concurrency",
