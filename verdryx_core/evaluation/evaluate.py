@@ -412,7 +412,10 @@ def evaluate(
     incomplete_because: Sequence[str] = (),
 ) -> EvalRun:
     """Grade every case of `eval_sets` (loaded sets, or paths to files or folders) and return
-    the run; with a `store` (a Store, a path or a postgresql:// URL), save it there.
+    the run; with a `store` (a Store, a path or a postgresql:// URL), save it there. A set
+    built in Python is first held to the rules a file is (`checked_evalset`): a bad case is
+    an `EvalSetError` naming it, never an unmeasured score. What this raises is worded in
+    `settings.flags` (by default a Python caller's).
 
     `target` is the agent under test (a callable, or `module:callable`); without it, outputs
     come from `settings.model` (default: the offline stub) or are the recorded ones. Calls to
