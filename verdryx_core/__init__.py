@@ -15,8 +15,9 @@ like the pytest plugin) is built from is in `verdryx_core.face`.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
+
+from verdryx_core.lazy_names import first_use
 
 if TYPE_CHECKING:
     from verdryx_core.cases import EvalCase
@@ -115,13 +116,7 @@ __all__ = [  # noqa: RUF022 (the version first, then the API in its order of use
 _MOVED: Final = {"Evaluation": "verdryx_core.face"}
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name) or _MOVED.get(name)
-    if home is None:
-        raise AttributeError(f"module 'verdryx_core' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value  # found once; later lookups skip this function
-    return value
+__getattr__ = first_use(__name__, {**_HOMES, **_MOVED})
 
 
 def __dir__() -> list[str]:

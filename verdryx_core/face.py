@@ -11,8 +11,9 @@ use, as `verdryx_core`'s are.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
+
+from verdryx_core.lazy_names import first_use
 
 if TYPE_CHECKING:
     from verdryx_core.conclusion import MissingBaseline, SavedBaseline
@@ -57,13 +58,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'verdryx_core.face' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value  # found once; later lookups skip this function
-    return value
+__getattr__ = first_use(__name__, _HOMES)
 
 
 def __dir__() -> list[str]:
