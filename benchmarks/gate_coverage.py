@@ -33,6 +33,7 @@ import benchlib
 import numpy as np
 from scipy import stats
 
+from verdryx_core.addons.slo.stats import wilson_interval
 from verdryx_core.gating.drift import compute_drift
 
 NOMINAL = 0.025
@@ -62,20 +63,9 @@ DESIGNS: dict[str, Callable[[np.random.Generator, int], np.ndarray]] = {
 }
 
 
-def wilson(hits: int, n: int) -> tuple[float, float]:
-    """The Wilson score 95% interval of a rate (what scipy's binomtest gives as 'wilson')."""
-    if n == 0:
-        return (0.0, 1.0)
-    z = 1.959963984540054
-    p = hits / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return (max(0.0, centre - half), min(1.0, centre + half))
-
-
 def rate(hits: int, n: int) -> str:
     """In percent, with its Wilson interval: ` 3.3 [0.6,16.7]`."""
-    low, high = wilson(hits, n)
+    low, high = wilson_interval(hits, n)
     return f"{100 * hits / n:4.1f} [{100 * low:.1f},{100 * high:.1f}]"
 
 
@@ -180,7 +170,7 @@ def main() -> int:
                 f"{rate(flat_at, reps):>16}",
                 flush=True,
             )
-    low, high = wilson(gate_hits, gate_reps)
+    low, high = wilson_interval(gate_hits, gate_reps)
     pooled = gate_hits / gate_reps
     print(
         f"\ngate's false red over every cell: {pooled:.2%} [{low:.2%}, {high:.2%}] "

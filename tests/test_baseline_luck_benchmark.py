@@ -4,13 +4,9 @@ figures themselves: docs/statistics.md, "Baselines from several runs")."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
+from benchmark_support import run_quick
 
 # A rate cell: red runs, their share and its Wilson 95% interval, `  1/20    5.0% [ 0.9%, 23.6%]`.
 RATE = r"\s*(\d+)/(\d+)\s+(\d+\.\d)% \[\s*(\d+\.\d)%,\s*(\d+\.\d)%\]"
@@ -18,15 +14,7 @@ RATE = r"\s*(\d+)/(\d+)\s+(\d+\.\d)% \[\s*(\d+\.\d)%,\s*(\d+\.\d)%\]"
 
 @pytest.mark.slow
 def test_the_quick_benchmark_prints_each_design() -> None:
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "baseline_luck.py"), "--quick"],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=ROOT,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    out = result.stdout
+    out = run_quick("baseline_luck.py")
     rows = re.findall(rf"^\s*(\d) \|{RATE}\s+\|{RATE}\s+\| ([\d.]+)\s+\| ([\d ]+)$", out, re.M)
     assert [row[0] for row in rows] == ["1", "3", "5"], out
     for _, *cells in rows:

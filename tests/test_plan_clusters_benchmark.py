@@ -4,23 +4,12 @@ figures themselves: docs/statistics.md, "Clustered cases in a plan")."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from benchmark_support import run_quick
 
 
 def test_the_quick_benchmark_prints_each_plan_and_its_simulated_power() -> None:
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "plan_clusters.py"), "--quick"],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=ROOT,
-    )
-    out = result.stdout
-    assert result.returncode == 0, out + result.stderr
+    out = run_quick("plan_clusters.py")
     cells = re.findall(r"\| +(\d+\.\d)%  \| +(\d+\.\d)% \[ *(\d+\.\d)%, *(\d+\.\d)%\]$", out, re.M)
     assert len(cells) >= 9, out
     for _, rate, low, high in cells:
