@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import Iterator
 
 import pytest
 from fakes.anthropic_server import FakeAnthropic
+
+# The suite starts hundreds of Python processes (pytester subprocesses, xdist workers,
+# benchmarks). A shell with PYTHONDONTWRITEBYTECODE set (some sandboxes set it) would make
+# each one compile every module it imports, and the install skips compiling (--no-compile):
+# bytecode is cached here as on a user's machine, for this process and every child.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 
 # Loaded before any in-process pytest session: pytester drops the modules an inner session
 # imported when it ends, and the SDKs' HTTP client (httpx2) imports its core (httpcore2) on
