@@ -1,6 +1,6 @@
 """Each way the red team found to steer the gate, tried on a real regression: none may exit 0
-(docs/statistics.md, "Coverage: nothing unmeasured passes"; docs/outcomes.md, "Who decides
-the exit status").
+(docs/ci.md, "Exit codes"; docs/statistics.md, "Coverage: nothing unmeasured passes";
+docs/outcomes.md, "Who decides the exit status").
 
     .venv/bin/python benchmarks/steering.py            # every attempt, both faces
     .venv/bin/python benchmarks/steering.py --quick    # a smoke run: a few attempts, pytest only
@@ -13,8 +13,10 @@ the agent gets worse (it loses 7 of 20 cases, or fails what it must not), and on
 around it is steered: what its output does to the grader, one line of an eval set, a
 rename, a flag. The steered run goes through a real pytest session (`pytest.main`, in this
 process) and, where the command line has the behaviour, through `verdryx eval`, `drift` or
-`gate` (`verdryx_core.cli.main`). Each attempt prints one line: each face's exit status and
-the line of its output that says why. A face that exits 0 is green on a regression.
+`gate` (`verdryx_core.cli.main`). Each attempt prints a line, then one per face: its exit
+status and the line of its output that says why. A face that exits 0 is green on a
+regression; a red face whose output lacks the reason the rule gives (a misspelt flag, a
+crash) is marked `red?` and fails the benchmark too, since it proves nothing.
 
 A control comes first: the same regression, not steered, must be red, or the attempts
 below would prove nothing. Judged cases are answered by the fake Messages API the tests use
@@ -238,9 +240,6 @@ class Project:
         path.write_text(json.dumps({"id": set_id, **fields, "cases": cases}, indent=1))
         return path
 
-    def remove(self, name: str) -> None:
-        (self.dir / f"{name}.evalset.json").unlink()
-
     @contextlib.contextmanager
     def _inside(self) -> Iterator[io.StringIO]:
         """This project's plan, cwd and import path, restored after; everything printed."""
@@ -268,10 +267,10 @@ class Project:
         return status, out.getvalue()
 
     def save_baseline(self, *args: str) -> None:
-        status, out = self.pytest("--verdryx-save-baseline=v1", *args)
+        # A baseline of a run with a failing case is saved all the same (its exit is 1).
+        _, out = self.pytest("--verdryx-save-baseline=v1", *args)
         if "baseline saved: v1" not in out:
             raise SystemExit(f"{self.dir.name}: the baseline was not saved:\n{out[-3000:]}")
-        del status  # a baseline of a run with a failing case is saved all the same
 
     def gated(self, *args: str, target: str | None = "answer") -> Face:
         status, out = self.pytest("--verdryx-baseline=v1", *args, target=target)
