@@ -288,11 +288,80 @@ def _regex_case() -> dict[str, Any]:
     }
 
 
+def _gated_required(output: str) -> list[dict[str, Any]]:
+    """Ten plain cases and a required pattern case answered `output`."""
+    plain = [{"id": f"p{i}", "prompt": "p", "expected": "yes", "output": "yes"} for i in range(10)]
+    return [*plain, {**_regex_case(), "output": output, "required": True}]
+
+
+def test_plugin_a_required_case_whose_output_runs_the_pattern_out_of_time_fails_the_session(
+    pytester: pytest.Pytester,
+) -> None:
+    # Measured before; now its output runs the pattern out of time. Unmeasured, it would be
+    # skipped and the gate would compare the ten others: ON-TRACK, exit 0.
+    db, junit = pytester.path / "s.db", pytester.path / "j.xml"
+    write_evalset(pytester.path, "re", "re", _gated_required("aab"))
+    assert pytester.runpytest(f"--verdryx-db={db}", "--verdryx-save-baseline=v1").ret == 0
+    write_evalset(pytester.path, "re", "re", _gated_required("a" * 60))
+    result = pytester.runpytest(
+        f"--verdryx-db={db}", "--verdryx-baseline=v1", f"--junitxml={junit}"
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    result.assert_outcomes(passed=11, failed=1)  # ten cases and the gate; the required one
+    result.stdout.fnmatch_lines(
+        [
+            "could not grade the output (scored 0): regex '(a|aa)+b' did not finish within 1s*",
+            "scored 0, their output could not be graded (failures, not unmeasured): 1",
+            "FAILED re.evalset.json::slow*",
+        ]
+    )
+    assert "unmeasured (skipped" not in result.stdout.str()
+    [marked] = [
+        case.get("name")
+        for case in ET.parse(junit).iter("testcase")
+        for prop in case.iter("property")
+        if prop.get("name") == "verdryx.failed_by_output"
+    ]
+    assert marked == "slow"
+
+
+@pytest.mark.usefixtures("anthropic_env")
+def test_cli_a_required_case_whose_output_talks_the_judge_out_of_its_verdict_fails(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, server: FakeAnthropic
+) -> None:
+    _credulous_judge(server)
+    db = tmp_path / "s.db"
+
+    def cases(sly: bool) -> list[dict[str, Any]]:
+        judged = {**_judged_cases(1 if sly else 0)[0], "required": True}
+        plain = [
+            {"id": f"p{i}", "prompt": "p", "expected": "yes", "output": "yes"} for i in range(10)
+        ]
+        return [judged, *plain]
+
+    path = write_evalset(tmp_path, "tickets", "tickets", cases(sly=False))
+    judged = ("--db", str(db), "--judge", JUDGE, "--root", str(tmp_path), "--json")
+    code, out, err = _cli(capsys, "eval", str(path), *judged)
+    assert code == 0, err
+    assert (
+        _cli(capsys, "baseline", json.loads(out)["run_id"], "--label", "v1", "--db", str(db))[0]
+        == 0
+    )
+    write_evalset(tmp_path, "tickets", "tickets", cases(sly=True))
+    code, out, err = _cli(capsys, "eval", str(path), *judged, "--baseline", "v1")
+    document = json.loads(out)
+    assert code == 1, (out, err)
+    assert document["failed"] == ["tickets::r00"] and document["exit"] == "failed"
+    [failed] = document["failed_by_output"]
+    assert failed["case_id"] == "r00" and "judge answer unreadable" in failed["reason"]
+    assert document["unmeasured"] == []
+
+
 def test_cli_an_output_that_runs_the_pattern_out_of_time_fails(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    # The pytest face of the same rule: the judge and workspace tests above (a regex timeout
-    # costs its full time bound, a second, on every run).
+    # The pytest face of the same rule: the required case above (a regex timeout costs its
+    # full time bound, a second, on every run).
     path = write_evalset(tmp_path, "re", "re", [_regex_case()])
     code, out, _ = _cli(capsys, "eval", str(path), "--db", str(tmp_path / "s.db"), "--json")
     document = json.loads(out)

@@ -67,7 +67,9 @@ def _diluted_store(pytester: pytest.Pytester, other: list[str]) -> Path:
     return db
 
 
-def test_the_window_pools_no_run_of_another_target(pytester: pytest.Pytester) -> None:
+def test_the_window_pools_no_run_of_another_target_in_both_faces(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
     db = _diluted_store(pytester, ["--verdryx-target=agent:rival"])
     # The agent now also fails q4-q11: a clear regression on its own.
     current = _session(
@@ -84,19 +86,37 @@ def test_the_window_pools_no_run_of_another_target(pytester: pytest.Pytester) ->
     # The baseline's own run is the one comparable earlier run; the three others are named
     # as passed over.
     baseline_run = stored_runs(db)[-1]  # the oldest
-    assert (
+    window_line = (
         f"window: this run and 1 earlier ({baseline_run.id[:8]}); 3 earlier not comparable, "
         "not pooled (3 another target)"
-    ) in text
+    )
+    assert window_line in text
+    # The command line pools the stored run's window by the same rule.
+    root = str(pytester.path)
+    code = main(["drift", "--baseline", "v1", "--window", "10", "--db", str(db), "--root", root])
+    out, err = capsys.readouterr()
+    assert code == 1, out + err
+    assert "verdict: REGRESSED" in out and window_line in out
 
 
-def test_verdryx_drift_pools_no_run_of_another_target_version(
+def test_neither_face_pools_a_run_of_another_target_version(
     pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # The same agent at another declared version, right on every case.
     db = _diluted_store(pytester, ["--verdryx-target=agent:answer", "--verdryx-target-version=v9"])
-    stored = _session(pytester, db, range(12), "--verdryx-target=agent:answer")
-    assert stored.ret == 1  # q0-q11 fail their bar; no baseline named: stored, not gated
+    # The pytest face: the session gated with the window, and stored for drift.
+    stored = _session(
+        pytester,
+        db,
+        range(12),
+        "--verdryx-target=agent:answer",
+        "--verdryx-baseline=v1",
+        "--verdryx-window=10",
+    )
+    assert stored.ret == pytest.ExitCode.TESTS_FAILED, stored.stdout.str()
+    stored.stdout.fnmatch_lines(
+        ["window: this run and 1 earlier *(3 another target version)", "*verdict: REGRESSED*"]
+    )
     root = str(pytester.path)
     code = main(["drift", "--baseline", "v1", "--window", "10", "--db", str(db), "--root", root])
     out, err = capsys.readouterr()
