@@ -7,6 +7,7 @@ in `pytest_sessionfinish`, which it reaches even on exits that skip the summary.
 from __future__ import annotations
 
 import dataclasses
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -129,6 +130,7 @@ def finish_session(
         state.ordered_scores(), complete=incomplete is None, targets=state.targets
     )
     run = _labelled(run, context)
+    challenger = _challenger_run(context, run)
     if settings.repeat_auto and context.allocation is None:
         _allocation_of_workers(context, run)
     store = context.store
@@ -150,6 +152,7 @@ def finish_session(
         cache_entries=state.calls.take_entries() if settings.store else (),
         case_labels=_case_labels(context),
         flags=FLAGS,
+        challenger=challenger,
     )
     end = SessionEnd(
         context=context,
@@ -172,6 +175,32 @@ def finish_session(
     _ci_outputs(end)
     _send_exports(end)
     return end
+
+
+def _challenger_run(context: SessionContext, run: EvalRun) -> EvalRun | None:
+    """The challenger's run of the cases it answered (docs/targets.md, "A challenger"): its
+    own id, the session's start and label, its errors its own; None without a challenger."""
+    settings, state = context.settings, context.state
+    if settings.challenger is None:
+        return None
+    evaluation = context.evaluation
+    scores = state.ordered_challenger_scores()
+    # The challenger stands in for the target of every eval set that has one.
+    targets = {set_id: settings.challenger for set_id, spec in state.targets.items() if spec}
+    challenger = evaluation.run(
+        scores,
+        complete=run.complete,
+        errors=[f"case {error}" for error in state.challenger_errors],
+        targets=targets,
+    )
+    return dataclasses.replace(
+        challenger,
+        id=str(uuid.uuid4()),
+        target_version=settings.challenger_version,
+        label=run.label,
+        run_group=run.run_group,
+        partial=run.partial,
+    )
 
 
 def exit_status(status: int | pytest.ExitCode, conclusion: Conclusion) -> int | pytest.ExitCode:
@@ -280,7 +309,14 @@ def _ci_outputs(end: SessionEnd) -> None:
     if isinstance(ci, CiOutputs):
         conclusion = end.conclusion
         refused = conclusion.exit_reason if conclusion.exit == "refused" else None
-        ci.finish(end.run, end.gate, gated=end.run.complete, refused=refused)
+        rival = conclusion.challenger_run, conclusion.challenger
+        ci.finish(
+            end.run,
+            end.gate,
+            gated=end.run.complete,
+            refused=refused,
+            challenger=(rival[0], rival[1]) if rival[0] is not None and rival[1] else None,
+        )
 
 
 def _labelled(run: EvalRun, context: SessionContext) -> EvalRun:

@@ -287,6 +287,17 @@ OPTIONS: Final = (
         metavar="VERSION",
     ),
     _Option(
+        "verdryx_challenger",
+        "a second agent, module:callable, called on every case the target answers, with the "
+        "same inputs, graded the same way and gated against the target (paired)",
+        metavar="MODULE:CALLABLE",
+    ),
+    _Option(
+        "verdryx_challenger_version",
+        "the challenger's version: its results are cached under it (unset: never cached)",
+        metavar="VERSION",
+    ),
+    _Option(
         "verdryx_user_model",
         "who plays a case's simulated user with a persona: stub (offline, deterministic) or "
         "a model id",
@@ -436,6 +447,8 @@ class Settings:
     batch: bool = False
     target: str | None = None
     target_version: str | None = None
+    challenger: str | None = None
+    challenger_version: str | None = None
     user_model: str = "stub"
     otel: str = "auto"
     timeout: float = 120.0
@@ -485,6 +498,8 @@ def eval_settings(
         call_timeout=settings.timeout,
         target=settings.target,
         target_version=settings.target_version,
+        challenger=settings.challenger,
+        challenger_version=settings.challenger_version,
         user_model=settings.user_model,
         otel=settings.otel,
         target_root=target_root,
@@ -612,6 +627,8 @@ def read_settings(config: pytest.Config, env: Mapping[str, str] | None = None) -
         batch=get("verdryx_batch"),
         target=get("verdryx_target"),
         target_version=get("verdryx_target_version"),
+        challenger=get("verdryx_challenger"),
+        challenger_version=get("verdryx_challenger_version"),
         user_model=get("verdryx_user_model") or "stub",
         otel=get("verdryx_otel"),
         timeout=get("verdryx_timeout"),

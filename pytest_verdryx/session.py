@@ -70,6 +70,7 @@ def _ci_in_play(settings: Settings) -> bool:
     GitHub annotations, or a job summary. Otherwise nothing listens to every report."""
     return bool(
         settings.baseline
+        or settings.challenger
         or os.environ.get("GITHUB_ACTIONS") == "true"
         or os.environ.get("GITHUB_STEP_SUMMARY")
     )

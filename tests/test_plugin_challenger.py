@@ -1,0 +1,180 @@
+"""A challenger in real pytest sessions (docs/targets.md, "A challenger"): a second agent
+called on every case the target answers, with the same inputs and in the same pool, graded
+by the same graders, gated against the target by the gate's paired rule, with the exit
+status and a JUnit testcase of its own."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+from junitparser import JUnitXml, Properties
+from plugin_support import stored_runs, write_evalset
+
+AGENTS = textwrap.dedent(
+    '''
+    """Two agents: each logs its calls (agent, case, repeat) in order."""
+    import json, pathlib, threading, time
+
+    HERE = pathlib.Path(__file__).parent
+    _lock = threading.Lock()
+    _now = [0]
+
+    def _log(who, case):
+        with _lock, (HERE / "calls.log").open("a") as log:
+            log.write(json.dumps([who, case.id, case.repeat, case.prompt]) + "\\n")
+
+    def _busy():
+        with _lock:
+            _now[0] += 1
+            peak = HERE / "peak.json"
+            seen = json.loads(peak.read_text()) if peak.exists() else 0
+            peak.write_text(json.dumps(max(_now[0], seen)))
+        time.sleep(0.02)
+        with _lock:
+            _now[0] -= 1
+
+    def champion(case):
+        _log("champion", case)
+        _busy()
+        return case.prompt
+
+    def worse(case):
+        """Right on the even cases only."""
+        _log("challenger", case)
+        _busy()
+        return case.prompt if int(case.id[1:]) % 2 == 0 else "wrong"
+
+    def same(case):
+        _log("challenger", case)
+        _busy()
+        return case.prompt
+
+    def flaky(case):
+        _log("challenger", case)
+        if case.id == "c3":
+            raise RuntimeError("challenger broke on c3")
+        return case.prompt
+
+    def hostile(case):
+        _log("challenger", case)
+        return "\\x1b[31m<script>alert(1)</script>"
+    '''
+)
+
+
+def _setup(pytester: pytest.Pytester, n: int = 12, **extra: object) -> None:
+    pytester.makepyfile(agents=AGENTS)
+    cases = [
+        {"id": f"c{i}", "prompt": f"say {i}", "expected": f"say {i}", **extra} for i in range(n)
+    ]
+    write_evalset(pytester.path, "tasks", "tasks", cases)
+
+
+def _calls(pytester: pytest.Pytester) -> list[list[object]]:
+    lines = (pytester.path / "calls.log").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def _run(pytester: pytest.Pytester, challenger: str, *args: str) -> pytest.RunResult:
+    return pytester.runpytest(
+        "--verdryx-target=agents:champion",
+        f"--verdryx-challenger=agents:{challenger}",
+        "--verdryx-db=v.db",
+        "-p",
+        "no:cacheprovider",
+        *args,
+    )
+
+
+def test_a_worse_challenger_fails_the_session_with_its_own_testcase(
+    pytester: pytest.Pytester,
+) -> None:
+    _setup(pytester, n=20)
+    result = _run(pytester, "worse", "--junitxml=out.xml")
+    text = result.stdout.str()
+    assert result.ret == 1, text
+    # The items are the champion's: every one passes.
+    result.assert_outcomes(passed=20, failed=1)
+    assert "verdryx challenger agents:worse: REGRESSED against champion agents:champion" in text
+    assert "challenger agents:worse: 20 case(s) measured, mean 0.500" in text
+    # Each case asked both agents, with the same input, the same number of times.
+    calls = _calls(pytester)
+    assert sorted((c[1], c[3]) for c in calls if c[0] == "champion") == sorted(
+        (c[1], c[3]) for c in calls if c[0] == "challenger"
+    )
+    assert len(calls) == 40
+    xml = JUnitXml.fromfile(str(pytester.path / "out.xml"))
+    cases = {case.name: case for suite in xml for case in suite}
+    gate = cases["challenger"]
+    assert gate.classname == "verdryx"
+    assert not gate.is_passed
+    props = {p.name: p.value for p in gate.child(Properties)}
+    assert props["verdryx.verdict"] == "regressed"
+    item_props = {p.name: p.value for p in cases["c1"].child(Properties)}
+    assert item_props["verdryx.score"] == "1"
+    assert item_props["verdryx.challenger_score"] == "0"
+    # Both runs are stored, each with its own agent under test.
+    runs = {run.target: run for run in stored_runs(pytester.path / "v.db")}
+    assert set(runs) == {"agents:champion", "agents:worse"}
+    assert runs["agents:worse"].mean_score == pytest.approx(0.5)
+    assert runs["agents:champion"].mean_score == pytest.approx(1.0)
+
+
+def test_an_equal_challenger_is_on_track_and_the_session_passes(
+    pytester: pytest.Pytester,
+) -> None:
+    _setup(pytester, n=12)
+    result = _run(pytester, "same", "--junitxml=out.xml", "--verdryx-concurrency=3")
+    text = result.stdout.str()
+    assert result.ret == 0, text
+    result.assert_outcomes(passed=13)
+    assert "verdryx challenger agents:same: ON-TRACK against champion agents:champion" in text
+    # One bound for both agents' calls.
+    assert json.loads((pytester.path / "peak.json").read_text()) <= 3
+    calls = _calls(pytester)
+    assert len(calls) == 24
+    # Interleaved: each case's two calls are started side by side, neither agent always
+    # first, so the challenger's calls are not all made after the champion's.
+    first = [c[0] for c in calls[:6]]
+    assert "champion" in first and "challenger" in first
+
+
+def test_a_challenger_error_leaves_its_run_incomplete_and_fails_the_session(
+    pytester: pytest.Pytester,
+) -> None:
+    _setup(pytester, n=6)
+    result = _run(pytester, "flaky", "--junitxml=out.xml")
+    text = result.stdout.str()
+    assert result.ret == 1, text
+    assert "challenger broke on c3" in text
+    assert "not gated against champion" in text
+    # The items are the champion's: the challenger's error is not theirs.
+    result.assert_outcomes(passed=6, skipped=1)
+
+
+def test_a_challenger_that_does_not_load_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    _setup(pytester, n=2)
+    result = _run(pytester, "nosuch")
+    assert result.ret == 4
+    assert "'agents' has no attribute 'nosuch'" in result.stderr.str()
+    assert not (pytester.path / "calls.log").exists()
+
+
+def test_recorded_cases_are_not_challenged(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(agents=AGENTS)
+    cases = [{"id": f"c{i}", "prompt": f"say {i}", "expected": f"say {i}"} for i in range(4)]
+    cases.append({"id": "r1", "prompt": "x", "expected": "x", "output": "x"})
+    write_evalset(pytester.path, "tasks", "tasks", cases)
+    result = _run(pytester, "same")
+    assert result.ret == 0, result.stdout.str()
+    assert {c[1] for c in _calls(pytester)} == {"c0", "c1", "c2", "c3"}
+    assert "challenger agents:same: 4 case(s) measured" in result.stdout.str()
+
+
+def test_the_challenger_s_text_is_printed_safely(pytester: pytest.Pytester) -> None:
+    _setup(pytester, n=4)
+    result = _run(pytester, "hostile", "--junitxml=out.xml")
+    assert result.ret == 1
+    assert "\x1b[31m" not in result.stdout.str()
