@@ -239,12 +239,19 @@ class PrefetchCalls:
             return []
         evaluation.target_handoff = TargetHandoff(run_folder(self.config).handoff, writing=True)
         try:
-            scorer = scorer_for(evaluation, [entry.case for entry in handed])
+            cases = [entry.case for entry in handed]
+            scorer = scorer_for(evaluation, cases)
+            challenger = None
+            if settings.challenger is not None and any(map(evaluation.challenged, cases)):
+                # The challenger's calls are handed too, from the same pool (docs/targets.md,
+                # "A challenger").
+                challenger = evaluation.scorer(cases, challenger=True)
             self.seconds += call_targets_ahead(
                 scorer,
                 handed,
                 concurrency=settings.concurrency,
                 stream=TerminalStream(self.config),
+                challenger=challenger,
             )
         finally:
             evaluation.target_handoff = None

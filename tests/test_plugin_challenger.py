@@ -15,7 +15,7 @@ from plugin_support import stored_runs, write_evalset
 AGENTS = textwrap.dedent(
     '''
     """Two agents: each logs its calls (agent, case, repeat) in order."""
-    import json, pathlib, threading, time
+    import json, os, pathlib, threading, time
 
     HERE = pathlib.Path(__file__).parent
     _lock = threading.Lock()
@@ -23,7 +23,7 @@ AGENTS = textwrap.dedent(
 
     def _log(who, case):
         with _lock, (HERE / "calls.log").open("a") as log:
-            log.write(json.dumps([who, case.id, case.repeat, case.prompt]) + "\\n")
+            log.write(json.dumps([who, case.id, case.repeat, case.prompt, os.getpid()]) + "\\n")
 
     def _busy():
         with _lock:
@@ -178,3 +178,24 @@ def test_the_challenger_s_text_is_printed_safely(pytester: pytest.Pytester) -> N
     result = _run(pytester, "hostile", "--junitxml=out.xml")
     assert result.ret == 1
     assert "\x1b[31m" not in result.stdout.str()
+
+
+def test_under_xdist_the_controller_calls_both_agents_once(pytester: pytest.Pytester) -> None:
+    _setup(pytester, n=10)
+    result = _run(pytester, "worse", "-n", "2")
+    assert result.ret == 1, result.stdout.str()
+    assert "REGRESSED against champion agents:champion" in result.stdout.str()
+    calls = _calls(pytester)
+    assert len(calls) == 20
+    # One process made them all (the controller), for the workers to grade.
+    assert len({call[4] for call in calls}) == 1
+
+
+def test_repeats_give_the_challenger_the_same_samples(pytester: pytest.Pytester) -> None:
+    _setup(pytester, n=4)
+    result = _run(pytester, "same", "--verdryx-repeat=2")
+    assert result.ret == 0, result.stdout.str()
+    calls = _calls(pytester)
+    champion = sorted((c[1], c[2]) for c in calls if c[0] == "champion")
+    assert champion == sorted((c[1], c[2]) for c in calls if c[0] == "challenger")
+    assert len(champion) == 8
