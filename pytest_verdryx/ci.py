@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -24,6 +24,9 @@ from verdryx_core.reporting.ci import (
 )
 from verdryx_core.runs import EvalRun
 from verdryx_core.untrusted.text import printable
+
+if TYPE_CHECKING:
+    from verdryx_core.evaluation.pairwise import PairwiseResult
 
 __all__ = ["CHALLENGER_NODEID", "GATE_NODEID", "CiOutputs"]
 
@@ -97,6 +100,7 @@ class CiOutputs:
         gated: bool,
         refused: str | None = None,
         challenger: tuple[EvalRun, GateOutcome] | None = None,
+        pairwise: PairwiseResult | None = None,
     ) -> None:
         """Log the gate's report (when a baseline was named, or the run was refused without
         one: `refused`, why) and append the job summary. `gated`: False when the run was not
@@ -119,6 +123,7 @@ class CiOutputs:
                 nodeid=CHALLENGER_NODEID,
                 line=line,
                 not_gated=line,
+                extra=_pairwise_properties(pairwise),
             )
         summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
         if summary_path and run is not None:
@@ -149,6 +154,7 @@ class CiOutputs:
         nodeid: str = GATE_NODEID,
         line: str | None = None,
         not_gated: str = "not gated: the run is incomplete",
+        extra: list[tuple[str, str]] | None = None,
     ) -> None:
         """One gate as a testcase: the baseline's (`verdryx::gate`), or the challenger's
         against its champion (`verdryx::challenger`, worded by its own `line`)."""
@@ -170,6 +176,7 @@ class CiOutputs:
         if gated:
             # The whole verdict, power and coverage included, even when the testcase passes.
             properties.append(("verdryx.verdict_line", printable(line, keep_newlines=False)))
+        properties.extend(extra or ())
         self._log(outcome, when, text, properties, nodeid=nodeid)
 
     def _log(
@@ -237,6 +244,24 @@ class CiOutputs:
         text = github_annotations(self.failures, self.gate)
         for line in text.split("\n")[:-1]:
             terminalreporter.write_line(line)
+
+
+def _pairwise_properties(pairwise: PairwiseResult | None) -> list[tuple[str, str]]:
+    """The pairwise judge's figures on the challenger's testcase (docs/ci.md)."""
+    if pairwise is None:
+        return []
+    rate, interval = pairwise.win_rate, pairwise.interval
+    return [
+        ("verdryx.pairwise_judge", printable(pairwise.judge, keep_newlines=False)),
+        ("verdryx.pairwise_win_rate", "" if rate is None else f"{rate:.6g}"),
+        ("verdryx.pairwise_ci_low", "" if interval is None else f"{interval[0]:.6g}"),
+        ("verdryx.pairwise_ci_high", "" if interval is None else f"{interval[1]:.6g}"),
+        (
+            "verdryx.pairwise_counts",
+            f"{pairwise.wins} won, {pairwise.losses} lost, {pairwise.ties} tied, "
+            f"{pairwise.unmeasured} unmeasured",
+        ),
+    ]
 
 
 def _text(longrepr: object) -> str:

@@ -25,6 +25,7 @@ from verdryx_core.runs import EvalRun
 from verdryx_core.store import StoreTarget
 
 if TYPE_CHECKING:
+    from verdryx_core.evaluation.pairwise import PairwiseResult
     from verdryx_core.gating.calibration.judge_check import JudgeCheck
     from verdryx_core.gating.calibration.labels import Label
     from verdryx_core.gating.compare import GateOutcome
@@ -52,6 +53,8 @@ class SessionEnd:
     store_path: StoreTarget | None = None
     #: What it takes to see `--verdryx-detect`, when an on-track verdict could not see it.
     plan: Plan | None = None
+    #: The pairwise judge's verdicts of the champion and the challenger (docs/targets.md).
+    pairwise: PairwiseResult | None = None
 
     @property
     def settings(self) -> Settings:
@@ -121,6 +124,7 @@ def finish_session(
     *,
     call_seconds: float,
     call_kinds: Sequence[str] = (),
+    pairwise: PairwiseResult | None = None,
 ) -> SessionEnd:
     settings, state = context.settings, context.state
     stopped_by = session.shouldfail or session.shouldstop
@@ -162,6 +166,7 @@ def finish_session(
         call_seconds=call_seconds,
         call_kinds=tuple(call_kinds),
         store_path=store.path if settings.store else None,
+        pairwise=pairwise,
     )
     if end.gate is not None:
         end.plan = _plan(end)
@@ -316,6 +321,7 @@ def _ci_outputs(end: SessionEnd) -> None:
             gated=end.run.complete,
             refused=refused,
             challenger=(rival[0], rival[1]) if rival[0] is not None and rival[1] else None,
+            pairwise=end.pairwise,
         )
 
 

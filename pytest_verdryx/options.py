@@ -298,6 +298,12 @@ OPTIONS: Final = (
         metavar="VERSION",
     ),
     _Option(
+        "verdryx_pairwise_judge",
+        "with a challenger: a judge model that compares the target's and the challenger's "
+        "replies to each case, in both orders, and reports the challenger's win rate",
+        metavar="MODEL",
+    ),
+    _Option(
         "verdryx_user_model",
         "who plays a case's simulated user with a persona: stub (offline, deterministic) or "
         "a model id",
@@ -449,6 +455,7 @@ class Settings:
     target_version: str | None = None
     challenger: str | None = None
     challenger_version: str | None = None
+    pairwise_judge: str | None = None
     user_model: str = "stub"
     otel: str = "auto"
     timeout: float = 120.0
@@ -629,6 +636,7 @@ def read_settings(config: pytest.Config, env: Mapping[str, str] | None = None) -
         target_version=get("verdryx_target_version"),
         challenger=get("verdryx_challenger"),
         challenger_version=get("verdryx_challenger_version"),
+        pairwise_judge=get("verdryx_pairwise_judge"),
         user_model=get("verdryx_user_model") or "stub",
         otel=get("verdryx_otel"),
         timeout=get("verdryx_timeout"),

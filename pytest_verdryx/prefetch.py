@@ -317,6 +317,10 @@ class PrefetchCalls:
         if reporter is not None:
             reporter.write_line(line)
 
+    def cases_of(self, node_ids: Sequence[str]) -> list[Work]:
+        """The eval cases behind collected node ids, read from their files."""
+        return self._cases_of(node_ids)
+
     def _cases_of(self, node_ids: Sequence[str], *, targets_only: bool = False) -> list[Work]:
         """The eval cases behind collected node ids (`path::case-id`), read from their files;
         `targets_only`: only the cases whose output comes from a target (named by the set,

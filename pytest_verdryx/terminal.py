@@ -170,6 +170,13 @@ def write_summary(tr: Any, end: SessionEnd) -> None:
         for line in challenger_lines(rival, rival_gate):
             bad = rival_gate.exit != "ok" and line.startswith("verdryx challenger")
             tr.write_line(line, bold=bad, red=bad)
+    if end.pairwise is not None:
+        tr.write_line(end.pairwise.words())
+        if end.pairwise.calls:
+            tr.write_line(
+                f"pairwise judge: {end.pairwise.calls} verdict(s), "
+                f"{fmt_usd(end.pairwise.cost_usd)} paid (not in the cost line above)"
+            )
     for message in end.messages:
         tr.write_line(message, red=message.startswith(("ERROR", "WARNING")))
     tr.write_line(next_step(end, run))

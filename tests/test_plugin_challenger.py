@@ -6,9 +6,11 @@ status and a JUnit testcase of its own."""
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 
 import pytest
+from fakes.anthropic_server import FakeAnthropic, RecordedRequest, Reply, message_reply
 from junitparser import JUnitXml, Properties
 from plugin_support import stored_runs, write_evalset
 
@@ -199,3 +201,83 @@ def test_repeats_give_the_challenger_the_same_samples(pytester: pytest.Pytester)
     champion = sorted((c[1], c[2]) for c in calls if c[0] == "champion")
     assert champion == sorted((c[1], c[2]) for c in calls if c[0] == "challenger")
     assert len(champion) == 8
+
+
+# -- the pairwise judge ------------------------------------------------------------------
+
+JUDGE = "claude-haiku-4-5"
+
+
+def _replies(text: str) -> tuple[str, str]:
+    a = re.search(r"<reply_a>\n(.*?)\n</reply_a>", text, re.DOTALL)
+    b = re.search(r"<reply_b>\n(.*?)\n</reply_b>", text, re.DOTALL)
+    assert a is not None and b is not None, text
+    return a.group(1), b.group(1)
+
+
+def _fair_judge(request: RecordedRequest) -> Reply:
+    """Prefers the reply that says what the task asked to (`say N`), whatever its place."""
+    a, b = _replies(request.user_text)
+    right = re.search(r"<task>\n(.*?)\n</task>", request.user_text, re.DOTALL)
+    assert right is not None
+    task = right.group(1)
+    score = 0.5 + 0.5 * ((b == task) - (a == task))
+    return message_reply(tool_uses=[("record_verdict", {"score": score, "reason": "compared"})])
+
+
+def _first_judge(request: RecordedRequest) -> Reply:
+    """Always prefers reply A: position bias and nothing else."""
+    _replies(request.user_text)
+    return message_reply(tool_uses=[("record_verdict", {"score": 0.0, "reason": "A reads first"})])
+
+
+@pytest.mark.usefixtures("anthropic_env")
+def test_the_pairwise_judge_sees_both_orders_and_reports_a_win_rate(
+    pytester: pytest.Pytester, server: FakeAnthropic
+) -> None:
+    server.responder = _fair_judge
+    _setup(pytester, n=10)
+    result = _run(pytester, "worse", f"--verdryx-pairwise-judge={JUDGE}", "--junitxml=out.xml")
+    text = result.stdout.str()
+    assert result.ret == 1, text
+    judged = [r for r in server.requests if (r.body.get("tool_choice") or {}).get("name")]
+    # Two orders of each of the 5 cases where the replies differ; the same words both ways
+    # are a tie, asked of no judge.
+    assert len(judged) == 10
+    orders = {_replies(r.user_text) for r in judged}
+    assert ("say 1", "wrong") in orders and ("wrong", "say 1") in orders
+    assert not any("say 2" in order for order in orders)
+    assert f"pairwise judge {JUDGE}: challenger win rate 0.000" in text
+    assert "0 won, 5 lost, 5 tied (5 with the same reply) of 10 case(s)" in text
+    xml = JUnitXml.fromfile(str(pytester.path / "out.xml"))
+    gate = {case.name: case for suite in xml for case in suite}["challenger"]
+    props = {p.name: p.value for p in gate.child(Properties)}
+    assert props["verdryx.pairwise_win_rate"] == "0"
+    low, high = float(props["verdryx.pairwise_ci_low"]), float(props["verdryx.pairwise_ci_high"])
+    assert low == 0.0 and 0.4 < high < 0.6  # Wilson at 0 of 5
+
+
+@pytest.mark.usefixtures("anthropic_env")
+def test_a_judge_that_always_prefers_the_first_reply_decides_nothing(
+    pytester: pytest.Pytester, server: FakeAnthropic
+) -> None:
+    server.responder = _first_judge
+    _setup(pytester, n=6)
+    result = _run(pytester, "worse", f"--verdryx-pairwise-judge={JUDGE}")
+    text = result.stdout.str()
+    # Position bias cancels: every case is a tie, and the summary says why.
+    assert "challenger win rate n/a (no case decided): 0 won, 0 lost, 6 tied" in text
+    # 3 cases differ (the odd ones): the judge favoured reply A in both orders of each.
+    assert "(3 with the same reply)" in text
+    assert "the judge preferred a position, not a reply, on 3" in text
+
+
+def test_a_pairwise_judge_without_a_challenger_is_a_usage_error(
+    pytester: pytest.Pytester,
+) -> None:
+    _setup(pytester, n=2)
+    result = pytester.runpytest(
+        "--verdryx-target=agents:champion", f"--verdryx-pairwise-judge={JUDGE}"
+    )
+    assert result.ret == 4
+    assert "pass --verdryx-challenger=module:callable too" in result.stderr.str()
