@@ -388,8 +388,17 @@ def _send_exports(end: SessionEnd) -> None:
         )
     if settings.report:
         result = end.gate.result if end.gate is not None else None
+        conclusion = end.conclusion
+        rival = conclusion.challenger_run, conclusion.challenger
         end.messages.append(
             exports.write_html_report(
-                context.store.open(), settings.report, run, context.baseline, result
+                context.store.open(),
+                settings.report,
+                run,
+                context.baseline,
+                result,
+                challenger=(rival[0], rival[1], end.pairwise)
+                if rival[0] is not None and rival[1] is not None
+                else None,
             )
         )

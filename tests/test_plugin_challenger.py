@@ -117,11 +117,9 @@ def test_a_worse_challenger_fails_the_session_with_its_own_testcase(
     item_props = {p.name: p.value for p in cases["c1"].child(Properties)}
     assert item_props["verdryx.score"] == "1"
     assert item_props["verdryx.challenger_score"] == "0"
-    # Both runs are stored, each with its own agent under test.
-    runs = {run.target: run for run in stored_runs(pytester.path / "v.db")}
-    assert set(runs) == {"agents:champion", "agents:worse"}
-    assert runs["agents:worse"].mean_score == pytest.approx(0.5)
-    assert runs["agents:champion"].mean_score == pytest.approx(1.0)
+    # The store's history is the champion's: the challenger's run is not in it.
+    runs = stored_runs(pytester.path / "v.db")
+    assert [(run.target, run.mean_score) for run in runs] == [("agents:champion", 1.0)]
 
 
 def test_an_equal_challenger_is_on_track_and_the_session_passes(
@@ -175,11 +173,21 @@ def test_recorded_cases_are_not_challenged(pytester: pytest.Pytester) -> None:
     assert "challenger agents:same: 4 case(s) measured" in result.stdout.str()
 
 
-def test_the_challenger_s_text_is_printed_safely(pytester: pytest.Pytester) -> None:
+def test_the_report_shows_both_replies_side_by_side_escaped(pytester: pytest.Pytester) -> None:
     _setup(pytester, n=4)
-    result = _run(pytester, "hostile", "--junitxml=out.xml")
-    assert result.ret == 1
+    result = _run(pytester, "hostile", "--junitxml=out.xml", "--verdryx-report=report.html")
+    assert result.ret == 1, result.stdout.str()
     assert "\x1b[31m" not in result.stdout.str()
+    page = (pytester.path / "report.html").read_text()
+    assert "Champion and challenger, side by side" in page
+    section = page.split('id="challenger"', 1)[1].split("<h2", 1)[0]
+    assert "REGRESSED against champion agents:champion" in section
+    # Each case's row: both scores and both replies; the agent's text only ever as text.
+    assert section.count("<tr><td>c") == 4
+    assert "<pre>say 0</pre>" in section
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in section
+    assert "<script>" not in page and "\x1b" not in page
+    assert "\\x1b[31m" in section  # the escape byte shown, as the terminal shows it
 
 
 def test_under_xdist_the_controller_calls_both_agents_once(pytester: pytest.Pytester) -> None:
@@ -237,7 +245,13 @@ def test_the_pairwise_judge_sees_both_orders_and_reports_a_win_rate(
 ) -> None:
     server.responder = _fair_judge
     _setup(pytester, n=10)
-    result = _run(pytester, "worse", f"--verdryx-pairwise-judge={JUDGE}", "--junitxml=out.xml")
+    result = _run(
+        pytester,
+        "worse",
+        f"--verdryx-pairwise-judge={JUDGE}",
+        "--junitxml=out.xml",
+        "--verdryx-report=report.html",
+    )
     text = result.stdout.str()
     assert result.ret == 1, text
     judged = [r for r in server.requests if (r.body.get("tool_choice") or {}).get("name")]
@@ -255,6 +269,10 @@ def test_the_pairwise_judge_sees_both_orders_and_reports_a_win_rate(
     assert props["verdryx.pairwise_win_rate"] == "0"
     low, high = float(props["verdryx.pairwise_ci_low"]), float(props["verdryx.pairwise_ci_high"])
     assert low == 0.0 and 0.4 < high < 0.6  # Wilson at 0 of 5
+    page = (pytester.path / "report.html").read_text()
+    assert "<th>pairwise</th>" in page
+    assert page.count('<span class="loss">loss</span> 0.00') == 5
+    assert page.count('<span class="tie">tie</span> 0.50') == 5
 
 
 @pytest.mark.usefixtures("anthropic_env")

@@ -205,8 +205,8 @@ class Conclusion:
     new: tuple[str, ...] = ()
     #: The judge checked against human labels (docs/calibrating-the-judge.md).
     judge: JudgeCheck | None = None
-    #: The challenger's run (`--verdryx-challenger`), as stored beside this one, and its gate
-    #: against this run's agent, the champion (docs/targets.md, "A challenger").
+    #: The challenger's run (`--verdryx-challenger`; never stored), and its gate against this
+    #: run's agent, the champion (docs/targets.md, "A challenger").
     challenger_run: EvalRun | None = None
     challenger: GateOutcome | None = None
     #: Lines for the face to show: `ERROR: ...`, `WARNING: ...` and notes.
@@ -314,7 +314,7 @@ def conclude(
         if work.run.shard is None:  # a shard is gated with its group (`verdryx gate`)
             work.gate_against(baseline, history)
         if challenger is not None:
-            work.challenge(challenger, history)
+            work.challenge(challenger)
         work.stand(baseline if isinstance(baseline, Baseline) else None)
         work.nothing_measured()
         if policy.save_baseline:
@@ -491,10 +491,11 @@ class _Work:
             calibration=self.judge.calibration if self.judge is not None else None,
         )
 
-    def challenge(self, challenger: EvalRun, history: _History) -> None:
-        """The challenger's run: stored beside this one (its agent recorded as its target,
-        so no window of either pools the other), and gated against this run by the gate's
-        own rule; its regression fails the run and its refusal refuses it, as the gate's."""
+    def challenge(self, challenger: EvalRun) -> None:
+        """The challenger's run, gated against this one by the gate's own rule; its
+        regression fails the run and its refusal refuses it, as the gate's. It is not stored:
+        the store's history is the target's, and a run of another agent in it would be the
+        newest run of these eval sets for every command that reads one."""
         from verdryx_core.gating.challenger import challenger_name, gate_challenger
 
         run = challenger
@@ -510,18 +511,6 @@ class _Work:
             run_group=self.run.run_group,
         )
         self.challenger_run = run
-        if history.keep == "save" and history.source is not None and self.stored:
-            from verdryx_core.evaluation.saving import save_run
-
-            try:
-                opened = history.get()
-                assert opened is not None
-                save_run(opened, run, cache_entries=())
-            except (VerdryxError, ValueError) as exc:
-                why = self.worded(exc) if isinstance(exc, VerdryxError) else str(exc)
-                why = f"the challenger's run was not stored: {why}"
-                self.messages.append(f"ERROR: {why}")
-                self.reasons.append(("failed", why))
         gate = self.policy.gate
         if gate is None:
             from verdryx_core.gating.policy import GatePolicy
