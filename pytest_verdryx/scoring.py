@@ -144,7 +144,7 @@ class ItemScoring:
         call made ahead, else scored now. Its failure is the challenger's error (its run is
         then incomplete and not gated), never the item's: the item is the target's."""
         evaluation = self.context.evaluation
-        if not evaluation.challenged(work.case):
+        if evaluation.settings.challenger is None or not evaluation.challenged(work.case):
             return
         state = self.context.state
         future = self.challenger_futures.pop(item.nodeid, None)

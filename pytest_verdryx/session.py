@@ -205,7 +205,7 @@ class VerdryxSession:
             # A worker leaves the import to its first call: the controller has loaded the
             # target (exit 4 there), and when it calls every case the worker makes none.
             context.evaluation.check_target(load=not context.is_worker)
-            if not context.is_worker:
+            if not context.is_worker and settings.pairwise_judge is not None:
                 from pytest_verdryx.pairwise import check_pairwise
 
                 check_pairwise(context)

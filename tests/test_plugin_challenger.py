@@ -190,6 +190,7 @@ def test_the_report_shows_both_replies_side_by_side_escaped(pytester: pytest.Pyt
     assert "\\x1b[31m" in section  # the escape byte shown, as the terminal shows it
 
 
+@pytest.mark.slow  # two xdist workers start
 def test_under_xdist_the_controller_calls_both_agents_once(pytester: pytest.Pytester) -> None:
     _setup(pytester, n=10)
     result = _run(pytester, "worse", "-n", "2")
