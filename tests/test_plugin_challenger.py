@@ -300,3 +300,14 @@ def test_a_pairwise_judge_without_a_challenger_is_a_usage_error(
     )
     assert result.ret == 4
     assert "pass --verdryx-challenger=module:callable too" in result.stderr.str()
+
+
+def test_the_challenger_is_cached_only_under_its_own_version(pytester: pytest.Pytester) -> None:
+    _setup(pytester, n=3)
+    for _ in range(2):
+        result = _run(pytester, "same", "--verdryx-challenger-version=c1")
+        assert result.ret == 0, result.stdout.str()
+    calls = _calls(pytester)
+    # The target has no declared version: called every run; the challenger once.
+    assert sum(1 for c in calls if c[0] == "champion") == 6
+    assert sum(1 for c in calls if c[0] == "challenger") == 3

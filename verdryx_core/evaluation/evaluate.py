@@ -285,11 +285,6 @@ class Evaluation:
         run has a challenger (docs/targets.md, "A challenger")."""
         return self.settings.challenger is not None and self.uses_target(case)
 
-    def challenger_targets(self, cases: Iterable[tuple[str, EvalCase]]) -> dict[str, str | None]:
-        """The challenger as the agent under test of each eval set it answered a case of."""
-        spec = self.settings.challenger
-        return {set_id: spec for set_id, case in cases if spec and self.challenged(case)}
-
     @property
     def targets_cached(self) -> bool:
         """Whether target results go through the store's cache (a declared version, cache
