@@ -28,6 +28,7 @@ import json
 import os
 import random
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -103,10 +104,14 @@ def _run_of(right: dict[str, bool], target: str) -> EvalRun:
     return dataclasses.replace(run, target=target, set_targets={"bench": target})
 
 
-def _verdict(right: dict[str, dict[str, bool]]) -> str:
+def _verdict(right: dict[str, dict[str, bool]], mdes: list[float] | None = None) -> str:
     champion = _run_of(right["champion"], "agents:champion")
     challenger = _run_of(right["challenger"], "agents:challenger")
-    return gate_challenger(champion, challenger).verdict
+    outcome = gate_challenger(champion, challenger)
+    drift = outcome.drift
+    if mdes is not None and drift is not None and drift.mde is not None:
+        mdes.append(drift.mde)
+    return outcome.verdict
 
 
 def _write(folder: Path, cases: int, right: dict[str, dict[str, bool]]) -> None:
@@ -120,7 +125,7 @@ def _write(folder: Path, cases: int, right: dict[str, dict[str, bool]]) -> None:
 def _pytest(folder: Path, latency: float, *args: str) -> tuple[float, str, int]:
     """Wall seconds, output and exit status of one session."""
     env = {**_ENV, "BENCH_LATENCY": str(latency)}
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args]
+    command = [sys.executable, "-m", "pytest", "-q", "--tb=no", "-p", "no:cacheprovider", *args]
     started = time.perf_counter()
     done = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, check=False)
     return time.perf_counter() - started, done.stdout + done.stderr, done.returncode
@@ -190,7 +195,7 @@ def _session_verdict(args: argparse.Namespace, right: dict[str, dict[str, bool]]
             "--verdryx-challenger=agents:challenger",
             "--no-verdryx-store",
         )
-    found = re.search(r"verdryx challenger agents:challenger: (\S+) against champion", out)
+    found = re.search(r"verdryx challenger agents:challenger: ([A-Z-]+)", out)
     if found is None:
         raise AssertionError(f"no challenger verdict in the session's output:\n{out}")
     return found.group(1).lower()
@@ -227,14 +232,20 @@ def main() -> int:
     )
 
     detected = {DROP: 0, 0.0: 0}
+    mdes: list[float] = []
     for drop in detected:
         for _ in range(args.draws):
-            if _verdict(_draw(rng, args.cases, drop)) == "regressed":
+            if _verdict(_draw(rng, args.cases, drop), mdes) == "regressed":
                 detected[drop] += 1
     print(
         f"detection:        REGRESSED on {detected[DROP]} of {args.draws} draws at a "
         f"{DROP * 100:.0f}-point drop ({detected[DROP] / args.draws:.0%})"
     )
+    if mdes:
+        print(
+            f"power:            the verdict could see drops >= {statistics.median(mdes):.3f} "
+            f"(median over the draws) at {args.cases} cases, one sample each"
+        )
     print(
         f"false alarm:      REGRESSED on {detected[0.0]} of {args.draws} draws at no drop "
         f"({detected[0.0] / args.draws:.0%})"
