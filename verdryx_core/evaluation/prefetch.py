@@ -167,8 +167,9 @@ def start_prefetch(
     prefetch = Prefetch(scorer, pool, challenger=challenger)
     prefetch.kinds = kinds
     ahead = {entry.key for entry in remote}
+    wanted = ahead | rivals
     try:
-        for index, entry in enumerate(entry for entry in work if entry.key in ahead | rivals):
+        for index, entry in enumerate(entry for entry in work if entry.key in wanted):
             submits = []
             if entry.key in ahead:
                 submits.append((prefetch.futures, scorer))
