@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -25,10 +25,15 @@ from verdryx_core.reporting.ci import (
 from verdryx_core.runs import EvalRun
 from verdryx_core.untrusted.text import printable
 
-__all__ = ["GATE_NODEID", "CiOutputs"]
+if TYPE_CHECKING:
+    from verdryx_core.evaluation.pairwise import PairwiseResult
+
+__all__ = ["CHALLENGER_NODEID", "GATE_NODEID", "CiOutputs"]
 
 #: JUnit: classname `verdryx`, name `gate`.
 GATE_NODEID = "verdryx::gate"
+#: The challenger's gate against the champion (docs/targets.md, "A challenger").
+CHALLENGER_NODEID = "verdryx::challenger"
 
 
 class CiOutputs:
@@ -51,7 +56,7 @@ class CiOutputs:
     # -- the cases, as their reports arrive -------------------------------------------------
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.nodeid == GATE_NODEID or not _is_case(report):
+        if report.nodeid in (GATE_NODEID, CHALLENGER_NODEID) or not _is_case(report):
             return
         if report.when != "call":
             return
@@ -94,6 +99,8 @@ class CiOutputs:
         *,
         gated: bool,
         refused: str | None = None,
+        challenger: tuple[EvalRun, GateOutcome] | None = None,
+        pairwise: PairwiseResult | None = None,
     ) -> None:
         """Log the gate's report (when a baseline was named, or the run was refused without
         one: `refused`, why) and append the job summary. `gated`: False when the run was not
@@ -101,10 +108,23 @@ class CiOutputs:
         self.run, self.gate = run, gate
         if gate is not None:
             self._log_gate(gate, gated=gated)
-        elif refused is not None:
+        elif refused is not None and (challenger is None or challenger[1].refused is None):
             # Nothing measured, with no baseline named: the session is a usage error, and
             # the gate testcase says why, so JUnit agrees with the exit status.
             self._log_refused(refused)
+        if challenger is not None:
+            rival, outcome = challenger
+            from verdryx_core.reporting.challenger import challenger_subject
+
+            line = verdict_line(outcome, subject=challenger_subject(rival), against="champion")
+            self._log_gate(
+                outcome,
+                gated=outcome.not_gated is None,
+                nodeid=CHALLENGER_NODEID,
+                line=line,
+                not_gated=line,
+                extra=_pairwise_properties(pairwise),
+            )
         summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
         if summary_path and run is not None:
             text = step_summary(
@@ -126,16 +146,28 @@ class CiOutputs:
         text = printable(f"verdryx: the run was refused: {why}", keep_newlines=False)
         self._log("failed", "setup", text, [("verdryx.verdict", "refused")])
 
-    def _log_gate(self, gate: GateOutcome, *, gated: bool) -> None:
+    def _log_gate(
+        self,
+        gate: GateOutcome,
+        *,
+        gated: bool,
+        nodeid: str = GATE_NODEID,
+        line: str | None = None,
+        not_gated: str = "not gated: the run is incomplete",
+        extra: list[tuple[str, str]] | None = None,
+    ) -> None:
+        """One gate as a testcase: the baseline's (`verdryx::gate`), or the challenger's
+        against its champion (`verdryx::challenger`, worded by its own `line`)."""
         verdict = gate.verdict
+        line = verdict_line(gate) if line is None else line
         if not gated:
-            outcome, when, text = "skipped", "call", "not gated: the run is incomplete"
+            outcome, when, text = "skipped", "call", not_gated
         elif verdict == "refused":
-            outcome, when, text = "failed", "setup", verdict_line(gate)
+            outcome, when, text = "failed", "setup", line
         elif verdict == "regressed":
-            outcome, when, text = "failed", "call", verdict_line(gate)
+            outcome, when, text = "failed", "call", line
         elif verdict == "not-compared":
-            outcome, when, text = "skipped", "call", verdict_line(gate)
+            outcome, when, text = "skipped", "call", line
         else:
             outcome, when, text = "passed", "call", None
         if text is not None:  # it quotes a baseline's name and a refusal's reason
@@ -143,8 +175,9 @@ class CiOutputs:
         properties = [("verdryx.verdict", verdict)]
         if gated:
             # The whole verdict, power and coverage included, even when the testcase passes.
-            properties.append(("verdryx.verdict_line", verdict_line(gate)))
-        self._log(outcome, when, text, properties)
+            properties.append(("verdryx.verdict_line", printable(line, keep_newlines=False)))
+        properties.extend(extra or ())
+        self._log(outcome, when, text, properties, nodeid=nodeid)
 
     def _log(
         self,
@@ -152,16 +185,19 @@ class CiOutputs:
         when: str,
         text: str | None,
         properties: list[tuple[str, str]],
+        *,
+        nodeid: str = GATE_NODEID,
     ) -> None:
         """The gate testcase's reports, as pytest would send them for one more test."""
         hook = self.config.hook
-        location = ("verdryx", None, "verdryx gate")
+        name = nodeid.split("::", 1)[1]
+        location = ("verdryx", None, f"verdryx {name}")
 
         def report(phase: str, result: str, longrepr: Any) -> pytest.TestReport:
             return pytest.TestReport(
-                nodeid=GATE_NODEID,
+                nodeid=nodeid,
                 location=location,
-                keywords={"verdryx": 1, "gate": 1},
+                keywords={"verdryx": 1, name: 1},
                 outcome=result,  # type: ignore[arg-type]
                 longrepr=longrepr,
                 when=phase,  # type: ignore[arg-type]
@@ -173,7 +209,7 @@ class CiOutputs:
             # One more test: pytest's progress counts it (no "[105%]") as its summary line does.
             session.testscollected += 1
         self._start_own_line()
-        hook.pytest_runtest_logstart(nodeid=GATE_NODEID, location=location)
+        hook.pytest_runtest_logstart(nodeid=nodeid, location=location)
         if when == "setup":
             hook.pytest_runtest_logreport(report=report("setup", "failed", text))
         else:
@@ -183,7 +219,7 @@ class CiOutputs:
                 report=report("call", outcome, skipped if outcome == "skipped" else text)
             )
         hook.pytest_runtest_logreport(report=report("teardown", "passed", None))
-        hook.pytest_runtest_logfinish(nodeid=GATE_NODEID, location=location)
+        hook.pytest_runtest_logfinish(nodeid=nodeid, location=location)
 
     def _start_own_line(self) -> None:
         """The gate's letter on a line of its own, not after the last item's `[100%]`."""
@@ -208,6 +244,24 @@ class CiOutputs:
         text = github_annotations(self.failures, self.gate)
         for line in text.split("\n")[:-1]:
             terminalreporter.write_line(line)
+
+
+def _pairwise_properties(pairwise: PairwiseResult | None) -> list[tuple[str, str]]:
+    """The pairwise judge's figures on the challenger's testcase (docs/ci.md)."""
+    if pairwise is None:
+        return []
+    rate, interval = pairwise.win_rate, pairwise.interval
+    return [
+        ("verdryx.pairwise_judge", printable(pairwise.judge, keep_newlines=False)),
+        ("verdryx.pairwise_win_rate", "" if rate is None else f"{rate:.6g}"),
+        ("verdryx.pairwise_ci_low", "" if interval is None else f"{interval[0]:.6g}"),
+        ("verdryx.pairwise_ci_high", "" if interval is None else f"{interval[1]:.6g}"),
+        (
+            "verdryx.pairwise_counts",
+            f"{pairwise.wins} won, {pairwise.losses} lost, {pairwise.ties} tied, "
+            f"{pairwise.unmeasured} unmeasured",
+        ),
+    ]
 
 
 def _text(longrepr: object) -> str:

@@ -19,6 +19,8 @@ from verdryx_core.store import Store
 from verdryx_core.untrusted.redact import redact_text, redact_url
 
 if TYPE_CHECKING:
+    from verdryx_core.evaluation.pairwise import PairwiseResult
+    from verdryx_core.gating.compare import GateOutcome
     from verdryx_core.gating.comparison import GateResult
     from verdryx_core.gating.drift import DriftReport
 
@@ -187,13 +189,34 @@ def export_spans(
 
 
 def write_html_report(
-    store: Store, path: str, run: EvalRun, baseline: Baseline | None, result: GateResult | None
+    store: Store,
+    path: str,
+    run: EvalRun,
+    baseline: Baseline | None,
+    result: GateResult | None,
+    *,
+    challenger: tuple[EvalRun, GateOutcome, PairwiseResult | None] | None = None,
 ) -> str:
     try:
-        from verdryx_core.reporting.html import write_report
+        from verdryx_core.reporting.challenger import challenger_subject
+        from verdryx_core.reporting.ci.verdict import verdict_line
+        from verdryx_core.reporting.html import ChallengerView, write_report
 
+        view = None
+        if challenger is not None:
+            rival, outcome, pairwise = challenger
+            view = ChallengerView(
+                run=rival,
+                verdict=verdict_line(
+                    outcome, subject=challenger_subject(rival), against="champion"
+                ),
+                failed=outcome.exit != "ok",
+                pairwise=pairwise,
+            )
         # The session's own gate result, so the page never disagrees with the exit status.
-        written = write_report(store, Path(path), run_id=run.id, baseline=baseline, result=result)
+        written = write_report(
+            store, Path(path), run_id=run.id, baseline=baseline, result=result, challenger=view
+        )
     except Exception as exc:
         return f"report: not written ({exc})"
     return f"report: {written}"

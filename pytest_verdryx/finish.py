@@ -7,6 +7,7 @@ in `pytest_sessionfinish`, which it reaches even on exits that skip the summary.
 from __future__ import annotations
 
 import dataclasses
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,7 @@ from verdryx_core.runs import EvalRun
 from verdryx_core.store import StoreTarget
 
 if TYPE_CHECKING:
+    from verdryx_core.evaluation.pairwise import PairwiseResult
     from verdryx_core.gating.calibration.judge_check import JudgeCheck
     from verdryx_core.gating.calibration.labels import Label
     from verdryx_core.gating.compare import GateOutcome
@@ -51,6 +53,8 @@ class SessionEnd:
     store_path: StoreTarget | None = None
     #: What it takes to see `--verdryx-detect`, when an on-track verdict could not see it.
     plan: Plan | None = None
+    #: The pairwise judge's verdicts of the champion and the challenger (docs/targets.md).
+    pairwise: PairwiseResult | None = None
 
     @property
     def settings(self) -> Settings:
@@ -120,6 +124,7 @@ def finish_session(
     *,
     call_seconds: float,
     call_kinds: Sequence[str] = (),
+    pairwise: PairwiseResult | None = None,
 ) -> SessionEnd:
     settings, state = context.settings, context.state
     stopped_by = session.shouldfail or session.shouldstop
@@ -129,6 +134,7 @@ def finish_session(
         state.ordered_scores(), complete=incomplete is None, targets=state.targets
     )
     run = _labelled(run, context)
+    challenger = _challenger_run(context, run)
     if settings.repeat_auto and context.allocation is None:
         _allocation_of_workers(context, run)
     store = context.store
@@ -150,6 +156,7 @@ def finish_session(
         cache_entries=state.calls.take_entries() if settings.store else (),
         case_labels=_case_labels(context),
         flags=FLAGS,
+        challenger=challenger,
     )
     end = SessionEnd(
         context=context,
@@ -159,6 +166,7 @@ def finish_session(
         call_seconds=call_seconds,
         call_kinds=tuple(call_kinds),
         store_path=store.path if settings.store else None,
+        pairwise=pairwise,
     )
     if end.gate is not None:
         end.plan = _plan(end)
@@ -172,6 +180,32 @@ def finish_session(
     _ci_outputs(end)
     _send_exports(end)
     return end
+
+
+def _challenger_run(context: SessionContext, run: EvalRun) -> EvalRun | None:
+    """The challenger's run of the cases it answered (docs/targets.md, "A challenger"): its
+    own id, the session's start and label, its errors its own; None without a challenger."""
+    settings, state = context.settings, context.state
+    if settings.challenger is None:
+        return None
+    evaluation = context.evaluation
+    scores = state.ordered_challenger_scores()
+    # The challenger stands in for the target of every eval set that has one.
+    targets = {set_id: settings.challenger for set_id, spec in state.targets.items() if spec}
+    challenger = evaluation.run(
+        scores,
+        complete=run.complete,
+        errors=[f"case {error}" for error in state.challenger_errors],
+        targets=targets,
+    )
+    return dataclasses.replace(
+        challenger,
+        id=str(uuid.uuid4()),
+        target_version=settings.challenger_version,
+        label=run.label,
+        run_group=run.run_group,
+        partial=run.partial,
+    )
 
 
 def exit_status(status: int | pytest.ExitCode, conclusion: Conclusion) -> int | pytest.ExitCode:
@@ -280,7 +314,15 @@ def _ci_outputs(end: SessionEnd) -> None:
     if isinstance(ci, CiOutputs):
         conclusion = end.conclusion
         refused = conclusion.exit_reason if conclusion.exit == "refused" else None
-        ci.finish(end.run, end.gate, gated=end.run.complete, refused=refused)
+        rival = conclusion.challenger_run, conclusion.challenger
+        ci.finish(
+            end.run,
+            end.gate,
+            gated=end.run.complete,
+            refused=refused,
+            challenger=(rival[0], rival[1]) if rival[0] is not None and rival[1] else None,
+            pairwise=end.pairwise,
+        )
 
 
 def _labelled(run: EvalRun, context: SessionContext) -> EvalRun:
@@ -346,8 +388,17 @@ def _send_exports(end: SessionEnd) -> None:
         )
     if settings.report:
         result = end.gate.result if end.gate is not None else None
+        conclusion = end.conclusion
+        rival = conclusion.challenger_run, conclusion.challenger
         end.messages.append(
             exports.write_html_report(
-                context.store.open(), settings.report, run, context.baseline, result
+                context.store.open(),
+                settings.report,
+                run,
+                context.baseline,
+                result,
+                challenger=(rival[0], rival[1], end.pairwise)
+                if rival[0] is not None and rival[1] is not None
+                else None,
             )
         )

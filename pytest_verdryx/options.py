@@ -287,6 +287,23 @@ OPTIONS: Final = (
         metavar="VERSION",
     ),
     _Option(
+        "verdryx_challenger",
+        "a second agent, module:callable, called on every case the target answers, with the "
+        "same inputs, graded the same way and gated against the target (paired)",
+        metavar="MODULE:CALLABLE",
+    ),
+    _Option(
+        "verdryx_challenger_version",
+        "the challenger's version: its results are cached under it (unset: never cached)",
+        metavar="VERSION",
+    ),
+    _Option(
+        "verdryx_pairwise_judge",
+        "with a challenger: a judge model that compares the target's and the challenger's "
+        "replies to each case, in both orders, and reports the challenger's win rate",
+        metavar="MODEL",
+    ),
+    _Option(
         "verdryx_user_model",
         "who plays a case's simulated user with a persona: stub (offline, deterministic) or "
         "a model id",
@@ -436,6 +453,9 @@ class Settings:
     batch: bool = False
     target: str | None = None
     target_version: str | None = None
+    challenger: str | None = None
+    challenger_version: str | None = None
+    pairwise_judge: str | None = None
     user_model: str = "stub"
     otel: str = "auto"
     timeout: float = 120.0
@@ -485,6 +505,8 @@ def eval_settings(
         call_timeout=settings.timeout,
         target=settings.target,
         target_version=settings.target_version,
+        challenger=settings.challenger,
+        challenger_version=settings.challenger_version,
         user_model=settings.user_model,
         otel=settings.otel,
         target_root=target_root,
@@ -612,6 +634,9 @@ def read_settings(config: pytest.Config, env: Mapping[str, str] | None = None) -
         batch=get("verdryx_batch"),
         target=get("verdryx_target"),
         target_version=get("verdryx_target_version"),
+        challenger=get("verdryx_challenger"),
+        challenger_version=get("verdryx_challenger_version"),
+        pairwise_judge=get("verdryx_pairwise_judge"),
         user_model=get("verdryx_user_model") or "stub",
         otel=get("verdryx_otel"),
         timeout=get("verdryx_timeout"),

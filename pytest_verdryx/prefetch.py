@@ -19,6 +19,7 @@ from __future__ import annotations
 import fnmatch
 import sys
 from collections.abc import Sequence
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,7 @@ from verdryx_core.evalsets.formats import CSV_SIDECAR_SUFFIX
 from verdryx_core.evalsets.load import load_evalset
 from verdryx_core.evaluation import Prefetch, Work, prefetch_all, start_prefetch
 from verdryx_core.evaluation.targets_ahead import call_targets_ahead
+from verdryx_core.runs import Score
 from verdryx_core.targets.handoff import TargetHandoff
 
 __all__ = [
@@ -139,8 +141,10 @@ class PrefetchCalls:
             # Items report as their calls end: pytest's own progress is the progress line.
             stream=None if streaming else TerminalStream(self.config),
             batch=settings.batch,
+            challenger=scoring.challenger(),
         )
         scoring.futures = ahead.futures  # the same dict: items take theirs out of it
+        scoring.challenger_futures = ahead.challenger
         self._ahead, self._in_flight = ahead, True
         if not streaming:
             ahead.wait()  # a Ctrl-C here aborts the calls; `end` then counts them
@@ -167,14 +171,23 @@ class PrefetchCalls:
         paid = ahead.scores()
         state = self.context.state
         state.calls_given_up += len(ahead.given_up)
-        state.unscored_calls += len(paid)
+        # The challenger's calls no item took (its item stopped or errored) count alike.
+        rivals = [future for future in ahead.challenger.values() if _scored(future)]
+        state.unscored_calls += len(paid) + len(rivals)
         state.unscored_cost_usd += sum(s.cost_usd + s.judge_cost_usd for s in paid.values())
+        state.unscored_cost_usd += sum(
+            f.result().cost_usd + f.result().judge_cost_usd for f in rivals
+        )
         state.calls_not_made += sum(
             1
             for key, future in ahead.futures.items()
             if key not in ahead.given_up and (future.cancelled() or not future.done())
         )
+        state.calls_not_made += sum(
+            1 for future in ahead.challenger.values() if future.cancelled() or not future.done()
+        )
         ahead.futures.clear()
+        ahead.challenger.clear()
 
     def for_workers(self, node_ids: Sequence[str]) -> None:
         """On the xdist controller, once, before xdist schedules anything: every target call
@@ -226,12 +239,19 @@ class PrefetchCalls:
             return []
         evaluation.target_handoff = TargetHandoff(run_folder(self.config).handoff, writing=True)
         try:
-            scorer = scorer_for(evaluation, [entry.case for entry in handed])
+            cases = [entry.case for entry in handed]
+            scorer = scorer_for(evaluation, cases)
+            challenger = None
+            if settings.challenger is not None and any(map(evaluation.challenged, cases)):
+                # The challenger's calls are handed too, from the same pool (docs/targets.md,
+                # "A challenger").
+                challenger = evaluation.scorer(cases, challenger=True)
             self.seconds += call_targets_ahead(
                 scorer,
                 handed,
                 concurrency=settings.concurrency,
                 stream=TerminalStream(self.config),
+                challenger=challenger,
             )
         finally:
             evaluation.target_handoff = None
@@ -297,6 +317,10 @@ class PrefetchCalls:
         if reporter is not None:
             reporter.write_line(line)
 
+    def cases_of(self, node_ids: Sequence[str]) -> list[Work]:
+        """The eval cases behind collected node ids, read from their files."""
+        return self._cases_of(node_ids)
+
     def _cases_of(self, node_ids: Sequence[str], *, targets_only: bool = False) -> list[Work]:
         """The eval cases behind collected node ids (`path::case-id`), read from their files;
         `targets_only`: only the cases whose output comes from a target (named by the set,
@@ -324,6 +348,10 @@ class PrefetchCalls:
                 if case.id in case_ids and (not targets_only or evaluation.uses_target(case))
             )
         return work
+
+
+def _scored(future: Future[Score]) -> bool:
+    return future.done() and not future.cancelled() and future.exception() is None
 
 
 def _may_name_a_target(path: Path) -> bool:

@@ -32,6 +32,11 @@ class ItemScoring:
         self.items: list[pytest.Item] = []
         self._scorer: CaseScorer | None = None
         self._fresh_scorer: CaseScorer | None = None
+        #: node id -> the challenger's score of the same case, computed ahead.
+        self.challenger_futures: dict[str, Future[Score]] = {}
+        self._challengers: dict[bool, CaseScorer] = {}
+        #: node id -> the challenger's score of its attempts so far (a rerun).
+        self._earlier_challenger: dict[str, Score] = {}
         #: node id -> how many times its setup has begun (a rerun plugin runs an item again).
         self._attempts: dict[str, int] = {}
         #: node id -> the score of its attempts so far, while a rerun makes the next one.
@@ -47,6 +52,22 @@ class ItemScoring:
         if self._scorer is None:
             self._scorer = self._build(fresh=False)
         return self._scorer
+
+    def challenger(self, *, fresh: bool = False) -> CaseScorer | None:
+        """The challenger's scorer of this session's items (docs/targets.md, "A
+        challenger"); None when the run has no challenger."""
+        evaluation = self.context.evaluation
+        if evaluation.settings.challenger is None:
+            return None
+        if fresh not in self._challengers:
+            cases = [case for case in map(case_of, self.items) if case is not None]
+            try:
+                self._challengers[fresh] = evaluation.scorer(
+                    cases, judge_wanted=self._custom_judge(), fresh=fresh, challenger=True
+                )
+            except VerdryxError as exc:
+                raise pytest.UsageError(f"verdryx: {worded(exc)}") from None
+        return self._challengers[fresh]
 
     def _build(self, *, fresh: bool) -> CaseScorer:
         cases = [case for case in map(case_of, self.items) if case is not None]
@@ -76,6 +97,12 @@ class ItemScoring:
                 state.live_cases -= 1
         prefix = f"{item.nodeid}: "
         state.errors[:] = [error for error in state.errors if not error.startswith(prefix)]
+        rival = state.challenger_scores.pop(item.nodeid, None)
+        if rival is not None:
+            self._earlier_challenger[item.nodeid] = rival[1]
+        state.challenger_errors[:] = [
+            error for error in state.challenger_errors if not error.startswith(prefix)
+        ]
         state.not_run.discard(item.nodeid)
         item.user_properties[:] = [
             pair for pair in item.user_properties if not str(pair[0]).startswith("verdryx.")
@@ -108,7 +135,36 @@ class ItemScoring:
                     del self.futures[item.nodeid]
         else:
             score = self.scorer(fresh=self.is_rerun(item)).score(work.case, work.context)
-        return self.record(item, score)
+        recorded = self.record(item, score)
+        self._challenge(item, work)
+        return recorded
+
+    def _challenge(self, item: pytest.Item, work: Work) -> None:
+        """The challenger's score of the item's case, beside the target's: taken from its
+        call made ahead, else scored now. Its failure is the challenger's error (its run is
+        then incomplete and not gated), never the item's: the item is the target's."""
+        evaluation = self.context.evaluation
+        if evaluation.settings.challenger is None or not evaluation.challenged(work.case):
+            return
+        state = self.context.state
+        future = self.challenger_futures.pop(item.nodeid, None)
+        try:
+            if future is not None and not future.cancelled():
+                score = future.result()
+            else:
+                challenger = self.challenger(fresh=self.is_rerun(item))
+                assert challenger is not None
+                score = challenger.score(work.case, work.context)
+        except Exception as exc:
+            why = worded(exc) if isinstance(exc, VerdryxError) else f"{type(exc).__name__}: {exc}"
+            state.challenger_errors.append(f"{item.nodeid}: {printable(why, keep_newlines=False)}")
+            return
+        earlier = self._earlier_challenger.pop(item.nodeid, None)
+        if earlier is not None:
+            score = pooled_attempts(earlier, score, rule=work.case.aggregate)
+        state.challenger_scores[item.nodeid] = (state.order.get(item.nodeid, 0), score)
+        value = "" if score.value is None else f"{score.value:.6g}"
+        item.user_properties.append(("verdryx.challenger_score", value))
 
     def record(self, item: pytest.Item, score: Score) -> Score:
         """Record the item's score, pooled with its earlier attempts' (a rerun), and return

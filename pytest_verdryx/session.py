@@ -28,7 +28,7 @@ from pytest_verdryx.finish import SessionEnd, finish_session
 from pytest_verdryx.fixture import custom_case_identity
 from pytest_verdryx.items import EvalCaseItem
 from pytest_verdryx.options import FLAGS, Settings, eval_settings, evalset_patterns, worded
-from pytest_verdryx.prefetch import PrefetchCalls, models_called_ahead
+from pytest_verdryx.prefetch import PrefetchCalls, TerminalStream, models_called_ahead
 from pytest_verdryx.quiet_phases import drop_unshown_phases
 from pytest_verdryx.run_folder import HANDOFF_KEY
 from pytest_verdryx.scoring import SCORING_KEY, ItemScoring
@@ -49,6 +49,7 @@ from verdryx_core.targets.handoff import TargetHandoff
 
 if TYPE_CHECKING:
     from pytest_verdryx.ci import CiOutputs
+    from verdryx_core.evaluation.pairwise import PairwiseResult
 
 __all__ = ["VerdryxSession"]
 
@@ -70,6 +71,7 @@ def _ci_in_play(settings: Settings) -> bool:
     GitHub annotations, or a job summary. Otherwise nothing listens to every report."""
     return bool(
         settings.baseline
+        or settings.challenger
         or os.environ.get("GITHUB_ACTIONS") == "true"
         or os.environ.get("GITHUB_STEP_SUMMARY")
     )
@@ -203,6 +205,10 @@ class VerdryxSession:
             # A worker leaves the import to its first call: the controller has loaded the
             # target (exit 4 there), and when it calls every case the worker makes none.
             context.evaluation.check_target(load=not context.is_worker)
+            if not context.is_worker and settings.pairwise_judge is not None:
+                from pytest_verdryx.pairwise import check_pairwise
+
+                check_pairwise(context)
             self._load_baseline()
         except VerdryxError as exc:
             raise _usage_error(exc) from None
@@ -486,17 +492,40 @@ class VerdryxSession:
         try:
             if not context.state.active or self.config.option.collectonly:
                 return  # listing cases measures nothing: no run, not even an incomplete one
+            pairwise = None
+            if exitstatus != pytest.ExitCode.INTERRUPTED:
+                pairwise = self._pairwise()
             self.end = finish_session(
                 context,
                 session,
                 call_seconds=self.prefetch.seconds,
                 call_kinds=self.prefetch.kinds,
+                pairwise=pairwise,
             )
             session.exitstatus = self.end.exit_status
         finally:
             context.store.close()
             if not self.nested:
                 exit_past_leftover_threads(self.threads_at_start, lambda: int(session.exitstatus))
+
+    def _pairwise(self) -> PairwiseResult | None:
+        """The pairwise judge's verdicts (docs/targets.md, "A pairwise judge"), or None."""
+        if self.settings.pairwise_judge is None:
+            return None
+        from pytest_verdryx.pairwise import judge_session_pairs
+
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.ensure_newline()  # the progress line, not after the last `[100%]`
+        items = {
+            item.nodeid: item.case for item in self.scoring.items if isinstance(item, EvalCaseItem)
+        }
+        return judge_session_pairs(
+            self.context,
+            self.prefetch.cases_of,
+            items=items,
+            stream=TerminalStream(self.config),
+        )
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.end is not None:

@@ -84,6 +84,11 @@ class SessionState:
     #: The selected cases' `human_label`s: (eval set id, case id, output sha256) -> label.
     #: Gathered where the items are (a worker, under xdist) and sent with the scores.
     human_labels: dict[tuple[str, str, str], str | float] = field(default_factory=dict)
+    #: node id -> (collection index, the challenger's score of its case), beside `scores`
+    #: (docs/targets.md, "A challenger").
+    challenger_scores: dict[str, tuple[int, Score]] = field(default_factory=dict)
+    #: Cases the challenger errored on: "node id: one-line reason".
+    challenger_errors: list[str] = field(default_factory=list)
     #: A worker's summary notes on its collection (how exec cases run, aggregation): every
     #: worker collects the same cases, so the controller keeps each note once.
     notes: list[str] = field(default_factory=list)
@@ -98,6 +103,11 @@ class SessionState:
 
     def ordered_scores(self) -> list[Score]:
         return [score for _, score in sorted(self.scores.values(), key=lambda pair: pair[0])]
+
+    def ordered_challenger_scores(self) -> list[Score]:
+        return [
+            score for _, score in sorted(self.challenger_scores.values(), key=lambda pair: pair[0])
+        ]
 
     def stability(self) -> dict[str, str]:
         """stable-pass / stable-fail / flaky by case key, for scores sampled more than once."""
@@ -136,18 +146,28 @@ class SessionState:
             "unscored_cost_usd": self.unscored_cost_usd,
             "human_labels": [[*key, label] for key, label in self.human_labels.items()],
             "notes": list(self.notes),
+            "challenger_scores": [
+                _score_row(seq, nodeid, score)
+                for nodeid, (seq, score) in self.challenger_scores.items()
+            ],
+            "challenger_errors": list(self.challenger_errors),
         }
 
     def merge(self, payload: Mapping[str, Any]) -> None:
         fields = payload["score_fields"]
-        for seq, nodeid, bar, values, extra in payload["scores"]:
-            data = dict(zip(fields, values, strict=True))
-            if extra:
-                data.update(extra)
-            for name in _SHARED_TEXT:  # the same few strings for every score
-                if isinstance(data.get(name), str):
-                    data[name] = sys.intern(data[name])
-            self.scores[nodeid] = (seq, replace(Score.from_dict(data), bar=bar))
+        for into, rows in (
+            (self.scores, payload["scores"]),
+            (self.challenger_scores, payload.get("challenger_scores", ())),
+        ):
+            for seq, nodeid, bar, values, extra in rows:
+                data = dict(zip(fields, values, strict=True))
+                if extra:
+                    data.update(extra)
+                for name in _SHARED_TEXT:  # the same few strings for every score
+                    if isinstance(data.get(name), str):
+                        data[name] = sys.intern(data[name])
+                into[nodeid] = (seq, replace(Score.from_dict(data), bar=bar))
+        self.challenger_errors.extend(payload.get("challenger_errors", ()))
         self.expected_count = max(self.expected_count, int(payload["expected"]))
         self.known_keys.update(payload["known_keys"])
         self.stopped_early |= bool(payload["stopped_early"])

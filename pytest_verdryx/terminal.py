@@ -163,6 +163,20 @@ def write_summary(tr: Any, end: SessionEnd) -> None:
         tr.write_line(f"gate refused: {end.gate.refused}", red=True)
     if end.saved_baseline:
         tr.write_line(f"baseline saved: {end.saved_baseline}")
+    rival, rival_gate = conclusion.challenger_run, conclusion.challenger
+    if rival is not None and rival_gate is not None:
+        from verdryx_core.reporting.challenger import challenger_lines
+
+        for line in challenger_lines(rival, rival_gate):
+            bad = rival_gate.exit != "ok" and line.startswith("verdryx challenger")
+            tr.write_line(line, bold=bad, red=bad)
+    if end.pairwise is not None:
+        tr.write_line(end.pairwise.words())
+        if end.pairwise.calls:
+            tr.write_line(
+                f"pairwise judge: {end.pairwise.calls} verdict(s), "
+                f"{fmt_usd(end.pairwise.cost_usd)} paid (not in the cost line above)"
+            )
     for message in end.messages:
         tr.write_line(message, red=message.startswith(("ERROR", "WARNING")))
     tr.write_line(next_step(end, run))
@@ -196,6 +210,12 @@ def next_step(end: SessionEnd, run: EvalRun) -> str:
         return f"next: {gate_hint(end.settings)}"
     gate = end.gate
     result = gate.result if gate is not None else None
+    rival = end.conclusion.challenger
+    if rival is not None and rival.regressed and not (gate is not None and gate.regressed):
+        return (
+            "next: the challenger scored below the champion: look at its worst cases above "
+            "before it replaces the champion"
+        )
     if gate is not None and gate.regressed:
         return (
             "next: look at the worst cases above; if the drop is intended, save a new "

@@ -205,6 +205,10 @@ class Conclusion:
     new: tuple[str, ...] = ()
     #: The judge checked against human labels (docs/calibrating-the-judge.md).
     judge: JudgeCheck | None = None
+    #: The challenger's run (`--verdryx-challenger`; never stored), and its gate against this
+    #: run's agent, the champion (docs/targets.md, "A challenger").
+    challenger_run: EvalRun | None = None
+    challenger: GateOutcome | None = None
     #: Lines for the face to show: `ERROR: ...`, `WARNING: ...` and notes.
     messages: tuple[str, ...] = ()
     exit: Exit = "ok"
@@ -248,6 +252,13 @@ class Conclusion:
             drift = self.gate.drift
             shown = f", delta {drift.delta:+.3f}" if drift is not None else ""
             lines.append(f"gate vs {self.gate.baseline}: {self.gate.verdict}{shown}")
+        if self.challenger is not None and self.challenger_run is not None:
+            drift = self.challenger.drift
+            shown = f", delta {drift.delta:+.3f}" if drift is not None else ""
+            lines.append(
+                f"challenger {self.challenger_run.target} vs champion "
+                f"{self.challenger.baseline}: {self.challenger.verdict}{shown}"
+            )
         if self.failed:
             lines.append(f"failed: {len(self.failed)} case(s): {', '.join(self.failed[:5])}")
         if self.new:
@@ -278,6 +289,7 @@ def conclude(
     cache_entries: Iterable[CacheEntry] = (),
     case_labels: Sequence[Label] = (),
     flags: Mapping[str, str] = PYTHON_FLAGS,
+    challenger: EvalRun | None = None,
 ) -> Conclusion:
     """Conclude finished `run`: store it (`keep`, in `store`), check its judge against the
     labels (`policy.labels` and `case_labels`), gate it against `baseline`, save it as
@@ -287,7 +299,8 @@ def conclude(
     where its provenance (commit, branch, CI job) is read and committed baselines are
     written (None: neither); `cache_entries` are the model answers stored with it; `flags`
     word refusals and hints in the face's flags (by default a Python caller's: keyword
-    arguments, `verdryx_core.errors.PYTHON_FLAGS`)."""
+    arguments, `verdryx_core.errors.PYTHON_FLAGS`); `challenger` is a second agent's run of
+    the same cases, gated against `run` (docs/targets.md, "A challenger")."""
     policy = RunPolicy() if policy is None else policy
     selection = Selection() if selection is None else selection
     work = _Work(run, policy, selection, flags)
@@ -300,6 +313,8 @@ def conclude(
             work.check_judge(case_labels, history)
         if work.run.shard is None:  # a shard is gated with its group (`verdryx gate`)
             work.gate_against(baseline, history)
+        if challenger is not None:
+            work.challenge(challenger)
         work.stand(baseline if isinstance(baseline, Baseline) else None)
         work.nothing_measured()
         if policy.save_baseline:
@@ -361,6 +376,8 @@ class _Work:
         self.saved: SavedBaseline | None = None
         self.not_saved: str | None = None
         self.messages: list[str] = []
+        self.challenger_run: EvalRun | None = None
+        self.challenger: GateOutcome | None = None
         self.failed: list[str] = []
         self.excused: list[str] = []
         self.dropped: list[str] = []
@@ -473,6 +490,52 @@ class _Work:
             flags=self.flags,
             calibration=self.judge.calibration if self.judge is not None else None,
         )
+
+    def challenge(self, challenger: EvalRun) -> None:
+        """The challenger's run, gated against this one by the gate's own rule; its
+        regression fails the run and its refusal refuses it, as the gate's. It is not stored:
+        the store's history is the target's, and a run of another agent in it would be the
+        newest run of these eval sets for every command that reads one."""
+        from verdryx_core.gating.challenger import challenger_name, gate_challenger
+
+        run = challenger
+        if self.selection.narrowed is not None and not run.partial:
+            run = dataclasses.replace(run, partial=True)
+        if self.incomplete and run.complete:
+            run = dataclasses.replace(run, complete=False)
+        run = dataclasses.replace(
+            run,
+            commit=self.run.commit,
+            branch=self.run.branch,
+            ci_url=self.run.ci_url,
+            run_group=self.run.run_group,
+        )
+        self.challenger_run = run
+        gate = self.policy.gate
+        if gate is None:
+            from verdryx_core.gating.policy import GatePolicy
+
+            gate = GatePolicy()
+        outcome = gate_challenger(self.run, run, gate=gate, flags=self.flags)
+        self.challenger = outcome
+        who = f"the challenger {challenger_name(run)}"
+        if outcome.refused is not None:
+            why = f"{who} was refused against the champion {outcome.baseline}: {outcome.refused}"
+            self.messages.append(f"ERROR: {why}")
+            self.reasons.append(("refused", why))
+        elif outcome.regressed:
+            drift = outcome.drift
+            assert drift is not None
+            self.reasons.append(
+                (
+                    "failed",
+                    f"{who} regressed against the champion {outcome.baseline}: delta "
+                    f"{drift.delta:+.3f} (gate: {drift.gate})",
+                )
+            )
+        elif outcome.not_gated is not None and not self.incomplete:
+            why = "; ".join(run.errors) or "it did not finish"
+            self.reasons.append(("failed", f"{who}'s run is incomplete: {why}"))
 
     def _missing(self, missing: MissingBaseline) -> None:
         """A label that names no baseline: refused, unless this run saves it (a first
@@ -621,6 +684,8 @@ class _Work:
             dropped=tuple(self.dropped),
             new=tuple(self.new),
             judge=self.judge,
+            challenger_run=self.challenger_run,
+            challenger=self.challenger,
             messages=tuple(self.messages),
             exit=exit_,
             exit_reason=refusal or failure,

@@ -140,14 +140,22 @@ class Evaluation:
     # -- the scorers -----------------------------------------------------------------------
 
     def scorer(
-        self, cases: Sequence[EvalCase], *, judge_wanted: bool = False, fresh: bool = False
+        self,
+        cases: Sequence[EvalCase],
+        *,
+        judge_wanted: bool = False,
+        fresh: bool = False,
+        challenger: bool = False,
     ) -> CaseScorer:
         """A scorer for `cases` (`judge_wanted`: a case outside them may ask for the judge).
         A `fresh` one (a rerun's) calls again whatever the cache holds, and remembers the new
-        answers; a replay stays a replay."""
+        answers; a replay stays a replay. The `challenger`'s scores the cases a target
+        answers (`challenged`) with the challenger instead, graded by the same graders."""
         settings = self.settings
         if fresh and settings.cache == "on":
             settings = dataclasses.replace(settings, cache=REFRESH)
+        if challenger:
+            cases = [case for case in cases if self.challenged(case)]
         # A case with a target in effect asks the agent, not the model.
         targeted = any(self.uses_target(case) for case in cases)
         needs_model = any(case.needs_model and not self.uses_target(case) for case in cases)
@@ -169,6 +177,7 @@ class Evaluation:
                 fallback=live,
                 users=users,
                 handoff=None if fresh else self.target_handoff,
+                challenger=challenger,
             )
         judge = (
             calls.adapter(judge_name, checked_ahead=True)
@@ -239,10 +248,16 @@ class Evaluation:
         TargetLoadError of one line, before anything is collected or called). Without `load`
         (a process whose calls another one makes, having checked it) only the settings."""
         settings = self.settings
-        if settings.target is None:
-            return
         from verdryx_core.targets import Target, TargetCache
 
+        if settings.challenger is not None:
+            # The challenger is loaded and its replay checked as the target is: a typo is
+            # one line before anything is called, whatever the target's own name.
+            if load:
+                Target.load(settings.challenger, rootdir=settings.target_root)
+            TargetCache(None, mode=settings.cache, version=settings.challenger_version)
+        if settings.target is None:
+            return
         if load and settings.built_target is None:
             Target.load(settings.target, rootdir=settings.target_root)
         TargetCache(None, mode=settings.cache, version=settings.target_version)
@@ -264,6 +279,11 @@ class Evaluation:
     def uses_target(self, case: EvalCase) -> bool:
         """Whether `case`'s output comes from the agent under test."""
         return case.needs_model and target_of(case, self.settings.target) is not None
+
+    def challenged(self, case: EvalCase) -> bool:
+        """Whether the challenger answers `case` too: every case a target answers, when the
+        run has a challenger (docs/targets.md, "A challenger")."""
+        return self.settings.challenger is not None and self.uses_target(case)
 
     @property
     def targets_cached(self) -> bool:
@@ -304,17 +324,20 @@ class Evaluation:
         fallback: OutputSource | None,
         users: UserModel | None = None,
         handoff: TargetHandoff | None = None,
+        challenger: bool = False,
     ) -> TargetOutput:
+        version = settings.challenger_version if challenger else settings.target_version
         source = TargetOutput(
             default=settings.target,
             built=settings.built_target,
+            replaced_by=settings.challenger if challenger else None,
             fallback=fallback,
             concurrency=settings.concurrency,
             timeout=settings.call_timeout,
             root=settings.target_root,
             cache_mode=settings.cache,
-            version=settings.target_version,
-            open_store=self.open_store if self.targets_cached else None,
+            version=version,
+            open_store=self.open_store if version is not None and settings.cache != "off" else None,
             users=users,
             prices=PriceBook.from_file(settings.prices) if settings.prices else None,
             handoff=handoff,

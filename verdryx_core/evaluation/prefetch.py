@@ -21,6 +21,7 @@ from verdryx_core.cases import EvalCase
 from verdryx_core.evaluation.batching import send_batches
 from verdryx_core.evaluation.scoring import CaseScorer
 from verdryx_core.evaluation.sdk_import import import_sdks_if_calling
+from verdryx_core.evaluation.target_output import TargetOutput
 from verdryx_core.graders.base import GradeContext
 from verdryx_core.llm.pool import CallPool
 from verdryx_core.llm.progress import Progress, TextStream, call_words
@@ -43,8 +44,17 @@ class Prefetch:
     every call), `stop` (drop the calls not started, wait for those in flight) or `abort`
     (Ctrl-C: return at once, abandoning what is in flight)."""
 
-    def __init__(self, scorer: CaseScorer | None = None, pool: CallPool | None = None) -> None:
+    def __init__(
+        self,
+        scorer: CaseScorer | None = None,
+        pool: CallPool | None = None,
+        *,
+        challenger: CaseScorer | None = None,
+    ) -> None:
         self.futures: dict[str, Future[Score]] = {}
+        #: The challenger's scores of the same cases, by the same keys (docs/targets.md,
+        #: "A challenger"): started in the same pool, interleaved with the target's.
+        self.challenger: dict[str, Future[Score]] = {}
         #: Wall time from the first call to the end (set when the calls end).
         self.seconds = 0.0
         #: The keys of the calls `abort` found in flight and did not wait for.
@@ -52,6 +62,7 @@ class Prefetch:
         #: What was called (`CaseScorer.call_kinds`), in order: `target calls`, `sandbox runs`.
         self.kinds: tuple[str, ...] = ()
         self._scorer = scorer
+        self._challenger = challenger
         self._pool = pool
         self._started = time.perf_counter()
         self._ended = pool is None
@@ -59,7 +70,7 @@ class Prefetch:
     def wait(self) -> None:
         """Wait for every call; a Ctrl-C aborts them and is raised on."""
         try:
-            concurrent.futures.wait(self.futures.values())
+            concurrent.futures.wait([*self.futures.values(), *self.challenger.values()])
         except KeyboardInterrupt:
             self.abort()
             raise
@@ -87,11 +98,12 @@ class Prefetch:
         if self._ended:
             return
         self.given_up = {key for key, future in self.futures.items() if future.running()}
-        for future in self.futures.values():
+        for future in [*self.futures.values(), *self.challenger.values()]:
             future.cancel()
-        if self._scorer is not None:
-            # Pool threads may be waiting on target calls that never return: free them now.
-            self._scorer.abort()
+        for scorer in (self._scorer, self._challenger):
+            if scorer is not None:
+                # Pool threads may be waiting on target calls that never return: free them.
+                scorer.abort()
         self._end(cancel=True, wait=False)
 
     def _end(self, *, cancel: bool, wait: bool) -> None:
@@ -110,13 +122,21 @@ def start_prefetch(
     concurrency: int,
     stream: TextStream | None,
     batch: bool = False,
+    challenger: CaseScorer | None = None,
 ) -> Prefetch:
     """Start the remote cases of `work` in the bounded pool and return at once. With a
     `stream`, a progress line counts them; with `batch`, the model and judge calls are first
     sent as Message Batches (and waited for), so the pool then finds their answers in the
-    cache."""
+    cache. With a `challenger`, each case it answers is scored by it too, in the same pool
+    (one bound for both), the two calls of a case side by side, the one made first
+    alternating from case to case so neither agent always goes first."""
     remote = [entry for entry in work if scorer.is_remote(entry.case)]
-    if not remote:
+    rivals = (
+        {entry.key for entry in work if challenged(challenger, entry.case)}
+        if challenger is not None
+        else set()
+    )
+    if not remote and not rivals:
         return Prefetch()
     if batch:
         send_batches(
@@ -130,18 +150,43 @@ def start_prefetch(
     # The agent under test is not "the model", nor is a sandbox run on a recorded output:
     # the line says what it counts.
     kinds = tuple(dict.fromkeys(kind for e in remote for kind in scorer.call_kinds(e.case)))
+    if rivals:
+        assert challenger is not None
+        kinds = tuple(
+            dict.fromkeys(
+                [
+                    *kinds,
+                    *(k for e in work if e.key in rivals for k in challenger.call_kinds(e.case)),
+                ]
+            )
+        )
     label = call_words(kinds)
-    progress = Progress(len(remote), stream=stream, label=label) if stream is not None else None
+    total = len(remote) + len(rivals)
+    progress = Progress(total, stream=stream, label=label) if stream is not None else None
     pool = CallPool(concurrency, progress=progress)
-    prefetch = Prefetch(scorer, pool)
+    prefetch = Prefetch(scorer, pool, challenger=challenger)
     prefetch.kinds = kinds
+    ahead = {entry.key for entry in remote}
+    wanted = ahead | rivals
     try:
-        for entry in remote:
-            prefetch.futures[entry.key] = pool.submit(scorer.score, entry.case, entry.context)
+        for index, entry in enumerate(entry for entry in work if entry.key in wanted):
+            submits = []
+            if entry.key in ahead:
+                submits.append((prefetch.futures, scorer))
+            if challenger is not None and entry.key in rivals:
+                submits.insert(index % 2, (prefetch.challenger, challenger))
+            for futures, by in submits:
+                futures[entry.key] = pool.submit(by.score, entry.case, entry.context)
     except KeyboardInterrupt:
         prefetch.abort()
         raise
     return prefetch
+
+
+def challenged(challenger: CaseScorer, case: EvalCase) -> bool:
+    """Whether the challenger's scorer answers `case` (a case a target answers)."""
+    live = challenger.live
+    return isinstance(live, TargetOutput) and live.uses_target(case)
 
 
 def prefetch_all(

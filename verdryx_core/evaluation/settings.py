@@ -55,6 +55,11 @@ class EvalSettings:
     built_target: Target | None = None
     #: Target results are cached only under a declared version.
     target_version: str | None = None
+    #: A second agent, `module:callable`, called on every case a target answers, in place of
+    #: that target, and gated against it (docs/targets.md, "A challenger").
+    challenger: str | None = None
+    #: The challenger's results are cached only under its own declared version.
+    challenger_version: str | None = None
     #: Who plays a case's simulated user given a persona: `stub` (offline) or a model id
     #: (docs/scenarios.md, "Simulated users").
     user_model: str = "stub"

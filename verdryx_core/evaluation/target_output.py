@@ -58,6 +58,7 @@ class TargetOutput:
         default: str | None,
         fallback: OutputSource | None,
         built: Target | None = None,
+        replaced_by: str | None = None,
         concurrency: int,
         timeout: float,
         root: Path | None,
@@ -70,6 +71,8 @@ class TargetOutput:
         otel: str = "auto",
     ) -> None:
         self.default = default
+        #: The challenger: called instead of whichever target is in effect for a case.
+        self.replaced_by = replaced_by
         #: The run's outcomes called by one process (docs/targets.md, "Under pytest-xdist"):
         #: the caller writes each outcome there; a reader takes it instead of calling.
         self.handoff = handoff
@@ -116,6 +119,8 @@ class TargetOutput:
         self, case: EvalCase, *, repeat: int, context: GradeContext | None = None
     ) -> Produced:
         spec = target_of(case, self.default)
+        if spec is not None and self.replaced_by is not None:
+            spec = self.replaced_by
         if spec is None:
             if self.fallback is None:
                 raise RuntimeError(f"case {case.id!r} needs a model and none is configured")

@@ -26,21 +26,33 @@ def call_targets_ahead(
     *,
     concurrency: int,
     stream: TextStream | None,
+    challenger: CaseScorer | None = None,
 ) -> float:
     """Call the target of each case of `work` for every sample it will take (no workspace
     cases: their result is the folder the call changed); returns the wall seconds. The
-    scorer's live source must be a `TargetOutput` writing to a handoff."""
-    source = scorer.live
-    if not isinstance(source, TargetOutput) or source.handoff is None:
-        raise RuntimeError("calling ahead needs a target source with a handoff")
-    calls = [
-        (entry, index)
-        for entry in work
-        if entry.case.workspace is None
-        and source.uses_target(entry.case)
-        and scorer.graders.has(entry.case.grader)  # else skipped before any call
-        for index in range(scorer.samples_of(entry.case, entry.context))
-    ]
+    scorer's live source must be a `TargetOutput` writing to a handoff. A `challenger`'s
+    calls of the same cases go to the same handoff from the same pool, each case's two
+    side by side, the one made first alternating (as `start_prefetch` does)."""
+    scorers = [scorer] if challenger is None else [scorer, challenger]
+    sources: list[TargetOutput] = []
+    for each in scorers:
+        source = each.live
+        if not isinstance(source, TargetOutput) or source.handoff is None:
+            raise RuntimeError("calling ahead needs a target source with a handoff")
+        sources.append(source)
+    calls: list[tuple[TargetOutput, Work, int]] = []
+    for position, entry in enumerate(work):
+        order = list(zip(scorers, sources, strict=True))
+        if position % 2:
+            order.reverse()
+        for each, source in order:
+            if (
+                entry.case.workspace is None
+                and source.uses_target(entry.case)
+                and each.graders.has(entry.case.grader)  # else skipped before any call
+            ):
+                samples = each.samples_of(entry.case, entry.context)
+                calls.extend((source, entry, index) for index in range(samples))
     started = time.perf_counter()
     if not calls:
         return 0.0
@@ -48,15 +60,18 @@ def call_targets_ahead(
     pool = CallPool(concurrency, progress=progress)
     futures: list[Future[object]] = []
     try:
-        for entry, index in calls:
+        for source, entry, index in calls:
             futures.append(pool.submit(_call, source, entry, index))
         concurrent.futures.wait(futures)
     except KeyboardInterrupt:
         pool.close(cancel=True, wait=False)
-        source.abort()
+        for source in sources:
+            source.abort()
         raise
     pool.close()
-    source.handoff.write()
+    for handoff in {id(source.handoff): source.handoff for source in sources}.values():
+        assert handoff is not None
+        handoff.write()
     return time.perf_counter() - started
 
 

@@ -38,21 +38,26 @@ def verdict_interval(report: DriftReport) -> Interval | None:
     return None
 
 
-def verdict_line(gate: GateOutcome) -> str:
-    """One line: what a JUnit failure message, an annotation and a summary heading say."""
+def verdict_line(
+    gate: GateOutcome, *, subject: str = "verdryx gate", against: str = "baseline"
+) -> str:
+    """One line: what a JUnit failure message, an annotation and a summary heading say.
+    A challenger's gate says `verdryx challenger a:v2` `against` its `champion`."""
     name = gate.baseline
     if gate.refused is not None:
-        return f"verdryx gate refused against baseline {name}: {gate.refused}"
+        return f"{subject} refused against {against} {name}: {gate.refused}"
     result = gate.result
     if result is None or result.report is None:
+        if gate.not_gated is not None:
+            return f"{subject}: not gated against {against} {name}: {gate.not_gated}"
         note = result.note if result is not None else "no run to compare"
-        return f"verdryx gate: nothing compared against baseline {name}: {note}"
+        return f"{subject}: nothing compared against {against} {name}: {note}"
     report = result.report
     interval = verdict_interval(report)
     shown = str(interval) if interval is not None else "CI n/a (fewer than 2 scores on a side)"
     versions = f" ({result.target_change})" if result.target_change else ""
     return (
-        f"verdryx gate: {report.verdict_label()} against baseline {name}: "
-        f"mean {report.mean_score:.3f} (baseline {report.baseline_mean:.3f}), "
+        f"{subject}: {report.verdict_label()} against {against} {name}: "
+        f"mean {report.mean_score:.3f} ({against} {report.baseline_mean:.3f}), "
         f"delta {report.delta:+.3f}, {shown}{versions}"
     )

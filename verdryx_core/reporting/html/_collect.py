@@ -16,6 +16,7 @@ from typing import Any
 from verdryx_core.errors import UsageError
 from verdryx_core.gating.comparison import GateResult, compare_to_baseline
 from verdryx_core.gating.drift import DEFAULT_THRESHOLD
+from verdryx_core.reporting.html._challenger import ChallengerView
 from verdryx_core.runs import Baseline, EvalRun
 from verdryx_core.store import RunSummary, Store
 
@@ -45,6 +46,8 @@ class ReportData:
     traces_note: str | None = None
     #: The run's mean in `series` covers more eval sets than the one selected.
     mixed_sets: bool = False
+    #: A challenger run beside `current` in the same session (docs/targets.md).
+    challenger: ChallengerView | None = None
 
 
 def default_baseline(store: Store, model: str) -> Baseline | None:
@@ -71,6 +74,7 @@ def collect_report(
     threshold: float = DEFAULT_THRESHOLD,
     min_effect: float = 0.0,
     now: datetime | None = None,
+    challenger: ChallengerView | None = None,
 ) -> ReportData:
     """Read what the report needs. `traces` names the traces the face read into
     `traces_costs` (the cost per outcome, or None and why not). `result` is a gate verdict
@@ -138,6 +142,7 @@ def collect_report(
         traces=str(traces) if traces is not None else None,
         traces_note=traces_note,
         mixed_sets=mixed,
+        challenger=challenger,
     )
 
 

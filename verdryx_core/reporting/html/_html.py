@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from verdryx_core.reporting.html._breakdown import breakdown_section
+from verdryx_core.reporting.html._challenger import CHALLENGER_CSS, challenger_section
 from verdryx_core.reporting.html._collect import ReportData
 from verdryx_core.reporting.html._dialogue import DIALOGUE_CSS, dialogue_html
 from verdryx_core.reporting.html._svg import (
@@ -122,6 +123,7 @@ def build_report_html(data: ReportData) -> str:
         _graders_section(data),
         breakdown_section(data),
         _cases_section(data),
+        challenger_section(data.current, data.challenger) if data.challenger else "",
         _cost_section(data),
         _outcomes_section(data),
         f"<footer>verdryx {esc(__version__)} &middot; generated "
@@ -134,7 +136,7 @@ def build_report_html(data: ReportData) -> str:
         '<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>verdryx: {esc(word)} &middot; {esc(_run_name(data))}</title>"
-        f"<style>{_CSS}{DIALOGUE_CSS}</style></head><body>\n"
+        f"<style>{_CSS}{DIALOGUE_CSS}{CHALLENGER_CSS}</style></head><body>\n"
         + "\n".join(body)
         + "\n</body></html>\n"
     )

@@ -9,6 +9,7 @@ from verdryx_core.atomic import write_text_atomic
 from verdryx_core.errors import UsageError
 from verdryx_core.gating.comparison import GateResult
 from verdryx_core.gating.drift import DEFAULT_THRESHOLD
+from verdryx_core.reporting.html._challenger import ChallengerView
 from verdryx_core.reporting.html._collect import collect_report
 from verdryx_core.reporting.html._html import build_report_html
 from verdryx_core.runs import Baseline
@@ -31,6 +32,7 @@ def write_report(
     gate: str = "significant",
     threshold: float = DEFAULT_THRESHOLD,
     min_effect: float = 0.0,
+    challenger: ChallengerView | None = None,
 ) -> Path:
     """Write the HTML report of `run_id` (default: the newest complete run matching `model`
     and `eval_set_id`) to `path` and return it. Pass the session's gate `result` so the page
@@ -55,6 +57,7 @@ def write_report(
         gate=gate,
         threshold=threshold,
         min_effect=min_effect,
+        challenger=challenger,
     )
     text = build_report_html(data)
     # A browser tab reloading the report never sees half a file.
