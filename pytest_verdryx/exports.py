@@ -64,10 +64,15 @@ def check_exports(
 
 
 def add_junit_properties(
-    config: pytest.Config, run: EvalRun, result: GateResult | None, baseline_name: str
+    config: pytest.Config,
+    run: EvalRun,
+    result: GateResult | None,
+    baseline_name: str,
+    extra: Mapping[str, object] | None = None,
 ) -> None:
     """Suite-level properties through the junitxml plugin object: `record_testsuite_property`
-    does nothing under xdist, and the controller is where the drift verdict is known."""
+    does nothing under xdist, and the controller is where the drift verdict is known.
+    `extra`: more properties, or ones the gate decided otherwise (the sequential gate's)."""
     xml = _junit_xml(config)
     if xml is None:
         return
@@ -94,6 +99,7 @@ def add_junit_properties(
     if drift is not None and drift.paired is not None:
         properties["verdryx.paired_ci_low"] = _num(drift.paired.ci_low)
         properties["verdryx.paired_ci_high"] = _num(drift.paired.ci_high)
+    properties.update(extra or {})
     for name, value in properties.items():
         xml.add_global_property(name, value)
 

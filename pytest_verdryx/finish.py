@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from verdryx_core.gating.compare import GateOutcome
     from verdryx_core.gating.planning import Plan
     from verdryx_core.gating.policy import GatePolicy
+    from verdryx_core.gating.sequential import SequentialVerdict
 
 __all__ = ["SessionEnd", "finish_session", "incomplete_reason", "run_policy"]
 
@@ -137,6 +138,7 @@ def finish_session(
     challenger = _challenger_run(context, run)
     if settings.repeat_auto and context.allocation is None:
         _allocation_of_workers(context, run)
+    sequential = _sequential(context)
     store = context.store
     # Earlier runs and judge figures live in the store; with none yet (--no-verdryx-store on
     # a fresh runner) there are none, and opening it would create the file.
@@ -144,10 +146,10 @@ def finish_session(
     conclusion = conclude(
         run,
         baseline=context.baseline or context.missing_baseline,
-        policy=run_policy(settings, context.config.rootpath),
+        policy=run_policy(settings, context.config.rootpath, sequential=sequential),
         selection=Selection(
             known_keys=state.known_keys,
-            narrowed=narrowed(context, stopped=stopped),
+            narrowed=narrowed(context, stopped=stopped, sequential=sequential),
             incomplete=incomplete,
         ),
         store=store.open if readable else None,
@@ -171,7 +173,9 @@ def finish_session(
     if end.gate is not None:
         end.plan = _plan(end)
     result = end.gate.result if end.gate is not None else None
-    exports.add_junit_properties(context.config, end.run, result, context.baseline_name)
+    exports.add_junit_properties(
+        context.config, end.run, result, context.baseline_name, _sequential_junit(end)
+    )
     exports.add_case_regressed(
         context.config,
         {score.key: nodeid for nodeid, (_, score) in context.state.scores.items()},
@@ -221,10 +225,13 @@ def exit_status(status: int | pytest.ExitCode, conclusion: Conclusion) -> int | 
     return status
 
 
-def run_policy(settings: Settings, rootdir: Path) -> RunPolicy:
-    """The session's policy, from its settings, passed whole to the core."""
+def run_policy(
+    settings: Settings, rootdir: Path, *, sequential: SequentialVerdict | None = None
+) -> RunPolicy:
+    """The session's policy, from its settings, passed whole to the core (with where the
+    sequential gate stood, under `--verdryx-sequential`)."""
     return RunPolicy(
-        gate=gate_policy(settings),
+        gate=gate_policy(settings, sequential=sequential),
         fail_on=settings.fail_on,
         save_baseline=settings.save_baseline,
         allow_partial_baseline=settings.allow_partial_baseline,
@@ -233,10 +240,11 @@ def run_policy(settings: Settings, rootdir: Path) -> RunPolicy:
     )
 
 
-def gate_policy(settings: Settings) -> GatePolicy:
+def gate_policy(settings: Settings, *, sequential: SequentialVerdict | None = None) -> GatePolicy:
     from verdryx_core.gating.policy import GatePolicy
 
     return GatePolicy(
+        sequential=sequential,
         rule=settings.gate,
         threshold=settings.threshold,
         min_effect=settings.min_effect,
@@ -339,7 +347,30 @@ def _labelled(run: EvalRun, context: SessionContext) -> EvalRun:
     return run
 
 
-def narrowed(context: SessionContext, *, stopped: str | None) -> str | None:
+def _sequential(context: SessionContext) -> SequentialVerdict | None:
+    """Where `--verdryx-sequential`'s gate stood at the end (None: not asked for)."""
+    plugin = context.config.pluginmanager.get_plugin("verdryx-sequential")
+    verdict = getattr(plugin, "verdict", None)
+    return verdict() if callable(verdict) else None
+
+
+def _sequential_junit(end: SessionEnd) -> dict[str, object]:
+    """The sequential gate's suite properties, and the verdict it decided (docs/ci.md)."""
+    plugin = end.context.config.pluginmanager.get_plugin("verdryx-sequential")
+    properties = getattr(plugin, "junit_properties", None)
+    extra: dict[str, object] = dict(properties()) if callable(properties) else {}
+    gate = end.gate
+    if extra and gate is not None and gate.sequential is not None:
+        extra["verdryx.verdict"] = gate.verdict
+    return extra
+
+
+def narrowed(
+    context: SessionContext,
+    *,
+    stopped: str | None,
+    sequential: SequentialVerdict | None = None,
+) -> str | None:
     """Why this session measured a selection of the cases, in words; None when it measured
     every case it could find (docs/statistics.md, "Coverage"): file or node id arguments, a
     deselection (-k, -m, --deselect), a stop after -x, or only the cases that failed last
@@ -347,6 +378,13 @@ def narrowed(context: SessionContext, *, stopped: str | None) -> str | None:
     state, config = context.state, context.config
     if stopped or state.stopped_early:
         return "the session stopped early"
+    if sequential is not None and sequential.not_needed:
+        # Stored as a subset on purpose: never a baseline, never pooled as whole; the gate
+        # takes the confidence sequence's verdict (docs/statistics.md, "The sequential gate").
+        return (
+            f"--verdryx-sequential settled its verdict after {sequential.n} matched case(s): "
+            f"{sequential.not_needed} not needed"
+        )
     if state.expected_count < len(state.known_keys):
         return "-k, -m, --deselect or node ids"
     # --lf may skip whole files that had no failure: they are never collected, so compare

@@ -172,6 +172,22 @@ OPTIONS: Final = (
         "bool",
     ),
     _Option(
+        "verdryx_sequential",
+        "grade the eval cases in a seeded random order and stop calling once a confidence "
+        "sequence settles the verdict against the baseline (regressed, or no drop of "
+        "--verdryx-detect); the cases left are not needed",
+        False,
+        "bool",
+    ),
+    _Option(
+        "verdryx_sequential_seed",
+        "the seed of --verdryx-sequential's case order (default 0)",
+        0,
+        "int",
+        minimum=0,
+        metavar="N",
+    ),
+    _Option(
         "verdryx_labels",
         "human labels of judged outputs: a *.labels.jsonl file, or a folder of them; the "
         "summary then shows how well the judge agrees with them",
@@ -424,6 +440,9 @@ class Settings:
     min_coverage: float = DEFAULT_MIN_COVERAGE
     detect: float = 0.05
     require_power: bool = False
+    #: `--verdryx-sequential`: a seeded random order, stopping once the verdict is settled.
+    sequential: bool = False
+    sequential_seed: int = 0
     gate_metric: str = "score"
     labels: str | None = None
     judge_correction: bool = False
@@ -605,6 +624,8 @@ def read_settings(config: pytest.Config, env: Mapping[str, str] | None = None) -
         min_coverage=get("verdryx_min_coverage"),
         detect=get("verdryx_detect"),
         require_power=get("verdryx_require_power"),
+        sequential=get("verdryx_sequential"),
+        sequential_seed=get("verdryx_sequential_seed"),
         gate_metric=get("verdryx_gate_metric"),
         labels=get("verdryx_labels"),
         judge_correction=get("verdryx_judge_correction"),

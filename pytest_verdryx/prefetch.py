@@ -70,6 +70,8 @@ def may_stop_early(config: pytest.Config, settings: Settings) -> bool:
     front, so the ones a stop makes unnecessary are never made)."""
     if settings.batch:
         return False  # a Message Batch is sent whole, before anything else
+    if settings.sequential:
+        return True  # the sequential gate stops once its verdict is settled
     option = config.option
     return bool(option.maxfail) or bool(getattr(option, "stepwise", False))
 

@@ -167,6 +167,11 @@ class VerdryxSession:
 
             self.ci = CiOutputs(config)
             config.pluginmanager.register(self.ci, "verdryx-ci")
+        if self.settings.sequential:
+            from pytest_verdryx.sequential import SequentialGatePlugin, check_sequential
+
+            check_sequential(config, self.context)
+            SequentialGatePlugin(self.context, self.scoring).register(config)
         if config.pluginmanager.hasplugin("xdist"):
             self.xdist = XdistHooks(self.context.state, self.prefetch, self.controller_state)
             config.pluginmanager.register(self.xdist, "verdryx-xdist")

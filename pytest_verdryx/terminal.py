@@ -134,6 +134,18 @@ def write_summary(tr: Any, end: SessionEnd) -> None:
         lines = gate_lines(
             result, flags=FLAGS, repeats_help=end.state.live_cases > 0, refused=refused
         )
+        sequential = end.gate.sequential if end.gate is not None else None
+        if sequential is not None and sequential.verdict is not None:
+            # The confidence sequence decided, on the cases it needed (docs/statistics.md,
+            # "The sequential gate"): the fixed-sample figures above are of those cases.
+            decided = f"verdict: {sequential.verdict.upper()}  (gate: sequential)"
+            lines = [
+                shown
+                for line in lines
+                for shown in (
+                    (decided, sequential.words()) if line.startswith("verdict: ") else (line,)
+                )
+            ]
         for line in lines:
             regressed = line.startswith("verdict: REGRESSED")
             tr.write_line(line, bold=regressed, red=regressed)

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     # The judge correction's module brings the judge's (its prompts, the model clients): a
     # gate that does not correct for the judge, as most do not, never imports it.
     from verdryx_core.gating.calibration.correction import Calibration, CorrectedDelta
+    from verdryx_core.gating.sequential import SequentialVerdict
 
 __all__ = ["VERDICTS", "Exit", "GateOutcome", "GatePolicy", "compare"]
 
@@ -53,6 +54,8 @@ class GateOutcome:
     #: The judged cases' corrected pass rates against the baseline's, under
     #: `GatePolicy.judge_correction`.
     corrected: CorrectedDelta | None = None
+    #: The sequential gate's verdict, when it settled (`--verdryx-sequential`): the gate's.
+    sequential: SequentialVerdict | None = None
 
     @property
     def drift(self) -> DriftReport | None:
@@ -68,6 +71,8 @@ class GateOutcome:
         """One of `VERDICTS`."""
         if self.refused is not None:
             return "refused"
+        if self.sequential is not None and self.sequential.verdict is not None:
+            return self.sequential.verdict
         drift = self.drift
         if drift is None:
             return "not-compared"
@@ -86,6 +91,13 @@ class GateOutcome:
         """Why this outcome fails the run, in one sentence; None when it does not."""
         if self.refused is not None:
             return f"the gate was refused against baseline {self.baseline}: {self.refused}"
+        if self.regressed and self.sequential is not None and self.sequential.settled:
+            sequential = self.sequential
+            return (
+                f"quality regressed against baseline {self.baseline}: the sequential gate's "
+                f"confidence sequence [{sequential.lower:+.3f}, {sequential.upper:+.3f}] lies "
+                f"below zero after {sequential.n} matched case(s)"
+            )
         if self.regressed:
             drift = self.drift
             assert drift is not None
@@ -155,6 +167,11 @@ def compare(
             pooled=tuple(earlier.id for earlier in window.runs[1:]),
             window_skipped=window.skipped,
         )
+    if gate.sequential is not None and gate.sequential.settled:
+        # The confidence sequence settled the verdict on the cases it saw; the rest were not
+        # needed, so the coverage floor and the fixed-sample power check do not apply
+        # (docs/statistics.md, "The sequential gate").
+        return GateOutcome(baseline=name, result=result, sequential=gate.sequential)
     outcome = checked(name, result, gate, flags=flags, calibration=calibration)
     if outcome.refused is None and gate.judge_correction:
         return _corrected(name, result, run, baseline, calibration, gate, flags)

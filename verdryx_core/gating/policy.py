@@ -5,6 +5,7 @@ face can hold one without loading the statistics (numpy)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from verdryx_core.defaults import (
     DEFAULT_FDR,
@@ -12,6 +13,9 @@ from verdryx_core.defaults import (
     DEFAULT_MIN_COVERAGE,
     DEFAULT_THRESHOLD,
 )
+
+if TYPE_CHECKING:
+    from verdryx_core.gating.sequential import SequentialVerdict
 
 __all__ = ["GatePolicy"]
 
@@ -48,3 +52,7 @@ class GatePolicy:
     judge_correction: bool = False
     #: Refuse the gate when the judge's kappa fell significantly below its stored figure.
     require_calibrated_judge: bool = False
+    #: Where the sequential gate stood when the run ended (`--verdryx-sequential`): when it
+    #: settled, its verdict is the gate's, and the cases it made unnecessary are not held
+    #: against the coverage floor (docs/statistics.md, "The sequential gate").
+    sequential: SequentialVerdict | None = None
