@@ -9,13 +9,12 @@ its conclusion `verdryx_core.conclusion`, the same the pytest plugin drives.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
-from verdryx_core.addons.typed import typed_options
+from verdryx_core.cli.commands._addons import add_addon_arguments, addon_grader_options
 from verdryx_core.cli.commands._common import (
     add_db_argument,
     add_json_argument,
@@ -122,20 +121,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="JSON price file overriding the built-in price book (model -> $ per million tokens)",
     )
     parser.add_argument(
-        "--typed-url", metavar="URL", help="typed verdict service URL; enables typed cases"
-    )
-    parser.add_argument(
-        "--typed-key-file",
-        metavar="PATH",
-        help="file holding the typed service key (default $VERDRYX_TYPRYX_KEY_FILE)",
-    )
-    parser.add_argument(
-        "--typed-template",
-        metavar="ID",
-        default="eval.outcome_met",
-        help="typed verdict template (default eval.outcome_met)",
-    )
-    parser.add_argument(
         "--batch",
         action="store_true",
         help="send the model and judge calls as Anthropic Message Batches: half price, "
@@ -197,6 +182,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_gate_arguments(parser, window=True, required=False)
     add_db_argument(parser)
     add_json_argument(parser)
+    # The add-ons' options (the typed grader's --typed-url...): verdryx_core.hooks.
+    add_addon_arguments(parser)
 
 
 def settings_from(args: argparse.Namespace) -> EvalSettings:
@@ -208,11 +195,7 @@ def settings_from(args: argparse.Namespace) -> EvalSettings:
         concurrency=args.concurrency,
         repeat=args.repeat,
         prices=Path(args.prices) if args.prices else None,
-        grader_options=typed_options(
-            args.typed_url,
-            args.typed_key_file or os.environ.get("VERDRYX_TYPRYX_KEY_FILE"),
-            args.typed_template,
-        ),
+        grader_options=addon_grader_options(args),
         min_score=args.min_score,
         agent_id=args.agent_id or None,
         batch=args.batch,
