@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal, cast
 
 import pluggy
 
-from verdryx_core.errors import UsageError
-
+# Only what defining the hooks needs: this module is imported in every pytest session (the
+# add-ons' options), so the error family is imported where an error is raised.
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -202,6 +202,8 @@ def _load() -> pluggy.PluginManager:
     for point in metadata.entry_points(group=ENTRY_POINT_GROUP):
         other = seen.get(point.name)
         if other is not None:
+            from verdryx_core.errors import UsageError
+
             if other.value == point.value:
                 continue  # the same package seen twice on the path
             raise UsageError(
@@ -214,6 +216,8 @@ def _load() -> pluggy.PluginManager:
             plugin = point.load()
             manager.register(plugin, name=point.name)
         except Exception as exc:
+            from verdryx_core.errors import UsageError
+
             raise UsageError(
                 f"add-on {point.name!r}: loading entry point {point.value!r}{_from(point)} "
                 f"failed: {type(exc).__name__}: {exc}"
@@ -238,6 +242,8 @@ def addon_options(
         for option in options or ():
             owner = _name(manager, plugin)
             if option.name in found or taken(option.name):
+                from verdryx_core.errors import UsageError
+
                 first = found[option.name][0] if option.name in found else "verdryx itself"
                 raise UsageError(
                     f"add-on {owner!r}: option {option.name!r} is already {first}'s; "
@@ -256,6 +262,8 @@ def addon_commands(taken: Callable[[str], bool] = lambda name: False) -> tuple[A
         owner = _name(manager, plugin)
         for command in commands or ():
             if command.name in found or taken(command.name):
+                from verdryx_core.errors import UsageError
+
                 first = found[command.name][0] if command.name in found else "verdryx itself"
                 raise UsageError(
                     f"add-on {owner!r}: command {command.name!r} is already {first}'s; "

@@ -9,9 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from verdryx_core.errors import UsageError
 from verdryx_core.hooks import AddonCommand, AddonOption, AddonSession, hookimpl
-from verdryx_core.untrusted.redact import redact_text, redact_url
 
 if TYPE_CHECKING:
     from verdryx_core.conclusion import Conclusion
@@ -54,6 +52,7 @@ def verdryx_configure(session: AddonSession) -> None:
     agent_id = session.agent_id
     if agent_id:
         from verdryx_core.addons.events.log import is_canonical_agent_id
+        from verdryx_core.errors import UsageError
 
         if not is_canonical_agent_id(agent_id):
             raise UsageError(
@@ -118,6 +117,7 @@ def export_spans(exporter: object, endpoint: str, run: EvalRun, drift: DriftRepo
     """One span for the run and one for its drift check, in the run's trace; waits at most
     the exporter's timeout. Returns the summary line."""
     from verdryx_core.addons.events.otlp import SpanExporter, run_span_attributes
+    from verdryx_core.untrusted.redact import redact_text, redact_url
 
     assert isinstance(exporter, SpanExporter)
     try:
