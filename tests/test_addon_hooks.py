@@ -172,6 +172,22 @@ def test_an_add_on_brings_a_command_and_an_option_of_verdryx_eval(tmp_path: Path
     assert {"hello", "verify", "serve", "keys", "slo", "events", "cost-per-correct"} <= set(names)
     assert names == sorted(names, key=lambda name: name.replace("-", "_"))
     assert "--hello-file" in _verdryx(tmp_path, site, "eval", "--help").stdout
+    # `verdryx eval` tells the add-on of its concluded run too, and lets it refuse one.
+    write_evalset(tmp_path, "qa", "qa", [exact_case("c1", "yes")])
+    told = tmp_path / "told.json"
+    db = str(tmp_path / "v.db")
+    evaluated = _verdryx(
+        tmp_path, site, "eval", "qa.evalset.json", "--db", db, "--hello-file", str(told)
+    )
+    assert evaluated.returncode == 0, evaluated.stdout + evaluated.stderr
+    seen = json.loads(told.read_text())
+    assert seen["exit"] == "ok" and seen["stored"] is True and seen["state"] == "configured"
+    assert f"hello: told of run {seen['run'][:8]}" in evaluated.stdout
+    refused = _verdryx(
+        tmp_path, site, "eval", "qa.evalset.json", "--db", db, "--hello-file", "refuse"
+    )
+    assert refused.returncode == 2
+    assert "refused by the hello add-on" in refused.stderr
 
 
 @pytest.mark.parametrize(

@@ -92,13 +92,15 @@ class AddonSession:
     `options`: every add-on option's value by name (None when unset). `exporting`: this
     process sends what the run ends with (under xdist only the controller does). `environ`:
     the environment as read when the run started. `state`: what an add-on keeps from
-    `verdryx_configure` to `verdryx_run_concluded`, under a key of its own."""
+    `verdryx_configure` to `verdryx_run_concluded`, under a key of its own. `face`: which
+    face runs it (`pytest`, or `cli` for `verdryx eval`)."""
 
     options: Mapping[str, Any]
     agent_id: str | None = None
     exporting: bool = True
     environ: Mapping[str, str] = field(default_factory=dict)
     state: dict[str, Any] = field(default_factory=dict)
+    face: Face = "pytest"
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +136,8 @@ class _Spec:
 
     @hookspec
     def verdryx_configure(self, session: AddonSession) -> None:
-        """The run is about to start: check this add-on's settings (raise a VerdryxError
+        """The run is about to start (the pytest plugin: at configure time; `verdryx eval`:
+        before the store is opened): check this add-on's settings (raise a VerdryxError
         to refuse the run before anything is called or paid for) and keep what it needs at
         the end in `session.state`."""
         raise NotImplementedError

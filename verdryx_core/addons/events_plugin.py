@@ -49,6 +49,8 @@ def verdryx_cli_commands() -> Sequence[AddonCommand]:
 def verdryx_configure(session: AddonSession) -> None:
     """Checked before the run, so a typo is a usage error, not a silent drop at the end of a
     long run; the OTLP exporter is made where the run is sent from."""
+    if session.face != "pytest":
+        return  # the CLI sends neither wire yet (docs/events-and-otlp.md)
     agent_id = session.agent_id
     if agent_id:
         from verdryx_core.addons.events.log import is_canonical_agent_id
@@ -74,6 +76,8 @@ def verdryx_configure(session: AddonSession) -> None:
 
 @hookimpl
 def verdryx_run_concluded(conclusion: Conclusion, session: AddonSession) -> Sequence[str]:
+    if session.face != "pytest":
+        return []
     run = conclusion.run
     drift = conclusion.gate.drift if conclusion.gate is not None else None
     lines: list[str] = []

@@ -8,9 +8,9 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from verdryx_core.hooks import addon_options, grader_options
+from verdryx_core.hooks import AddonSession, addon_options, grader_options
 
-__all__ = ["add_addon_arguments", "addon_grader_options", "addon_values"]
+__all__ = ["add_addon_arguments", "addon_grader_options", "addon_session", "addon_values"]
 
 
 def add_addon_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,3 +42,14 @@ def addon_values(args: argparse.Namespace, env: Mapping[str, str] | None = None)
 def addon_grader_options(args: argparse.Namespace) -> dict[str, Mapping[str, Any]]:
     """`EvalSettings.grader_options`, from the add-on options given."""
     return grader_options(addon_values(args))
+
+
+def addon_session(args: argparse.Namespace, agent_id: str | None) -> AddonSession:
+    """What the add-ons see of a `verdryx eval` run (`face` "cli")."""
+    return AddonSession(
+        options=addon_values(args),
+        agent_id=agent_id,
+        exporting=True,
+        environ=dict(os.environ),
+        face="cli",
+    )

@@ -14,7 +14,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
-from verdryx_core.cli.commands._addons import add_addon_arguments, addon_grader_options
+from verdryx_core.cli.commands._addons import (
+    add_addon_arguments,
+    addon_grader_options,
+    addon_session,
+)
 from verdryx_core.cli.commands._common import (
     add_db_argument,
     add_json_argument,
@@ -41,6 +45,8 @@ from verdryx_core.evaluation import (
     judge_in_effect,
 )
 from verdryx_core.evaluation.exec_notes import run_notes
+from verdryx_core.hooks import configure as configure_addons
+from verdryx_core.hooks import run_concluded
 from verdryx_core.reporting.summary import (
     kept_workspace_lines,
     output_failure_lines,
@@ -215,6 +221,9 @@ def run(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     sets, problems = _load_sets(args.evalsets)
     check_unique_ids(sets)  # before the store is opened (and created)
+    # The add-ons check their settings before anything is paid for (verdryx_core.hooks).
+    addon_run = addon_session(args, settings.agent_id)
+    configure_addons(addon_run)
     with open_store(args) as store:
         # An unknown label or another model is refused now, before anything is paid for.
         baseline = _baseline(args, store, settings)
@@ -253,6 +262,8 @@ def run(args: argparse.Namespace) -> int:
             keep="stored",
             flags=CLI_FLAGS,
         )
+    # What the add-ons do with the concluded run: their lines follow the run's own.
+    told = run_concluded(conclusion, addon_run)
     errors = [*problems, *failures, *addons]
     for line in errors:
         print(f"error: {line}", file=sys.stderr)
@@ -262,6 +273,8 @@ def run(args: argparse.Namespace) -> int:
             | {"complete": run.complete, "errors": errors}
             | conclusion_document(conclusion)
         )
+        for line in told:  # the document on stdout stays whole
+            print(line, file=sys.stderr)
     else:
         live = sum(1 for evalset in sets for case in evalset.cases if case.needs_model)
         note = repeat_note(settings.repeat, live)
@@ -274,6 +287,8 @@ def run(args: argparse.Namespace) -> int:
             print(line)
         _print_text(run, store.path, problems=problems, failures=failures, note=note)
         _print_conclusion(conclusion)
+        for line in told:
+            print(line)
     if conclusion.exit == "refused" and conclusion.exit_reason:
         print(f"error: {conclusion.exit_reason}", file=sys.stderr)
     if problems:
