@@ -364,14 +364,19 @@ OPTIONS: Final = (
 def _addon_options() -> tuple[tuple[_Option, AddonOption], ...]:
     """The add-ons' options in this face (`--verdryx-NAME`, ini `verdryx_NAME`), each with
     its declaration (verdryx_core.hooks): listed once a process, when options are defined."""
-    from verdryx_core.errors import VerdryxError
     from verdryx_core.hooks import addon_options
 
     taken = {option.name.removeprefix("verdryx_") for option in OPTIONS}
     try:
         found = addon_options("pytest", taken=taken.__contains__)
-    except VerdryxError as exc:
-        raise pytest.UsageError(str(exc)) from None
+    except Exception as exc:
+        # The error family is imported only when there is an error: every session lists the
+        # add-ons, and one without eval cases imports nothing else of the core.
+        from verdryx_core.errors import VerdryxError
+
+        if isinstance(exc, VerdryxError):
+            raise pytest.UsageError(str(exc)) from None
+        raise
     return tuple(
         (
             _Option("verdryx_" + option.name, option.help, option.default, metavar=option.metavar),
