@@ -140,14 +140,14 @@ def _peak():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 """
 
-#: The command module itself (argument parsing, engine, JSON printing), without the
-#: unrelated imports of every other command that `verdryx_core.cli` loads.
+#: The command module itself (the traces add-on's: argument parsing, engine, JSON printing),
+#: without the unrelated imports of every other command that `verdryx_core.cli` loads.
 VERDRYX = (
     PEAK
     + """
 import argparse, io, json, sys, time, contextlib
 start = time.perf_counter()
-from verdryx_core.cli.commands import cost_per_correct as command
+from verdryx_core.addons.traces import cost_per_correct_command as command
 parser = argparse.ArgumentParser()
 command.add_arguments(parser)
 out = io.StringIO()

@@ -17,11 +17,11 @@ from pytest_verdryx.options import Settings
 from pytest_verdryx.state import SessionState
 from verdryx_core.conclusion.policy import MissingBaseline, Standing, standing
 from verdryx_core.evaluation import Evaluation
+from verdryx_core.hooks import AddonSession
 from verdryx_core.runs import Baseline, BaselineCase, Score
 from verdryx_core.store import Store, StoreTarget, resolve_store_path
 
 if TYPE_CHECKING:
-    from verdryx_core.addons.events.otlp import SpanExporter
     from verdryx_core.gating.allocation import Allocation
 
 __all__ = ["CONTEXT_KEY", "SessionContext", "StoreHandle", "context_of", "session_store_path"]
@@ -85,9 +85,8 @@ class SessionContext:
     missing_baseline: MissingBaseline | None = None
     #: Warnings found at configure time, for the summary.
     messages: list[str] = field(default_factory=list)
-    #: OTLP spans go here at the end, when $VERDRYX_OTLP_ENDPOINT is set (read at configure).
-    otlp_endpoint: str | None = None
-    exporter: SpanExporter | None = None
+    #: What the add-ons see of this run, from configure to its end (verdryx_core.hooks).
+    addons: AddonSession = field(default_factory=lambda: AddonSession(options={}))
     #: Samples per case under `--verdryx-repeat=auto` (None: uniform repeats).
     allocation: Allocation | None = None
     _baseline_cases: dict[str, BaselineCase] = field(default_factory=dict)

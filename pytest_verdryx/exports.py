@@ -1,6 +1,7 @@
 """Exports: what a finished session sends out besides the store (JUnit suite properties, the
-event log, OTLP spans, the HTML report). Each is opt-in, checked at configure time, and none
-can fail the eval: a problem at the end becomes a line in the summary."""
+HTML report; the event log and OTLP spans are the events add-on's). Each is opt-in, checked
+at configure time, and none can fail the eval: a problem at the end becomes a line in the
+summary."""
 
 from __future__ import annotations
 
@@ -12,55 +13,31 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_verdryx.options import Settings
-from verdryx_core.addons.events.otlp import SpanExporter
 from verdryx_core.errors import UsageError
 from verdryx_core.runs import Baseline, EvalRun
 from verdryx_core.store import Store
-from verdryx_core.untrusted.redact import redact_text, redact_url
 
 if TYPE_CHECKING:
     from verdryx_core.evaluation.pairwise import PairwiseResult
     from verdryx_core.gating.compare import GateOutcome
     from verdryx_core.gating.comparison import GateResult
-    from verdryx_core.gating.drift import DriftReport
 
 __all__ = [
     "add_junit_properties",
-    "check_exports",
-    "emit_events",
-    "export_spans",
+    "check_report",
     "write_html_report",
 ]
 
 
-def check_exports(
-    settings: Settings, *, on_controller: bool, otlp_endpoint: str | None
-) -> SpanExporter | None:
-    """Opt-in exports are checked at configure time, so a typo is exit 4, not a silent drop
-    at the end of a long run. Returns the OTLP exporter (None when not exporting here).
+def check_report(settings: Settings) -> None:
+    """The HTML report is checked at configure time, so a contradiction is exit 4, not a
+    silent drop at the end of a long run (the add-ons check their own: verdryx_core.hooks).
     Raises VerdryxError."""
-    agent_id = settings.agent_id
-    if agent_id:
-        from verdryx_core.addons.events.log import is_canonical_agent_id
-
-        if not is_canonical_agent_id(agent_id):
-            raise UsageError(
-                f"--verdryx-agent-id {agent_id!r} is not an agent id of the form "
-                "agent://host/path (lowercase letters, digits, '.', '_', '/', '-')"
-            )
-    if settings.events:
-        from verdryx_core.addons.events.log import check_events_path
-
-        check_events_path(settings.events)
-    exporter = None
-    if otlp_endpoint and on_controller:
-        exporter = SpanExporter(otlp_endpoint)
     if settings.report and not settings.store:
         raise UsageError(
             "--verdryx-report draws the run history from the store, and "
             "--no-verdryx-store keeps this run out of it: drop one of the two"
         )
-    return exporter
 
 
 def add_junit_properties(
@@ -146,52 +123,6 @@ def add_case_regressed(
             element.insert(0, properties)
         for name, value in pairs:
             properties.append(ET.Element("property", name=name, value=value))
-
-
-def emit_events(path: str, run: EvalRun, drift: DriftReport | None) -> list[str]:
-    """Append the run's events (and a drift event when regressed); returns summary lines."""
-    from verdryx_core.addons.events.log import EventLog, drift_events, run_events
-
-    lines: list[str] = []
-    try:
-        log = EventLog(path)
-        if log.torn_tail:
-            lines.append(f"WARNING: events: {log.torn_tail}")
-        events = run_events(run)
-        if drift is not None:
-            events += drift_events(drift.to_dict(), run.id)
-        for kind, data, run_id in events:
-            log.emit(kind, run.agent_id, data, run_id=run_id)
-    except Exception as exc:  # the event log never fails the eval
-        return [*lines, f"events: not written ({exc})"]
-    line = f"events: {log.written} written to {path}"
-    if log.skipped_no_agent:
-        line += f", {log.skipped_no_agent} skipped (no --verdryx-agent-id)"
-    if log.rejected:
-        line += f", {log.rejected} rejected"
-    if log.write_failures:
-        line += f", {log.write_failures} failed to write"
-    return [*lines, line]
-
-
-def export_spans(
-    exporter: SpanExporter, endpoint: str, run: EvalRun, drift: DriftReport | None
-) -> str:
-    """One span for the run and one for its drift check, in the run's trace; waits at most
-    the exporter's timeout. Returns the summary line."""
-    from verdryx_core.addons.events.otlp import run_span_attributes
-
-    try:
-        exporter.export("eval_run", run.id, run_span_attributes(run), agent_id=run.agent_id)
-        if drift is not None:
-            # The current run's id, so the drift check joins the run's trace.
-            exporter.export("quality_drift", run.id, drift.to_dict(), agent_id=run.agent_id)
-        delivered = exporter.wait()
-    except Exception as exc:  # the OTLP export never fails the eval
-        return redact_text(f"otlp: not exported ({exc})")
-    state = "delivered" if delivered else "NOT delivered (collector did not answer)"
-    # The endpoint may carry user:password (sent as basic auth): never printed.
-    return f"otlp: spans {state} to {redact_url(endpoint)}"
 
 
 def write_html_report(

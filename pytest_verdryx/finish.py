@@ -21,6 +21,7 @@ from pytest_verdryx.options import FLAGS, Settings
 from pytest_verdryx.state import SessionState
 from verdryx_core.conclusion import Conclusion, RunPolicy, Selection, conclude
 from verdryx_core.errors import VerdryxError
+from verdryx_core.hooks import run_concluded
 from verdryx_core.runs import EvalRun
 from verdryx_core.store import StoreTarget
 
@@ -415,15 +416,10 @@ def _file_arguments(config: pytest.Config) -> list[str]:
 
 
 def _send_exports(end: SessionEnd) -> None:
-    """The opt-in exports (events, OTLP, the HTML report): never failing the eval."""
+    """What the add-ons do with a concluded run (the events add-on: the event log and
+    OTLP spans), then the HTML report: never failing the eval."""
     run, settings, context = end.run, end.settings, end.context
-    drift = end.gate.drift if end.gate is not None else None
-    if settings.events:
-        end.messages.extend(exports.emit_events(settings.events, run, drift))
-    if context.exporter is not None and context.otlp_endpoint:
-        end.messages.append(
-            exports.export_spans(context.exporter, context.otlp_endpoint, run, drift)
-        )
+    end.messages.extend(run_concluded(end.conclusion, context.addons))
     if settings.report:
         result = end.gate.result if end.gate is not None else None
         conclusion = end.conclusion

@@ -7,8 +7,9 @@ and the form expected, so a typo is exit 4 with one line, never a traceback.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import cache, cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from verdryx_core.errors import VerdryxError
     from verdryx_core.evaluation import EvalSettings
     from verdryx_core.gating.sharding import ShardSpec
+    from verdryx_core.hooks import AddonOption
 
 __all__ = [
     "DEFAULT_PATTERNS",
@@ -270,25 +272,8 @@ OPTIONS: Final = (
         metavar="Q",
     ),
     _Option(
-        "verdryx_events",
-        "append agent-event NDJSON to PATH (default $VERDRYX_EVENTS_PATH; unset: off)",
-        metavar="PATH",
-    ),
-    _Option(
         "verdryx_agent_id",
         "the agent this run measures (agent://...), for events and SLO joins",
-        metavar="ID",
-    ),
-    _Option("verdryx_typed_url", "typed grading service URL; enables typed cases", metavar="URL"),
-    _Option(
-        "verdryx_typed_key_file",
-        "file holding the typed service key (default $VERDRYX_TYPRYX_KEY_FILE)",
-        metavar="PATH",
-    ),
-    _Option(
-        "verdryx_typed_template",
-        "typed grading template (default eval.outcome_met)",
-        "eval.outcome_met",
         metavar="ID",
     ),
     _Option(
@@ -408,15 +393,63 @@ OPTIONS: Final = (
 )
 
 
-#: How this face spells each setting a core message may point at (`--verdryx-cache`...).
-FLAGS: Final[Mapping[str, str]] = {
-    **{
-        option.name.removeprefix("verdryx_"): option.flag
-        for option in OPTIONS
-        if option.name.startswith("verdryx_")
-    },
-    "save_baseline": "--verdryx-save-baseline=LABEL",
-}
+@cache
+def _addon_options() -> tuple[tuple[_Option, AddonOption], ...]:
+    """The add-ons' options in this face (`--verdryx-NAME`, ini `verdryx_NAME`), each with
+    its declaration (verdryx_core.hooks): listed once a process, when options are defined."""
+    from verdryx_core.hooks import addon_options
+
+    taken = {option.name.removeprefix("verdryx_") for option in OPTIONS}
+    try:
+        found = addon_options("pytest", taken=taken.__contains__)
+    except Exception as exc:
+        # The error family is imported only when there is an error: every session lists the
+        # add-ons, and one without eval cases imports nothing else of the core.
+        from verdryx_core.errors import VerdryxError
+
+        if isinstance(exc, VerdryxError):
+            raise pytest.UsageError(str(exc)) from None
+        raise
+    return tuple(
+        (
+            _Option("verdryx_" + option.name, option.help, option.default, metavar=option.metavar),
+            option,
+        )
+        for option in found
+    )
+
+
+def all_options() -> tuple[_Option, ...]:
+    """verdryx's own options, then the add-ons'."""
+    return OPTIONS + tuple(option for option, _ in _addon_options())
+
+
+class _Flags(Mapping[str, str]):
+    """How this face spells each setting a core message may point at (`--verdryx-cache`...,
+    an add-on's too): built on first use, once the add-ons are listed."""
+
+    @cached_property
+    def _flags(self) -> dict[str, str]:
+        return {
+            **{
+                option.name.removeprefix("verdryx_"): option.flag
+                for option in all_options()
+                if option.name.startswith("verdryx_")
+            },
+            "save_baseline": "--verdryx-save-baseline=LABEL",
+        }
+
+    def __getitem__(self, key: str) -> str:
+        return self._flags[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._flags)
+
+    def __len__(self) -> int:
+        return len(self._flags)
+
+
+FLAGS: Final[Mapping[str, str]] = _Flags()
 
 
 def worded(exc: VerdryxError) -> str:
@@ -454,11 +487,7 @@ class Settings:
     repeat_auto: bool = False
     max_samples: int | None = None
     fdr: float = 0.1
-    events: str | None
     agent_id: str | None
-    typed_url: str | None
-    typed_key_file: str | None
-    typed_template: str
     report: str | None
     allow_model_change: bool
     store: bool
@@ -481,6 +510,9 @@ class Settings:
     unsafe_exec: bool = False
     exec_disk_mib: int = 256
     keep_workspaces: bool = False
+    #: The add-ons' options by name (`events`, `typed_url`...; None when unset):
+    #: verdryx_core.hooks.
+    addons: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def judge_model(self) -> str | None:
@@ -499,8 +531,8 @@ def eval_settings(
     """What the pipeline needs; a relative price file is read from `prices_base` (the ini
     file's folder, as pytest reads an ini key's relative path). `answered_ahead`: an xdist
     worker whose model answers the controller calls ahead."""
-    from verdryx_core.addons.typed import typed_options
     from verdryx_core.evaluation import EvalSettings
+    from verdryx_core.hooks import grader_options
 
     prices = None
     if settings.prices:
@@ -513,9 +545,7 @@ def eval_settings(
         concurrency=settings.concurrency,
         repeat=settings.repeat,
         prices=prices,
-        grader_options=typed_options(
-            settings.typed_url, settings.typed_key_file, settings.typed_template
-        ),
+        grader_options=grader_options(settings.addons),
         min_score=settings.min_score,
         agent_id=settings.agent_id,
         batch=settings.batch,
@@ -537,7 +567,7 @@ def eval_settings(
 
 def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("verdryx", "verdryx: eval cases, stored runs and the drift gate")
-    for option in OPTIONS:
+    for option in all_options():
         if option.kind == "bool":
             group.addoption(
                 option.flag, action="store_true", dest=option.name, default=None, help=option.help
@@ -601,7 +631,7 @@ def _convert(option: _Option, raw: object, source: str) -> Any:
 def read_settings(config: pytest.Config, env: Mapping[str, str] | None = None) -> Settings:
     env = os.environ if env is None else env
     values: dict[str, Any] = {}
-    for option in OPTIONS:
+    for option in all_options():
         flag_value = config.getoption(option.name)
         if flag_value is not None and flag_value is not False:
             values[option.name] = _convert(option, flag_value, option.flag)
@@ -637,11 +667,7 @@ def read_settings(config: pytest.Config, env: Mapping[str, str] | None = None) -
         repeat_auto=get("verdryx_repeat") == "auto",
         max_samples=get("verdryx_max_samples"),
         fdr=get("verdryx_fdr"),
-        events=get("verdryx_events") or env.get("VERDRYX_EVENTS_PATH") or None,
         agent_id=get("verdryx_agent_id"),
-        typed_url=get("verdryx_typed_url"),
-        typed_key_file=get("verdryx_typed_key_file") or env.get("VERDRYX_TYPRYX_KEY_FILE") or None,
-        typed_template=get("verdryx_typed_template"),
         report=get("verdryx_report"),
         allow_model_change=get("verdryx_allow_model_change"),
         store=not get("no_verdryx_store"),
@@ -664,6 +690,10 @@ def read_settings(config: pytest.Config, env: Mapping[str, str] | None = None) -
         unsafe_exec=get("verdryx_unsafe_exec"),
         exec_disk_mib=get("verdryx_exec_disk"),
         keep_workspaces=get("verdryx_keep_workspaces"),
+        addons={
+            addon.name: get(option.name) or (env.get(addon.env) if addon.env else None) or None
+            for option, addon in _addon_options()
+        },
     )
 
 
@@ -706,12 +736,12 @@ def explicitly_asked(config: pytest.Config) -> bool:
     in `addopts`, or PYTEST_ADDOPTS), or a verdryx ini key (or `-o`) set to something other
     than its default. Then the plugin turns on at configure time, so a bad value is exit 4
     before anything is collected; otherwise it waits for an eval case (docs/options.md)."""
-    for option in OPTIONS:
+    for option in all_options():
         if config.getoption(option.name) is not None:
             return True
     # A key set to its default (or left empty) asks for nothing that could fail, and
     # changes nothing. Some pytest versions give an unset key without a default as "".
-    defaults = {option.name: option.default for option in OPTIONS}
+    defaults = {option.name: option.default for option in all_options()}
     for name, default in {**defaults, **_INI_ONLY}.items():
         value = config.getini(name)
         if value != default and value not in ("", None, []):

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_verdryx.context import CONTEXT_KEY, SessionContext, StoreHandle, session_store_path
-from pytest_verdryx.exports import check_exports
+from pytest_verdryx.exports import check_report
 from pytest_verdryx.finish import SessionEnd, finish_session
 from pytest_verdryx.fixture import custom_case_identity
 from pytest_verdryx.items import EvalCaseItem
@@ -41,6 +41,8 @@ from verdryx_core.errors import UsageError, VerdryxError
 from verdryx_core.evaluation import Evaluation
 from verdryx_core.evaluation.exec_notes import run_notes
 from verdryx_core.gating.baselines import check_label, find_baseline
+from verdryx_core.hooks import AddonSession
+from verdryx_core.hooks import configure as configure_addons
 from verdryx_core.leftover_threads import exit_past_leftover_threads, threads_now
 from verdryx_core.llm.batch import check_batchable
 from verdryx_core.runs import Baseline, EvalRun
@@ -119,8 +121,13 @@ def _new_context(
         store=store,
         state=state,
         is_worker=workerinput is not None,
-        # Read once, when verdryx turns on (docs/events-and-otlp.md).
-        otlp_endpoint=os.environ.get("VERDRYX_OTLP_ENDPOINT") or None,
+        # The environment is read once, when verdryx turns on (docs/events-and-otlp.md).
+        addons=AddonSession(
+            options=settings.addons,
+            agent_id=settings.agent_id,
+            exporting=workerinput is None,
+            environ=dict(os.environ),
+        ),
     )
     if given.get("baseline"):
         context.gate_against(Baseline.from_dict(given["baseline"]))
@@ -199,9 +206,9 @@ class VerdryxSession:
         try:
             if settings.batch:
                 check_batchable(settings.model, cache=settings.cache)
-            context.exporter = check_exports(
-                settings, on_controller=not context.is_worker, otlp_endpoint=context.otlp_endpoint
-            )
+            # The add-ons check their own settings (--verdryx-events...): verdryx_core.hooks.
+            configure_addons(context.addons)
+            check_report(settings)
             context.evaluation.check_graders()
             if settings.save_baseline:
                 # A label that cannot name a file is refused now, before any call is paid

@@ -211,10 +211,47 @@ def test_no_core_module_imports_an_add_on() -> None:
     assert wrong == []
 
 
+def test_no_face_imports_an_add_on() -> None:
+    """The faces call the add-ons' hooks (verdryx_core/hooks.py) and never import one: an
+    add-on's options, commands and exports plug in (docs/add-ons.md)."""
+    graph = import_graph(ROOT, PACKAGES)
+    faces = ("pytest_verdryx", "verdryx_core.cli")
+    assert any(name.startswith("verdryx_core.cli.") for name in graph)
+    wrong = sorted(
+        f"{name} -> {target}"
+        for name, targets in graph.items()
+        if name.startswith(faces)
+        for target in targets
+        if target.startswith("verdryx_core.addons")
+    )
+    assert wrong == []
+
+
+def test_a_face_importing_an_add_on_is_found(tmp_path: Path) -> None:
+    _write(
+        tmp_path,
+        {
+            "verdryx_core/__init__.py": "",
+            "verdryx_core/addons/__init__.py": "",
+            "verdryx_core/addons/typed/__init__.py": "X = 1\n",
+            "verdryx_core/cli/__init__.py": "",
+            "verdryx_core/cli/eval.py": "def run():\n    from verdryx_core.addons.typed import X\n",
+        },
+    )
+    graph = import_graph(tmp_path, ["verdryx_core"])
+    assert graph["verdryx_core.cli.eval"] == {"verdryx_core.addons.typed"}
+
+
 def test_add_ons_import_each_other_only_as_stated() -> None:
     graph = import_graph(ROOT, ["verdryx_core"])
     shared = {"verdryx_core.addons.errors", "verdryx_core.addons.canonical"}
-    allowed = {("service", "contracts"), ("slo", "events"), ("slo", "traces")}
+    # `verdryx verify --server` submits the bundle with the service's client.
+    allowed = {
+        ("service", "contracts"),
+        ("contracts", "service"),
+        ("slo", "events"),
+        ("slo", "traces"),
+    }
 
     def addon(module: str) -> str | None:
         parts = module.split(".")

@@ -1,7 +1,8 @@
 """When verdryx turns on (docs/options.md, "When verdryx turns on"): at configure time when the
 session asks for it by name (a flag, an ini key), else at the first eval case (an eval set
 file, a test marked `verdryx`; on the xdist controller, the workers' reports). A session with
-neither never imports the evaluation, numpy, jsonschema, asyncio, the store or the SDKs."""
+neither never imports the evaluation, numpy, jsonschema, asyncio, the store, the SDKs or an
+add-on."""
 
 from __future__ import annotations
 
@@ -23,6 +24,11 @@ PROBE = textwrap.dedent(
     HEAVY = (
         "numpy", "jsonschema", "anthropic", "openai", "asyncio", "verdryx_core.store",
         "verdryx_core.evaluation", "pytest_verdryx.session",
+        # The add-ons' options are listed in every session (verdryx_core/hooks.py), through
+        # modules of hooks only: no add-on itself, nor what it needs, is imported.
+        "rfc8785", "pyarrow", "uvicorn", "starlette", "psycopg", "verdryx_core.addons.events",
+        "verdryx_core.addons.typed", "verdryx_core.addons.contracts",
+        "verdryx_core.addons.traces", "verdryx_core.addons.slo", "verdryx_core.addons.service",
     )
 
     def pytest_unconfigure(config):

@@ -2,7 +2,9 @@
 
 Each module in `verdryx_core.cli.commands` (not starting with `_`) is a command: it defines
 `NAME`, `HELP`, `add_arguments(parser)` and `run(args) -> int`. Adding a command is adding
-a module; this file never changes for it.
+a module; this file never changes for it. An add-on's commands (`verdryx verify`, `serve`...)
+are modules of the same shape that the add-on names through the `verdryx_cli_commands` hook
+(verdryx_core.hooks); this face never imports an add-on.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import NoReturn
 
 from verdryx_core.cli import commands
 from verdryx_core.errors import VerdryxError
+from verdryx_core.hooks import addon_commands
 from verdryx_core.leftover_threads import exit_past_leftover_threads, threads_now
 from verdryx_core.untrusted.text import PrintableStream, clean_text, printable
 
@@ -62,7 +65,20 @@ def _command_modules(only: str | None = None) -> list[ModuleType]:
         module = importlib.import_module(f"{commands.__name__}.{only.replace('-', '_')}")
         if only == module.NAME:
             return [module]
-    return [importlib.import_module(f"{commands.__name__}.{name}") for name in names]
+    # An add-on's command may not take a built-in's name (refused, naming the add-on).
+    built_in = {name.replace("_", "-") for name in names}
+    added = {command.name: command.module for command in addon_commands(built_in.__contains__)}
+    if only is not None and only in added:
+        return [importlib.import_module(added[only])]
+    modules = {name.replace("_", "-"): f"{commands.__name__}.{name}" for name in names}
+    modules.update(added)
+    # Listed by name, built-in or not, as `verdryx --help` always listed them.
+    return [importlib.import_module(modules[name]) for name in sorted(modules, key=_by_module)]
+
+
+def _by_module(name: str) -> str:
+    """The order of the command modules' names (`cost_per_correct` before `cost`...)."""
+    return name.replace("-", "_")
 
 
 class _Version(argparse.Action):
@@ -114,7 +130,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     first = arguments[0] if arguments and not arguments[0].startswith("-") else None
-    parser = build_parser(first)
+    try:
+        parser = build_parser(first)
+    except VerdryxError as exc:  # an add-on that cannot be loaded, or takes a taken name
+        print(printable(f"error: {exc}", keep_newlines=False), file=sys.stderr)
+        return EXIT_USAGE
     args, unknown = parser.parse_known_args(argv)
     if unknown:
         code = getattr(args, "_usage_exit", EXIT_USAGE)

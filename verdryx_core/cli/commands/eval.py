@@ -9,13 +9,16 @@ its conclusion `verdryx_core.conclusion`, the same the pytest plugin drives.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
-from verdryx_core.addons.typed import typed_options
+from verdryx_core.cli.commands._addons import (
+    add_addon_arguments,
+    addon_grader_options,
+    addon_session,
+)
 from verdryx_core.cli.commands._common import (
     add_db_argument,
     add_json_argument,
@@ -42,6 +45,8 @@ from verdryx_core.evaluation import (
     judge_in_effect,
 )
 from verdryx_core.evaluation.exec_notes import run_notes
+from verdryx_core.hooks import configure as configure_addons
+from verdryx_core.hooks import run_concluded
 from verdryx_core.reporting.summary import (
     kept_workspace_lines,
     output_failure_lines,
@@ -122,20 +127,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="JSON price file overriding the built-in price book (model -> $ per million tokens)",
     )
     parser.add_argument(
-        "--typed-url", metavar="URL", help="typed verdict service URL; enables typed cases"
-    )
-    parser.add_argument(
-        "--typed-key-file",
-        metavar="PATH",
-        help="file holding the typed service key (default $VERDRYX_TYPRYX_KEY_FILE)",
-    )
-    parser.add_argument(
-        "--typed-template",
-        metavar="ID",
-        default="eval.outcome_met",
-        help="typed verdict template (default eval.outcome_met)",
-    )
-    parser.add_argument(
         "--batch",
         action="store_true",
         help="send the model and judge calls as Anthropic Message Batches: half price, "
@@ -197,6 +188,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_gate_arguments(parser, window=True, required=False)
     add_db_argument(parser)
     add_json_argument(parser)
+    # The add-ons' options (the typed grader's --typed-url...): verdryx_core.hooks.
+    add_addon_arguments(parser)
 
 
 def settings_from(args: argparse.Namespace) -> EvalSettings:
@@ -208,11 +201,7 @@ def settings_from(args: argparse.Namespace) -> EvalSettings:
         concurrency=args.concurrency,
         repeat=args.repeat,
         prices=Path(args.prices) if args.prices else None,
-        grader_options=typed_options(
-            args.typed_url,
-            args.typed_key_file or os.environ.get("VERDRYX_TYPRYX_KEY_FILE"),
-            args.typed_template,
-        ),
+        grader_options=addon_grader_options(args),
         min_score=args.min_score,
         agent_id=args.agent_id or None,
         batch=args.batch,
@@ -232,6 +221,9 @@ def run(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     sets, problems = _load_sets(args.evalsets)
     check_unique_ids(sets)  # before the store is opened (and created)
+    # The add-ons check their settings before anything is paid for (verdryx_core.hooks).
+    addon_run = addon_session(args, settings.agent_id)
+    configure_addons(addon_run)
     with open_store(args) as store:
         # An unknown label or another model is refused now, before anything is paid for.
         baseline = _baseline(args, store, settings)
@@ -270,6 +262,8 @@ def run(args: argparse.Namespace) -> int:
             keep="stored",
             flags=CLI_FLAGS,
         )
+    # What the add-ons do with the concluded run: their lines follow the run's own.
+    told = run_concluded(conclusion, addon_run)
     errors = [*problems, *failures, *addons]
     for line in errors:
         print(f"error: {line}", file=sys.stderr)
@@ -279,6 +273,8 @@ def run(args: argparse.Namespace) -> int:
             | {"complete": run.complete, "errors": errors}
             | conclusion_document(conclusion)
         )
+        for line in told:  # the document on stdout stays whole
+            print(line, file=sys.stderr)
     else:
         live = sum(1 for evalset in sets for case in evalset.cases if case.needs_model)
         note = repeat_note(settings.repeat, live)
@@ -291,6 +287,8 @@ def run(args: argparse.Namespace) -> int:
             print(line)
         _print_text(run, store.path, problems=problems, failures=failures, note=note)
         _print_conclusion(conclusion)
+        for line in told:
+            print(line)
     if conclusion.exit == "refused" and conclusion.exit_reason:
         print(f"error: {conclusion.exit_reason}", file=sys.stderr)
     if problems:

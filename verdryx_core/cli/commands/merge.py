@@ -7,9 +7,9 @@ import os
 import sys
 from contextlib import ExitStack
 
-from verdryx_core.addons.contracts.history import VERDICT_ROWS
 from verdryx_core.cli.commands._common import add_json_argument, print_json
 from verdryx_core.errors import UsageError
+from verdryx_core.hooks import store_tables
 from verdryx_core.store import Store, describe, is_store_url, resolve_store_path
 from verdryx_core.store.merge import merge_stores
 
@@ -53,12 +53,16 @@ def run(args: argparse.Namespace) -> int:
         ]
         target = stack.enter_context(Store.open(resolve_store_path(args.into)))
         progress = None if args.json else (lambda line: print(line, file=sys.stderr))
-        result = merge_stores(sources, target, addons=[VERDICT_ROWS], progress=progress)
+        result = merge_stores(sources, target, addons=store_tables(), progress=progress)
     if args.json:
         print_json(
             {"into": target.path, "sources": [name for name, _ in sources], **result.to_dict()}
         )
         return 0
+    verdicts_added, verdicts_present = (
+        result.added.get("verdicts", 0),
+        result.present.get("verdicts", 0),
+    )
     kept = (
         f"; {result.cache_kept} cache entries had another answer there and kept it"
         if result.cache_kept
@@ -67,8 +71,8 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"merged {len(sources)} store(s) into {target.path}: added {result.runs_added} runs, "
         f"{result.baselines_added} baselines, {result.cache_added} cache entries, "
-        f"{result.added['verdicts']} contract verdicts; already there: {result.runs_present} "
+        f"{verdicts_added} contract verdicts; already there: {result.runs_present} "
         f"runs, {result.baselines_present} baselines, {result.cache_present} cache entries, "
-        f"{result.present['verdicts']} contract verdicts{kept}"
+        f"{verdicts_present} contract verdicts{kept}"
     )
     return 0

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 from verdryx_core.cli.commands._common import add_db_argument, float_argument, open_store
 from verdryx_core.errors import CLI_FLAGS
 from verdryx_core.gating.baselines import find_baseline
 from verdryx_core.gating.drift import DEFAULT_THRESHOLD, GATES
+from verdryx_core.hooks import trace_costs
 from verdryx_core.reporting.html import write_report
 
 NAME = "report"
@@ -64,22 +64,10 @@ def run(args: argparse.Namespace) -> int:
             eval_set_id=args.eval_set,
             model=args.model,
             traces=Path(args.traces) if args.traces else None,
-            traces_costs=_costs(Path(args.traces)) if args.traces else (None, None),
+            traces_costs=trace_costs(Path(args.traces)) if args.traces else (None, None),
             gate=args.gate,
             threshold=args.threshold,
             min_effect=args.min_effect,
         )
     print(f"report: {path}")
     return 0
-
-
-def _costs(traces: Path) -> tuple[Any, str | None]:
-    """The traces add-on's cost per outcome for the report, or None and why not."""
-    try:
-        from verdryx_core.addons.traces import TracesExtraMissing, cost_report_for
-    except ImportError as exc:
-        return None, f"cost per outcome skipped: the traces reader is not available ({exc})"
-    try:
-        return cost_report_for(traces), None
-    except TracesExtraMissing as exc:
-        return None, f"cost per outcome skipped: {exc}"

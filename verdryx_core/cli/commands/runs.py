@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from verdryx_core.addons.contracts.history import verdicts as contract_verdicts
 from verdryx_core.cli.commands._common import (
     add_db_argument,
     add_json_argument,
@@ -19,6 +18,7 @@ from verdryx_core.errors import CLI_FLAGS, UsageError
 from verdryx_core.gating.baselines import find_baseline
 from verdryx_core.gating.comparison import compare_to_baseline
 from verdryx_core.gating.set_targets import target_differences
+from verdryx_core.hooks import AgentHistory, agent_history
 from verdryx_core.reporting.summary import fmt_score
 from verdryx_core.runs import Baseline
 from verdryx_core.store import RunSummary, Store
@@ -80,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
         if not args.all:  # a partial run measured a subset: not a point of the history
             summaries = [summary for summary in summaries if not summary.partial][: args.limit]
         rows = [run_row(store, summary, baseline, broken=broken) for summary in summaries]
-        verdicts = contract_verdicts(store, args.agent) if args.agent else None
+        # What the add-ons keep of the agent (the contracts' verdicts): verdryx_core.hooks.
+        histories = agent_history(store, args.agent) if args.agent else []
     if args.json:
         document: dict[str, Any] = {
             "runs": rows,
@@ -92,11 +93,11 @@ def run(args: argparse.Namespace) -> int:
             document["unreadable"] = [
                 {"run_id": item.run_id, "error": str(item)} for item in broken
             ]
-        if verdicts is not None:
-            document["contract_verdicts"] = verdicts
+        for history in histories:
+            document[history.key] = history.rows
         print_json(document)
     else:
-        _print_text(store.path, rows, baseline, args, verdicts)
+        _print_text(store.path, rows, baseline, args, histories)
     for item in broken:
         print(f"error: {item}", file=sys.stderr)
     return EXIT_UNREADABLE if broken else 0
@@ -195,7 +196,7 @@ def _print_text(
     rows: list[dict[str, Any]],
     baseline: Baseline | None,
     args: argparse.Namespace,
-    verdicts: list[dict[str, Any]] | None,
+    histories: list[AgentHistory],
 ) -> None:
     if not rows:
         which = f" of agent {args.agent!r}" if args.agent else ""
@@ -229,23 +230,9 @@ def _print_text(
         else:
             print()
             print("no baseline stored: save one with `verdryx baseline RUN_ID --label v1`")
-    if verdicts is not None:
+    for history in histories:
         print()
-        if not verdicts:
-            print(f"no contract verdicts stored for agent {args.agent!r}")
-            return
-        print(f"contract verdicts of agent {args.agent}:")
-        table = [
-            [
-                when(item["created_at"]),
-                item["task_id"],
-                item["verdict"],
-                short_id(item["run_id"] or "") or "-",
-                item["reason"],
-            ]
-            for item in verdicts
-        ]
-        for line in render_table(["WHEN (UTC)", "TASK", "VERDICT", "RUN", "REASON"], table):
+        for line in history.lines:
             print(line)
 
 

@@ -1,4 +1,5 @@
-"""What `verdryx serve` and `verdryx keys` share: the store the service tables live in."""
+"""What the `verdryx serve` and `verdryx keys` commands share: the store the service tables
+live in."""
 
 from __future__ import annotations
 

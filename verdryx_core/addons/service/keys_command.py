@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from verdryx_core.addons.service.command_storage import open_service_storage
 from verdryx_core.addons.service.keys import create_key, key_name_problem
 from verdryx_core.cli.commands._common import add_db_argument, add_json_argument, print_json
-from verdryx_core.cli.commands._service import open_service_storage
 from verdryx_core.cli.commands._table import render_table
 from verdryx_core.errors import UsageError
 

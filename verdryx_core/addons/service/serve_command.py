@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from verdryx_core.addons.service.command_storage import open_service_storage
 from verdryx_core.addons.service.server_limits import (
     DEFAULT_BODY_TIMEOUT_S,
     DEFAULT_HEADER_TIMEOUT_S,
@@ -18,7 +19,6 @@ from verdryx_core.addons.service.server_limits import (
     connection_budget,
 )
 from verdryx_core.cli.commands._common import add_db_argument, float_argument
-from verdryx_core.cli.commands._service import open_service_storage
 from verdryx_core.errors import UsageError
 
 NAME = "serve"
