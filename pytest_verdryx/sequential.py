@@ -37,6 +37,10 @@ def check_sequential(config: pytest.Config, context: SessionContext) -> None:
         problem = "it stops on a verdict against a baseline: name one with --verdryx-baseline"
     elif settings.batch:
         problem = "--verdryx-batch sends every call before any case is graded"
+    elif settings.challenger:
+        # The challenger is gated on every case the target answers; stopping early would
+        # leave its comparison on the cases one verdict happened to need.
+        problem = "--verdryx-challenger is compared on every case, so no call can be left out"
     elif context.is_worker or getattr(config.option, "numprocesses", None):
         problem = (
             "it decides when to stop from every case in one order, which one process holds: "

@@ -142,6 +142,7 @@ def test_the_order_is_seeded_random(gated: pytest.Pytester) -> None:
         ([], "name one with --verdryx-baseline"),
         (["--verdryx-baseline=v1", "--verdryx-batch"], "--verdryx-batch"),
         (["--verdryx-baseline=v1", "-n", "2"], "drop -n"),
+        (["--verdryx-baseline=v1", "--verdryx-challenger=json:loads"], "--verdryx-challenger"),
     ],
 )
 def test_what_it_cannot_do_is_a_usage_error(
