@@ -165,10 +165,17 @@ class Isolation:
         shown: list[str] = []
         for folder in _parents(targets):
             shown += ["--perms", "0755", "--dir", folder]
-        for path, link in runtime_paths():
+        host, private = _split_private(runtime_paths())
+        for path, link in host:
             shown += ["--symlink", link, path] if link is not None else ["--ro-bind", path, path]
         for mount in view.mounts:
             shown += ["--bind" if mount.writable else "--ro-bind", mount.source, mount.target]
+        # Shown after the private /tmp is mounted, which would hide them (a venv under /tmp).
+        in_tmp: list[str] = []
+        for folder in _parents([path for path, _ in private], within="/tmp"):
+            in_tmp += ["--perms", "0755", "--dir", folder]
+        for path, link in private:
+            in_tmp += ["--symlink", link, path] if link is not None else ["--ro-bind", path, path]
         return [
             self.binary,
             *shown,
@@ -176,6 +183,7 @@ class Isolation:
             "--perms", "1777", "--size", size, "--tmpfs", "/dev/shm",
             "--proc", "/proc",
             "--perms", "1777", "--size", size, "--tmpfs", "/tmp",
+            *in_tmp,
             "--perms", "0777", "--dir", HOME,
             "--ro-bind", str(view.staging), STAGING,
             "--perms", "0777", "--size", size, "--tmpfs", view.workdir,
@@ -244,14 +252,19 @@ def _unshare_root(view: View, scratch: Path) -> str:
             f"{make} && mount --rbind {src} $R{dst} && mount -o remount,{flags} $R{dst} || exit 97"
         )
 
-    for path, link in runtime_paths():
-        if link is not None:
-            parent = shlex.quote(os.path.dirname(path))
-            lines.append(
-                f"mkdir -p $R{parent} && ln -s {shlex.quote(link)} $R{shlex.quote(path)} || exit 97"
-            )
-        else:
-            shown(path, path, False)
+    def runtime(paths: Sequence[tuple[str, str | None]]) -> None:
+        for path, link in paths:
+            if link is not None:
+                parent = shlex.quote(os.path.dirname(path))
+                lines.append(
+                    f"mkdir -p $R{parent} && ln -s {shlex.quote(link)} $R{shlex.quote(path)}"
+                    " || exit 97"
+                )
+            else:
+                shown(path, path, False)
+
+    host, private = _split_private(runtime_paths())
+    runtime(host)
     for mount in view.mounts:
         shown(mount.source, mount.target, mount.writable)
     lines.append("mkdir $R/dev && mount -t tmpfs -o mode=0755,size=1m tmpfs $R/dev || exit 97")
@@ -265,8 +278,10 @@ def _unshare_root(view: View, scratch: Path) -> str:
         f"mkdir $R/dev/shm && mount -t tmpfs -o mode=1777,size={size} tmpfs $R/dev/shm || exit 97",
         "mkdir $R/proc && mount -t proc proc $R/proc || exit 97",
         f"mkdir $R/tmp && mount -t tmpfs -o mode=1777,size={size} tmpfs $R/tmp || exit 97",
-        f"mkdir -m 0777 $R{HOME} || exit 97",
     ]
+    # After the private /tmp, which would hide them (a venv under /tmp).
+    runtime(private)
+    lines.append(f"mkdir -m 0777 $R{HOME} || exit 97")
     shown(str(view.staging), STAGING, False)
     work = shlex.quote(view.workdir)
     lines += [
@@ -308,17 +323,27 @@ def runtime_paths() -> tuple[tuple[str, str | None], ...]:
     return (*entries, *((path, None) for path in kept))
 
 
-def _parents(paths: Sequence[str]) -> list[str]:
-    """The folders on the way to `paths` (not `/`, not a path itself, nothing under /tmp,
-    which is the code's own), outermost first."""
+def _split_private(
+    paths: Sequence[tuple[str, str | None]],
+) -> tuple[list[tuple[str, str | None]], list[tuple[str, str | None]]]:
+    """`paths` outside the code's private /tmp, and those inside it (shown once it is mounted:
+    a checkout or a venv under /tmp is still the running Python's)."""
+    host = [entry for entry in paths if not _under_any(entry[0], {"/tmp"})]
+    return host, [entry for entry in paths if _under_any(entry[0], {"/tmp"})]
+
+
+def _parents(paths: Sequence[str], *, within: str | None = None) -> list[str]:
+    """The folders on the way to `paths` (not `/`, not a path itself), outermost first: those
+    outside /tmp (the code's own), /dev and /proc, or those below `within`."""
     found: set[str] = set()
     for path in paths:
         found.update(str(parent) for parent in Path(path).parents)
     found -= {"/", *paths}
-    return sorted(
-        (f for f in found if not _under_any(f, {"/tmp", "/dev", "/proc"})),
-        key=lambda f: (f.count("/"), f),
-    )
+    if within is None:
+        kept = [f for f in found if not _under_any(f, {"/tmp", "/dev", "/proc"})]
+    else:
+        kept = [f for f in found if _under_any(f, {within}) and f != within]
+    return sorted(kept, key=lambda f: (f.count("/"), f))
 
 
 def _under_any(path: str, roots: set[str]) -> bool:
