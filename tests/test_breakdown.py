@@ -149,7 +149,7 @@ def test_show_text_prints_the_breakdown_by_set_and_grader(
     at = out.index("by eval set:")
     assert out.index("  s1 ", at) < out.index("  s2 ", at) < out.index("  s10 ", at)
     assert "by grader:" in out
-    assert re.search(r"s2 +mean \d\.\d{3}  \d passed, \d failed, 1 unmeasured", out)
+    assert re.search(r"s2 +mean \d\.\d{3}  \d passed, \d below the bar, 1 unmeasured", out)
 
 
 def test_the_report_has_a_breakdown_section_with_deltas(stored: Path) -> None:
@@ -177,9 +177,9 @@ def test_the_pytest_summary_breaks_a_two_set_run_down(pytester: pytest.Pytester)
     result.stdout.fnmatch_lines(
         [
             "by eval set:",
-            f"  set2   mean {1 + drop:.3f}  3 passed, 0 failed, 0 unmeasured   "
+            f"  set2   mean {1 + drop:.3f}  3 passed, 0 below the bar, 0 unmeasured   "
             f"delta {drop:+.3f} (95% CI *, 3 matched)",
-            "  set10  mean 1.000  1 passed, 0 failed, 0 unmeasured   "
+            "  set10  mean 1.000  1 passed, 0 below the bar, 0 unmeasured   "
             "delta +0.000 (1 matched, too few for an interval)",
             "by grader:",
             "  exact       mean 1.000  1 passed*",
