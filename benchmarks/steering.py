@@ -503,7 +503,8 @@ def all_unmeasured(project: Project, cli: bool) -> list[Face]:
     return faces
 
 
-def missing_extra(project: Project, cli: bool) -> list[Face]:
+def missing_dependency(project: Project, cli: bool) -> list[Face]:
+    """A broken install: the cases cannot be graded, which is the run's error, never a FLAG."""
     project.evalset("reports", workspace_cases())
     project.save_baseline()
     project.plan({"wrong": lost()})
@@ -572,8 +573,8 @@ ATTEMPTS = (
             judge_in_checks_switched, "measured judge", judged=True),
     Attempt("all-unmeasured", "every case unmeasured, no baseline named", all_unmeasured,
             "nothing was measured", quick=True),
-    Attempt("missing-extra", "the contracts extra not installed (cases would be FLAGs)",
-            missing_extra, "pip install 'verdryx[contracts]'"),
+    Attempt("missing-dependency", "rfc8785 (the contracts' sealing) not importable",
+            missing_dependency, "ModuleNotFoundError"),
     Attempt("nan-options", "nan for each float option the gate rests on", nan_options,
             "is not a finite number"),
 )  # fmt: skip
