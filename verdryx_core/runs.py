@@ -197,8 +197,8 @@ class Score:
     workspaces: tuple[str, ...] = field(default=(), compare=False)
     #: Whether each sample passed, when a multi-check case's checks have bars of their own
     #: (a sample passes when it reaches the case's bar and each check its own); empty: each
-    #: sample's value against `bar` says it. It travels with the score (xdist), never into
-    #: the store, as `bar` does.
+    #: sample's value against `bar` says it. The store keeps `sample_passes()` here, so a
+    #: run read back gates on the pass metric as it did live (`bar` is not kept).
     passes: tuple[bool, ...] = field(default=(), compare=False)
     #: Why what the agent produced (its output, its tool calls, the workspace it left)
     #: could not be graded: a grader's time bound on it, a contract check it made fail to
@@ -520,6 +520,10 @@ class BaselineCase:
     samples: tuple[float, ...] = ()
     #: The case's `cluster`, as measured (None: a cluster of its own).
     cluster: str | None = None
+    #: Whether each of `samples` reached its bar (`Score.sample_passes`): the pass metric's
+    #: share of passing samples. Empty in baselines saved before they were kept, whose pass
+    #: metric is `passed` (docs/statistics.md, "What the gate compares").
+    passes: tuple[bool, ...] = ()
 
     @property
     def key(self) -> str:
@@ -536,6 +540,7 @@ class BaselineCase:
             }
             | ({"samples": list(self.samples)} if self.samples else {})
             | ({"cluster": self.cluster} if self.cluster is not None else {})
+            | ({"passes": list(self.passes)} if self.passes else {})
         )
 
     @classmethod
@@ -548,6 +553,7 @@ class BaselineCase:
             passed=data.get("passed"),
             samples=tuple(float(item) for item in data.get("samples") or ()),
             cluster=data.get("cluster"),
+            passes=tuple(bool(item) for item in data.get("passes") or ()),
         )
 
 
@@ -614,6 +620,7 @@ class Baseline:
                     passed=score.passed,
                     samples=score.samples,
                     cluster=score.cluster,
+                    passes=score.sample_passes(),
                 )
                 for score in run.scores
                 if score.value is not None

@@ -22,8 +22,9 @@ from verdryx_core.gating.drift import (
     Scores,
     compute_drift,
 )
+from verdryx_core.gating.pass_metric import baseline_pass_value, pass_value
 from verdryx_core.gating.set_targets import same_targets, target_differences, version_change
-from verdryx_core.runs import Baseline, BaselineCase, EvalRun, Score, iso_utc
+from verdryx_core.runs import Baseline, EvalRun, iso_utc
 from verdryx_core.store import RunSummary, Store
 
 __all__ = [
@@ -34,15 +35,12 @@ __all__ = [
     "check_models",
     "compare_to_baseline",
     "not_comparable",
-    "pass_rate",
     "select_window",
     "window_runs",
 ]
 
 #: What the gate compares per case (`--verdryx-gate-metric`): the score, or pass/fail.
 METRICS: Final = ("score", "pass")
-#: The pass bar of a case whose baseline kept no pass result (docs/graders.md).
-DEFAULT_BAR: Final = 0.5
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -242,7 +240,7 @@ def compare_to_baseline(
                 if run is current:
                     changed.add(key)
                 continue
-            per_case[key].append(score.value if metric == "score" else pass_rate(score))
+            per_case[key].append(score.value if metric == "score" else pass_value(score))
             per_sample[key].extend(score.samples or (score.value,))
             cluster_of.setdefault(key, score.cluster)
 
@@ -285,7 +283,10 @@ def compare_to_baseline(
             metric=metric,
         )
     pooled = [value for key in matched for value in per_case[key]]
-    base_values = [_base_value(base_cases[key], metric) for key in matched]
+    base_values = [
+        base_cases[key].value if metric == "score" else baseline_pass_value(base_cases[key])
+        for key in matched
+    ]
     case_means = [math.fsum(per_case[key]) / len(per_case[key]) for key in matched]
     # The cluster the case has now; the baseline's when this run names none.
     labels = [cluster_of.get(key) or base_cases[key].cluster for key in matched]
@@ -437,22 +438,6 @@ def matched_result(
 def _sets_of(keys: Collection[str]) -> set[str]:
     """The eval sets of `set::case` keys."""
     return {key.split("::", 1)[0] for key in keys}
-
-
-def pass_rate(score: Score) -> float:
-    """The share of a case's samples that reached its bar (1.0 or 0.0 for one sample)."""
-    passes = score.sample_passes() if score.samples else ()
-    if passes:
-        return sum(passes) / len(passes)
-    return 1.0 if score.passed else 0.0
-
-
-def _base_value(case: BaselineCase, metric: str) -> float:
-    if metric == "score":
-        return case.value
-    # A baseline saved before pass results were kept: its score against the default bar.
-    passed = case.passed if case.passed is not None else case.value >= DEFAULT_BAR
-    return 1.0 if passed else 0.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -91,6 +91,8 @@ def pooled_cases(baseline: Baseline, window: Window) -> Baseline:
     own = {case.key: case for case in baseline.cases}
     samples: dict[str, list[float]] = {key: [] for key in own}
     votes: dict[str, list[bool]] = {key: [] for key in own}
+    # Each pooled sample's pass (None once a run's cannot be told): the pass metric's share.
+    passes: dict[str, list[bool] | None] = {key: [] for key in own}
     for run in window.runs:
         for score in run.scores:
             case = own.get(score.key)
@@ -102,7 +104,12 @@ def pooled_cases(baseline: Baseline, window: Window) -> Baseline:
             samples[score.key].extend(_samples(score))
             if score.passed is not None:
                 votes[score.key].append(score.passed)
-    cases = tuple(_pooled_case(case, samples[case.key], votes[case.key]) for case in baseline.cases)
+            told, known = _sample_passes(score), passes[score.key]
+            passes[score.key] = None if told is None or known is None else [*known, *told]
+    cases = tuple(
+        _pooled_case(case, samples[case.key], votes[case.key], passes[case.key])
+        for case in baseline.cases
+    )
     mean = math.fsum(case.value for case in cases) / len(cases) if cases else baseline.mean
     return dataclasses.replace(baseline, cases=cases, mean=mean)
 
@@ -112,17 +119,29 @@ def _samples(score: Score) -> tuple[float, ...]:
     return score.samples or (score.value,)
 
 
-def _pooled_case(case: BaselineCase, samples: list[float], votes: list[bool]) -> BaselineCase:
+def _sample_passes(score: Score) -> tuple[bool, ...] | None:
+    """Whether each of the score's samples passed (its one sample: `passed`); None when
+    that cannot be told (a run stored before each sample's pass was kept)."""
+    if not score.samples:
+        return None if score.passed is None else (score.passed,)
+    told = score.sample_passes()
+    return told if len(told) == len(score.samples) else None
+
+
+def _pooled_case(
+    case: BaselineCase, samples: list[float], votes: list[bool], passes: list[bool] | None
+) -> BaselineCase:
     own = len(case.samples) or 1
     if len(samples) <= own:  # no earlier run measured it as it is now
         return case
-    passes = sum(votes)
-    passed = case.passed if 2 * passes == len(votes) else 2 * passes > len(votes)
+    passing = sum(votes)
+    passed = case.passed if 2 * passing == len(votes) else 2 * passing > len(votes)
     return dataclasses.replace(
         case,
         value=min(1.0, max(0.0, math.fsum(samples) / len(samples))),
         samples=tuple(samples),
         passed=passed,
+        passes=tuple(passes) if passes is not None and len(passes) == len(samples) else (),
     )
 
 

@@ -20,6 +20,7 @@ from typing import Any, Final
 import numpy as np
 
 from verdryx_core.gating.confidence_sequence import BettingCS
+from verdryx_core.gating.pass_metric import baseline_pass_value, pass_value
 from verdryx_core.runs import BaselineCase, Score
 
 __all__ = ["SEQUENTIAL_ALPHA", "SequentialGate", "SequentialVerdict", "seeded_order"]
@@ -132,9 +133,9 @@ class SequentialGate:
         if base.fingerprint and score.fingerprint and base.fingerprint != score.fingerprint:
             return None  # edited since the baseline: its old score is of another case
         if self.metric == "pass":
-            if score.passed is None or base.passed is None:
+            if score.passed is None:
                 return None
-            return float(score.passed) - float(base.passed)
+            return pass_value(score) - baseline_pass_value(base)
         return min(max(score.value - base.value, -1.0), 1.0)
 
     def observe(self, score: Score) -> str | None:

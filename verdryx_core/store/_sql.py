@@ -28,6 +28,9 @@ from verdryx_core.store.rows import (
     checks_from_text,
     checks_text,
     essential,
+    passes_from_text,
+    passes_problem,
+    passes_text,
     repair_command,
     repaired_run,
     repaired_score,
@@ -53,7 +56,7 @@ RUN_COLUMNS: Final = (
 SCORE_COLUMNS: Final = (
     "run_id, seq, eval_set_id, case_id, value, unmeasured, grader, tokens, cost_usd, "
     "judge_cost_usd, fingerprint, passed, samples, output, expected, reason, checks, cluster, "
-    "failed_by_output"
+    "failed_by_output, passes"
 )
 #: Keys per IN (...) query: under SQLite's bound-parameter limit.
 _CHUNK: Final = 500
@@ -344,12 +347,14 @@ class SqlStore(Store):
                 None if case.passed is None else int(case.passed),
                 json.dumps(list(case.samples)) if case.samples else None,
                 case.cluster,
+                passes_text(case.samples, case.passes),
             )
             for case in baseline.cases
         ]
         self.db.insert_rows(
             "baseline_cases",
-            "baseline_id, eval_set_id, case_id, value, fingerprint, passed, samples, cluster",
+            "baseline_id, eval_set_id, case_id, value, fingerprint, passed, samples, cluster, "
+            "passes",
             rows,
         )
         return True
@@ -367,8 +372,8 @@ class SqlStore(Store):
             row = rows[0]
             case_rows = (
                 self.db.rows(
-                    "SELECT eval_set_id, case_id, value, fingerprint, passed, samples, cluster "
-                    "FROM baseline_cases "
+                    "SELECT eval_set_id, case_id, value, fingerprint, passed, samples, cluster, "
+                    "passes FROM baseline_cases "
                     "WHERE baseline_id = ? ORDER BY rowid",
                     (row[0],),
                 )
@@ -406,8 +411,18 @@ class SqlStore(Store):
                     passed=None if passed is None else bool(passed),
                     samples=tuple(float(item) for item in stored_json(samples)) if samples else (),
                     cluster=cluster,
+                    passes=passes_from_text(passes),
                 )
-                for eval_set_id, case_id, value, fingerprint, passed, samples, cluster in case_rows
+                for (
+                    eval_set_id,
+                    case_id,
+                    value,
+                    fingerprint,
+                    passed,
+                    samples,
+                    cluster,
+                    passes,
+                ) in case_rows
             ),
         )
 
@@ -433,11 +448,22 @@ class SqlStore(Store):
         elif not isinstance(row[4], str) or _time(row[4]) is None:
             found = (None, "baselines.created_at", f"holds {row[4]!r}, expected an ISO time")
         else:
-            for eval_set_id, case_id, value, _fingerprint, _passed, samples, cluster in cases:
+            for (
+                eval_set_id,
+                case_id,
+                value,
+                _fingerprint,
+                _passed,
+                samples,
+                cluster,
+                *rest,
+            ) in cases:
                 problem = unit_problem(value)
                 column = "baseline_cases.value"
                 if problem is None:
                     problem, column = samples_problem(samples), "baseline_cases.samples"
+                if problem is None and rest:
+                    problem, column = passes_problem(rest[0]), "baseline_cases.passes"
                 if problem is None and cluster is not None and not isinstance(cluster, str):
                     problem, column = f"holds {cluster!r}, expected text", "baseline_cases.cluster"
                 if problem is not None:
@@ -616,6 +642,7 @@ class SqlStore(Store):
             checks_text(score.checks),
             score.cluster,
             score.failed_by_output,
+            passes_text(score.samples, score.sample_passes()),
         )
 
     def _score_from_row(self, row: Sequence[Any]) -> Score:
@@ -651,6 +678,7 @@ class SqlStore(Store):
             checks=checks_from_text(row[16]),
             cluster=row[17],
             failed_by_output=row[18],
+            passes=passes_from_text(row[19]),
         )
 
 

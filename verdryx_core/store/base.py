@@ -30,7 +30,7 @@ from verdryx_core.store.target import (
 __all__ = ["SCHEMA_VERSION", "CacheEntry", "RunSummary", "Store"]
 
 #: Version 2 added the run provenance columns and the `verdryx_meta` marker table.
-SCHEMA_VERSION: Final = 7
+SCHEMA_VERSION: Final = 8
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

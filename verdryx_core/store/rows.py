@@ -29,6 +29,9 @@ __all__ = [
     "checks_from_text",
     "checks_text",
     "essential",
+    "passes_from_text",
+    "passes_problem",
+    "passes_text",
     "repair_command",
     "repaired_run",
     "repaired_score",
@@ -91,6 +94,7 @@ SCORE_FIELDS: Final = (
     "checks",
     "cluster",
     "failed_by_output",
+    "passes",
 )
 
 _RUN_TEXT: Final = ("judge_model", "agent_id", "label", "vcs_commit", "vcs_branch", "ci_url")
@@ -334,6 +338,31 @@ def _samples_problem(value: object) -> str | None:
     return _holds(value, "a JSON list of scores in [0, 1]")
 
 
+def passes_text(samples: Sequence[float], passes: Sequence[bool]) -> str | None:
+    """The `passes` column of a case sampled more than once: whether each of its samples
+    reached its bar, as JSON; NULL when there is one sample or no bar to say it."""
+    if len(samples) < 2 or len(passes) != len(samples):
+        return None
+    return json.dumps([bool(item) for item in passes])
+
+
+def passes_from_text(value: str | None) -> tuple[bool, ...]:
+    """The column read back (already checked by `passes_problem`)."""
+    return tuple(bool(item) for item in stored_json(value)) if value else ()
+
+
+def passes_problem(value: object) -> str | None:
+    """Why a stored `passes` column cannot be read back (None: it can)."""
+    if value is None:
+        return None
+    passes, problem = _json_column(value, "a JSON list of true and false")
+    if problem is not None:
+        return problem
+    if isinstance(passes, list) and all(type(item) is bool for item in passes):
+        return None
+    return _holds(value, "a JSON list of true and false")
+
+
 def _plain_score_row(row: Sequence[Any]) -> bool:
     """True for the row nearly every score is: text ids, a measured score in [0, 1] (or an
     unmeasured reason), counts and costs in range, no samples, text or NULL free text. Plain
@@ -343,7 +372,7 @@ def _plain_score_row(row: Sequence[Any]) -> bool:
     if len(row) != len(SCORE_FIELDS):
         return False
     (_, _, set_id, case_id, value, unmeasured, grader, tokens, cost, judge_cost) = row[:10]
-    (fingerprint, passed, samples, output, expected, reason, checks, cluster, failed) = row[10:]
+    (fingerprint, passed, samples, output, expected, reason, checks, cluster, failed) = row[10:19]
     return (
         type(set_id) is str
         and type(case_id) is str
@@ -367,6 +396,7 @@ def _plain_score_row(row: Sequence[Any]) -> bool:
         and checks is None
         and (cluster is None or type(cluster) is str)
         and failed is None
+        and row[19] is None
     )
 
 
@@ -398,6 +428,7 @@ def _score_columns_problem(row: Sequence[Any]) -> tuple[str, str] | None:
         ("checks", _checks_problem(fields["checks"])),
         ("cluster", _text_problem(fields["cluster"], nullable=True)),
         ("failed_by_output", _text_problem(fields["failed_by_output"], nullable=True)),
+        ("passes", passes_problem(fields["passes"])),
     ]
     for column, problem in checks:
         if problem is not None:
@@ -526,6 +557,12 @@ def repaired_score(row: Sequence[Any]) -> tuple[dict[str, Any], list[str]]:
     if _samples_problem(fields["samples"]) is not None:
         fields["samples"] = None
         changed.append("scores.samples -> NULL")
+    if fields["passes"] is not None and (
+        fields["samples"] is None or passes_problem(fields["passes"]) is not None
+    ):
+        # Without its samples (or unreadable) it says nothing: the case gates on `passed`.
+        fields["passes"] = None
+        changed.append("scores.passes -> NULL")
     if _checks_problem(fields["checks"]) is not None:
         # The case's own score and reason (which names every check) are kept.
         fields["checks"] = None

@@ -165,6 +165,14 @@ ALTER TABLE baselines ADD COLUMN set_targets TEXT;
 -- case scored 0 and this says why (NULL for every other score and every older row).
 ALTER TABLE scores ADD COLUMN failed_by_output TEXT;
 """,
+    8: """
+-- The pass metric's share of passing samples (docs/statistics.md, "What the gate compares"):
+-- whether each sample reached its bar, a JSON array of booleans beside `samples`, on a score
+-- and on a baseline case, so a stored run and a baseline gate on the pass metric as the run
+-- did live. NULL for one sample and for every older row: those cases gate on `passed`.
+ALTER TABLE scores ADD COLUMN passes TEXT;
+ALTER TABLE baseline_cases ADD COLUMN passes TEXT;
+""",
 }
 assert max(_MIGRATIONS) == SCHEMA_VERSION
 
