@@ -269,11 +269,13 @@ def test_a_store_of_the_schema_before_keeps_its_runs_and_baselines_readable(
         store.save_run(run)
         store.save_baseline(_legacy("a:b", set_targets={"ask": "a:b"}))
     # Back to the schema before targets per eval set were kept (and none of the later
-    # versions' columns: outputs that failed grading).
+    # versions' columns: outputs that failed grading, each sample's pass).
     with sqlite3.connect(path) as db:
         db.execute("ALTER TABLE runs DROP COLUMN set_targets")
         db.execute("ALTER TABLE baselines DROP COLUMN set_targets")
         db.execute("ALTER TABLE scores DROP COLUMN failed_by_output")
+        db.execute("ALTER TABLE scores DROP COLUMN passes")
+        db.execute("ALTER TABLE baseline_cases DROP COLUMN passes")
         db.execute("PRAGMA user_version = 5")
     with Store.open(path) as store:
         old = store.load_run("r")
