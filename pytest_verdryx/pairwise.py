@@ -20,7 +20,7 @@ from verdryx_core.errors import VerdryxError
 from verdryx_core.evaluation import ModelCalls, Work
 
 if TYPE_CHECKING:
-    from verdryx_core.evaluation.pairwise import Pair, PairwiseResult
+    from verdryx_core.judge.pairwise import Pair, PairwiseResult
     from verdryx_core.llm.base import ModelAdapter
     from verdryx_core.llm.progress import TextStream
 
@@ -66,7 +66,7 @@ def judge_session_pairs(
     settings, state = context.settings, context.state
     if settings.pairwise_judge is None or not state.challenger_scores:
         return None
-    from verdryx_core.evaluation.pairwise import Pair, judge_pairs
+    from verdryx_core.judge.pairwise import Pair, judge_pairs
 
     both = [
         (nodeid, score, state.challenger_scores[nodeid][1])

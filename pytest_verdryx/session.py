@@ -51,7 +51,7 @@ from verdryx_core.targets.handoff import TargetHandoff
 
 if TYPE_CHECKING:
     from pytest_verdryx.ci import CiOutputs
-    from verdryx_core.evaluation.pairwise import PairwiseResult
+    from verdryx_core.judge.pairwise import PairwiseResult
 
 __all__ = ["VerdryxSession"]
 
@@ -562,7 +562,7 @@ def _human_labels(items: list[pytest.Item]) -> dict[tuple[str, str, str], str | 
     ]
     if not labelled:
         return {}
-    from verdryx_core.gating.calibration.labels import output_sha256
+    from verdryx_core.judge.calibration.labels import output_sha256
 
     labels: dict[tuple[str, str, str], str | float] = {}
     for item in labelled:
