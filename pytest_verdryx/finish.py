@@ -264,7 +264,7 @@ def gate_policy(settings: Settings, *, sequential: SequentialVerdict | None = No
 def _allocation_of_workers(context: SessionContext, run: EvalRun) -> None:
     """Under xdist the workers allocated `--verdryx-repeat=auto` (the controller collects no
     items): the summary's allocation is recomputed here from the same cases and baseline."""
-    from verdryx_core.gating.allocation import allocate
+    from verdryx_core.evaluation.allocation import allocate
 
     keys = [score.key for score in run.scores]
     budget = context.settings.max_samples or 3 * len(keys)

@@ -366,7 +366,7 @@ class VerdryxSession:
         """`--verdryx-repeat=auto`: each case's samples from the baseline's per-case variance
         (docs/statistics.md). Every process computes it from the same items and baseline."""
         from verdryx_core.evaluation.aggregate import aggregate_k
-        from verdryx_core.gating.allocation import allocate
+        from verdryx_core.evaluation.allocation import allocate
 
         items = [item for item in session.items if isinstance(item, EvalCaseItem)]
         keys = [f"{item.evalset.id}::{item.case.id}" for item in items]

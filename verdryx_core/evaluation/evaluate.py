@@ -95,7 +95,7 @@ class Evaluation:
         self._plugged: dict[str, Grader | GraderUnavailable] = {}
         self._plug_lock = threading.Lock()
         #: Samples per case by key (`set::case`), when they differ (`--verdryx-repeat=auto`,
-        #: verdryx_core/gating/allocation.py); None: `settings.repeat` for every case.
+        #: verdryx_core/evaluation/allocation.py); None: `settings.repeat` for every case.
         self.repeats_for: Callable[[str], int] | None = None
         #: The run's workspace folders (docs/workspaces-and-execution.md).
         self.workspaces = Workspaces(keep=self.settings.keep_workspaces)
