@@ -560,7 +560,7 @@ def eval_settings(
         otel=settings.otel,
         target_root=target_root,
         keep_workspaces=settings.keep_workspaces,
-        answered_ahead=answered_ahead,
+        answers_prefetched=answered_ahead,
         flags=FLAGS,
     )
 

@@ -32,7 +32,7 @@ def _adapter(context: SessionContext, calls: ModelCalls, *, checked: bool) -> Mo
     SDK is named if missing, not imported)."""
     model = context.settings.pairwise_judge
     assert model is not None
-    return calls.adapter(model, checked_ahead=checked)
+    return calls.adapter(model, cache_checked_first=checked)
 
 
 def check_pairwise(context: SessionContext) -> None:

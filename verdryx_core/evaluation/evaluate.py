@@ -167,7 +167,7 @@ class Evaluation:
         self._calls.append(calls)
         live: OutputSource | None = None
         if needs_model:
-            live = ModelOutput(calls.adapter(settings.model, checked_ahead=True))
+            live = ModelOutput(calls.adapter(settings.model, cache_checked_first=True))
         if targeted:
             users = None
             if settings.user_model != STUB_USER_MODEL and any(c.user for c in cases):
@@ -180,7 +180,7 @@ class Evaluation:
                 challenger=challenger,
             )
         judge = (
-            calls.adapter(judge_name, checked_ahead=True)
+            calls.adapter(judge_name, cache_checked_first=True)
             if needs_judge and judge_name is not None
             else None
         )
@@ -512,7 +512,7 @@ def _evaluate(
 def _score_in_order(
     evaluation: Evaluation, work: Sequence[Work], progress: TextStream | None
 ) -> tuple[list[Score], list[str], bool]:
-    """Every case scored in order, remote ones ahead in the pool; a case whose call fails is
+    """Every case scored in order, remote ones prefetched in the pool; a case whose call fails is
     one line naming it, and the others are still scored. On a Ctrl-C, the scores of the calls
     that had ended, and True."""
     settings = evaluation.settings

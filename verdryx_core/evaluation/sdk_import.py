@@ -26,7 +26,7 @@ from verdryx_core.llm.cache import CachedAdapter
 __all__ = ["import_sdks_if_calling"]
 
 #: Keys read per query: the first chunk with a miss settles it, so a run that calls reads
-#: only that much ahead.
+#: only that one chunk.
 _CHUNK = 256
 
 

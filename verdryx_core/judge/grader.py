@@ -25,7 +25,7 @@ __all__ = ["LLMJudgeGrader"]
 @final
 class LLMJudgeGrader:
     kind: ClassVar[str] = "llm_judge"
-    #: Grading asks the judge model: made ahead, in the bounded pool.
+    #: Grading asks the judge model: prefetched, in the bounded pool.
     remote: ClassVar[bool] = True
     calls: ClassVar[str] = "judge calls"
 

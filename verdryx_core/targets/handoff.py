@@ -96,7 +96,7 @@ class TargetHandoff:
     def _open(self) -> sqlite3.Connection | None:
         if self._connection is None and not self._absent:
             if not self.path.is_file():
-                # Nothing was called ahead: decided once, before this process's first item.
+                # Nothing was prefetched: decided once, before this process's first item.
                 self._absent = True
                 return None
             uri = f"{self.path.resolve().as_uri()}?mode=ro"
