@@ -55,7 +55,7 @@ from verdryx_core.llm.progress import TextStream
 from verdryx_core.runs import EvalRun, Score, joined_targets
 from verdryx_core.store import CacheEntry, Store
 from verdryx_core.targets.handoff import TargetHandoff
-from verdryx_core.targets.users import STUB_USER_MODEL, UserModel
+from verdryx_core.targets.users import STUB_USER_MODEL, SimulatedUsers
 from verdryx_core.untrusted.text import printable
 from verdryx_core.version import __version__
 
@@ -171,7 +171,7 @@ class Evaluation:
         if targeted:
             users = None
             if settings.user_model != STUB_USER_MODEL and any(c.user for c in cases):
-                users = UserModel(settings.user_model, calls.adapter(settings.user_model))
+                users = SimulatedUsers(settings.user_model, calls.adapter(settings.user_model))
             live = self._target_output(
                 settings,
                 fallback=live,
@@ -322,7 +322,7 @@ class Evaluation:
         settings: EvalSettings,
         *,
         fallback: OutputSource | None,
-        users: UserModel | None = None,
+        users: SimulatedUsers | None = None,
         handoff: TargetHandoff | None = None,
         challenger: bool = False,
     ) -> TargetOutput:

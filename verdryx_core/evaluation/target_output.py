@@ -25,7 +25,7 @@ from verdryx_core.targets import Target, TargetCache, TargetCase, TargetRunner
 from verdryx_core.targets.case import conversation_id
 from verdryx_core.targets.dialogue import dialogue_target
 from verdryx_core.targets.handoff import TargetHandoff, handoff_key
-from verdryx_core.targets.users import UserModel
+from verdryx_core.targets.users import SimulatedUsers
 
 __all__ = ["TargetOutput", "target_of"]
 
@@ -66,7 +66,7 @@ class TargetOutput:
         version: str | None,
         open_store: Callable[[], Store | None] | None,
         prices: PriceBook | None = None,
-        users: UserModel | None = None,
+        users: SimulatedUsers | None = None,
         handoff: TargetHandoff | None = None,
         otel: str = "auto",
     ) -> None:
@@ -77,7 +77,7 @@ class TargetOutput:
         #: the caller writes each outcome there; a reader takes it instead of calling.
         self.handoff = handoff
         #: Who answers the agent in a case with a simulated user (docs/scenarios.md).
-        self.users = users if users is not None else UserModel()
+        self.users = users if users is not None else SimulatedUsers()
         self.fallback = fallback
         #: Prices a call whose usage names its model and no cost of its own.
         self.prices = prices or PriceBook.default()
