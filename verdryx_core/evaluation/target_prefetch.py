@@ -1,6 +1,6 @@
 """Target calls prefetched by one process for other processes to grade (docs/targets.md,
 "Under pytest-xdist"): every sample of every case, in the same bounded pool and through the
-same runner a serial run uses, each outcome (errors included) written to the run's
+same runner a serial run uses, each answer (errors included) written to the run's
 `TargetHandoff`. Nothing is graded here: the graders run where the items are.
 """
 
@@ -78,5 +78,5 @@ def prefetch_targets(
 def _call(source: TargetOutput, entry: Work, index: int) -> None:
     try:
         source.produce(entry.case, repeat=index, context=entry.context)
-    except Exception:  # the outcome is handed, errors too: the item reports it
+    except Exception:  # the answer is handed, errors too: the item reports it
         return
