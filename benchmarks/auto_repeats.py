@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 from verdryx_core.addons.slo.stats import wilson_interval
-from verdryx_core.gating.allocation import allocate
+from verdryx_core.evaluation.allocation import allocate
 from verdryx_core.gating.drift import compute_drift
 from verdryx_core.runs import BaselineCase
 

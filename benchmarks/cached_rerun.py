@@ -1,5 +1,5 @@
 """A rerun answered wholly from the response cache, against the same rerun importing the
-model's SDK (what every run paid before the cache was read ahead), measured in the same run.
+model's SDK (what every run paid before the cache was read first), measured in the same run.
 
 A real pytest session in a subprocess, on N model cases (real Anthropic SDK, the fake server
 in a child process): one run records the answers in a store, then the rerun (every answer a

@@ -8,7 +8,7 @@ for on any machine, however loaded; this script measures the figure itself:
 - baseline: `pytest` over one plain test that sleeps 60 s, interrupted once it sleeps: what
   stopping a pytest session costs with nothing of verdryx's in flight;
 - target: a verdryx session whose agent target hangs (60 s) on one of three cases, the
-  calls made ahead of the items, interrupted once the hung call started;
+  calls prefetched before the items, interrupted once the hung call started;
 - target, -x: the same with items reporting as their calls end;
 - model: a hung call to a fake Messages API through the real SDK (--verdryx-timeout=60);
 - verdryx eval: the CLI with the hanging target.

@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from verdryx_core.gating.calibration.correction import Calibration, corrected_rate
+from verdryx_core.judge.calibration.correction import Calibration, corrected_rate
 
 TRUTH, TPR, TNR, CASES, PER_CLASS = 0.6, 0.9, 0.8, 200, 40
 

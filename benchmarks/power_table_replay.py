@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from benchlib import load, verdict
 from power_table import agent_cases
 
-from verdryx_core.gating.allocation import allocate
+from verdryx_core.evaluation.allocation import allocate
 from verdryx_core.gating.drift import compute_drift
 from verdryx_core.runs import BaselineCase
 

@@ -8,8 +8,8 @@ the calls it makes before its verdict settles.
 The agent is a seeded stochastic target: case i answers right with probability p_i, from a
 mostly-stable mix (60% of cases at 0.97, the rest uniform on [0.35, 0.90]), the draw seeded
 by (session, case), so an outcome does not depend on the order or the timing of the calls.
-A call takes 40 ms (a real agent's take seconds; what matters is that the calls made ahead
-run only the concurrency ahead of the items, as they do then). A trial draws a fresh agent,
+A call takes 40 ms (a real agent's take seconds; what matters is that the prefetched calls
+run at most the concurrency before the items, as they do then). A trial draws a fresh agent,
 saves a baseline from one plain session of it, then runs `--runs` sessions of the unchanged
 agent and `--runs` of the agent with every p_i lowered by 10 points, each with
 `--verdryx-sequential --verdryx-detect=0.1 --verdryx-concurrency=8` and its own order seed.

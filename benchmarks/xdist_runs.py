@@ -123,7 +123,7 @@ def agent_eval(
         if anchors:
             kinds["-n 2 per worker"] = (*verdryx, "-n", "2", f"--maxfail={cases + 1}")
             # The same cases answered by verdryx's own model client: cache on, the controller
-            # calls ahead into the store; cache off, each worker calls for its own items.
+            # prefetches into the store; cache off, each worker calls for its own items.
             model = ("evals", f"--verdryx-model={_MODEL}", f"--verdryx-db={root / 'm.db'}")
             kinds["model serial"] = (*model, "--verdryx-cache=off")
             # A new store each time (removed below): the calls are made, not replayed.
@@ -217,7 +217,7 @@ def main() -> int:
         model_serial, _ = best["model serial"]
         print(
             f"  the same cases from verdryx's model client, serial (cache off) {model_serial:.2f} "
-            "s; -n 2 with the controller calling ahead "
+            "s; -n 2 with the controller prefetching "
             + ", -n 2 with each worker calling (cache off) ".join(
                 f"{best[kind][0]:.2f} s ({best[kind][0] / model_serial:.2f}x)"
                 for kind in ("model -n 2", "model -n 2 cache off")
@@ -246,7 +246,7 @@ def main() -> int:
         print(
             verdict(
                 model_ratio <= TIME_TARGET,
-                f"-n 2 on model calls (the controller calling ahead) at {model_ratio:.2f}x the "
+                f"-n 2 on model calls (the controller prefetching) at {model_ratio:.2f}x the "
                 f"serial run, target <= {TIME_TARGET}x",
             )
         )

@@ -26,7 +26,7 @@ from verdryx_core.runs import EvalRun
 from verdryx_core.untrusted.text import printable
 
 if TYPE_CHECKING:
-    from verdryx_core.evaluation.pairwise import PairwiseResult
+    from verdryx_core.judge.pairwise import PairwiseResult
 
 __all__ = ["CHALLENGER_NODEID", "GATE_NODEID", "CiOutputs"]
 

@@ -22,7 +22,7 @@ from verdryx_core.runs import Baseline, BaselineCase, Score
 from verdryx_core.store import Store, StoreTarget, resolve_store_path
 
 if TYPE_CHECKING:
-    from verdryx_core.gating.allocation import Allocation
+    from verdryx_core.evaluation.allocation import Allocation
 
 __all__ = ["CONTEXT_KEY", "SessionContext", "StoreHandle", "context_of", "session_store_path"]
 

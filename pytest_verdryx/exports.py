@@ -18,9 +18,9 @@ from verdryx_core.runs import Baseline, EvalRun
 from verdryx_core.store import Store
 
 if TYPE_CHECKING:
-    from verdryx_core.evaluation.pairwise import PairwiseResult
     from verdryx_core.gating.compare import GateOutcome
     from verdryx_core.gating.comparison import GateResult
+    from verdryx_core.judge.pairwise import PairwiseResult
 
 __all__ = [
     "add_junit_properties",

@@ -26,13 +26,13 @@ from verdryx_core.runs import EvalRun
 from verdryx_core.store import StoreTarget
 
 if TYPE_CHECKING:
-    from verdryx_core.evaluation.pairwise import PairwiseResult
-    from verdryx_core.gating.calibration.judge_check import JudgeCheck
-    from verdryx_core.gating.calibration.labels import Label
     from verdryx_core.gating.compare import GateOutcome
     from verdryx_core.gating.planning import Plan
     from verdryx_core.gating.policy import GatePolicy
     from verdryx_core.gating.sequential import SequentialVerdict
+    from verdryx_core.judge.calibration.judge_check import JudgeCheck
+    from verdryx_core.judge.calibration.labels import Label
+    from verdryx_core.judge.pairwise import PairwiseResult
 
 __all__ = ["SessionEnd", "finish_session", "incomplete_reason", "run_policy"]
 
@@ -264,7 +264,7 @@ def gate_policy(settings: Settings, *, sequential: SequentialVerdict | None = No
 def _allocation_of_workers(context: SessionContext, run: EvalRun) -> None:
     """Under xdist the workers allocated `--verdryx-repeat=auto` (the controller collects no
     items): the summary's allocation is recomputed here from the same cases and baseline."""
-    from verdryx_core.gating.allocation import allocate
+    from verdryx_core.evaluation.allocation import allocate
 
     keys = [score.key for score in run.scores]
     budget = context.settings.max_samples or 3 * len(keys)
@@ -305,7 +305,7 @@ def _case_labels(context: SessionContext) -> list[Label]:
     the items were collected (every worker, under xdist)."""
     if not context.state.human_labels:
         return []  # and the calibration package (numpy) is not imported
-    from verdryx_core.gating.calibration.labels import Label
+    from verdryx_core.judge.calibration.labels import Label
 
     return [
         Label(eval_set_id=set_id, case_id=case_id, output_sha256=sha, label=label)

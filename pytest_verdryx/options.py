@@ -29,7 +29,7 @@ from verdryx_core.option_numbers import option_float
 if TYPE_CHECKING:
     from verdryx_core.errors import VerdryxError
     from verdryx_core.evaluation import EvalSettings
-    from verdryx_core.gating.sharding import ShardSpec
+    from verdryx_core.evaluation.sharding import ShardSpec
     from verdryx_core.hooks import AddonOption
 
 __all__ = [
@@ -560,7 +560,7 @@ def eval_settings(
         otel=settings.otel,
         target_root=target_root,
         keep_workspaces=settings.keep_workspaces,
-        answered_ahead=answered_ahead,
+        answers_prefetched=answered_ahead,
         flags=FLAGS,
     )
 
@@ -708,7 +708,7 @@ def _shard(config: pytest.Config) -> ShardSpec | None:
     if not raw:
         return None
     from verdryx_core.errors import VerdryxError
-    from verdryx_core.gating.sharding import parse_shard
+    from verdryx_core.evaluation.sharding import parse_shard
 
     try:
         return parse_shard(str(raw), flag=source)

@@ -20,7 +20,7 @@ from verdryx_core.errors import VerdryxError
 from verdryx_core.evaluation import ModelCalls, Work
 
 if TYPE_CHECKING:
-    from verdryx_core.evaluation.pairwise import Pair, PairwiseResult
+    from verdryx_core.judge.pairwise import Pair, PairwiseResult
     from verdryx_core.llm.base import ModelAdapter
     from verdryx_core.llm.progress import TextStream
 
@@ -32,7 +32,7 @@ def _adapter(context: SessionContext, calls: ModelCalls, *, checked: bool) -> Mo
     SDK is named if missing, not imported)."""
     model = context.settings.pairwise_judge
     assert model is not None
-    return calls.adapter(model, checked_ahead=checked)
+    return calls.adapter(model, cache_checked_first=checked)
 
 
 def check_pairwise(context: SessionContext) -> None:
@@ -66,7 +66,7 @@ def judge_session_pairs(
     settings, state = context.settings, context.state
     if settings.pairwise_judge is None or not state.challenger_scores:
         return None
-    from verdryx_core.evaluation.pairwise import Pair, judge_pairs
+    from verdryx_core.judge.pairwise import Pair, judge_pairs
 
     both = [
         (nodeid, score, state.challenger_scores[nodeid][1])

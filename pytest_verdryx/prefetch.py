@@ -32,7 +32,7 @@ from verdryx_core.errors import VerdryxError
 from verdryx_core.evalsets.formats import CSV_SIDECAR_SUFFIX
 from verdryx_core.evalsets.load import load_evalset
 from verdryx_core.evaluation import Prefetch, Work, prefetch_all, start_prefetch
-from verdryx_core.evaluation.targets_ahead import call_targets_ahead
+from verdryx_core.evaluation.target_prefetch import prefetch_targets
 from verdryx_core.runs import Score
 from verdryx_core.targets.handoff import TargetHandoff
 
@@ -248,7 +248,7 @@ class PrefetchCalls:
                 # The challenger's calls are handed too, from the same pool (docs/targets.md,
                 # "A challenger").
                 challenger = evaluation.scorer(cases, challenger=True)
-            self.seconds += call_targets_ahead(
+            self.seconds += prefetch_targets(
                 scorer,
                 handed,
                 concurrency=settings.concurrency,

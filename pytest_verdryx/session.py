@@ -51,7 +51,7 @@ from verdryx_core.targets.handoff import TargetHandoff
 
 if TYPE_CHECKING:
     from pytest_verdryx.ci import CiOutputs
-    from verdryx_core.evaluation.pairwise import PairwiseResult
+    from verdryx_core.judge.pairwise import PairwiseResult
 
 __all__ = ["VerdryxSession"]
 
@@ -366,7 +366,7 @@ class VerdryxSession:
         """`--verdryx-repeat=auto`: each case's samples from the baseline's per-case variance
         (docs/statistics.md). Every process computes it from the same items and baseline."""
         from verdryx_core.evaluation.aggregate import aggregate_k
-        from verdryx_core.gating.allocation import allocate
+        from verdryx_core.evaluation.allocation import allocate
 
         items = [item for item in session.items if isinstance(item, EvalCaseItem)]
         keys = [f"{item.evalset.id}::{item.case.id}" for item in items]
@@ -562,7 +562,7 @@ def _human_labels(items: list[pytest.Item]) -> dict[tuple[str, str, str], str | 
     ]
     if not labelled:
         return {}
-    from verdryx_core.gating.calibration.labels import output_sha256
+    from verdryx_core.judge.calibration.labels import output_sha256
 
     labels: dict[tuple[str, str, str], str | float] = {}
     for item in labelled:

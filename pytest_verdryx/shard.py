@@ -15,7 +15,7 @@ import pytest
 from pytest_verdryx.fixture import custom_case_identity
 from pytest_verdryx.items import EvalCaseItem
 from pytest_verdryx.options import Settings
-from verdryx_core.gating.sharding import ShardSpec
+from verdryx_core.evaluation.sharding import ShardSpec
 
 __all__ = ["check_shard_settings", "gate_hint", "split_items"]
 

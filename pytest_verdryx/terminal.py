@@ -156,7 +156,7 @@ def write_summary(tr: Any, end: SessionEnd) -> None:
         for line in breakdown_lines(breakdown):
             tr.write_line(line)
     if end.judge is not None:
-        from verdryx_core.gating.calibration.judge_check import summary_lines as judge_lines
+        from verdryx_core.judge.calibration.judge_check import summary_lines as judge_lines
 
         for line in judge_lines(end.judge):
             tr.write_line(line, red=line.startswith("WARNING"))

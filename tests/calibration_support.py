@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from verdryx_core.gating.calibration.labels import Label, output_sha256
+from verdryx_core.judge.calibration.labels import Label, output_sha256
 from verdryx_core.runs import EvalRun, Score
 
 RUBRIC = "Score 1 when the answer is polite and correct."

@@ -21,9 +21,9 @@ from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 
 from verdryx_core.cli import main
+from verdryx_core.evaluation.sharding import shard_of
 from verdryx_core.gating.case_drops import CaseDrop, case_drop_tests
 from verdryx_core.gating.comparison import GateResult
-from verdryx_core.gating.sharding import shard_of
 from verdryx_core.runs import Baseline, EvalRun, Score
 from verdryx_core.store import Store
 

@@ -235,7 +235,7 @@ def test_verdryx_gate_fails_a_group_with_a_new_case_below_its_bar(
 
     from junitparser import Failure, JUnitXml
 
-    from verdryx_core.gating.sharding import shard_of
+    from verdryx_core.evaluation.sharding import shard_of
     from verdryx_core.runs import Baseline, EvalRun, Score
 
     started = datetime(2026, 3, 1, tzinfo=UTC)

@@ -15,7 +15,7 @@ import pytest
 from plugin_support import exact_case, stored_runs, write_evalset
 
 from verdryx_core.cli import main
-from verdryx_core.gating.sharding import shard_of
+from verdryx_core.evaluation.sharding import shard_of
 
 
 def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -29,7 +29,7 @@ from verdryx_core.addons.traces.records import read_csv, read_ndjson
 from verdryx_core.errors import VerdryxError
 from verdryx_core.evalsets.load import load_evalset
 from verdryx_core.gating.baselines import read_baseline_file
-from verdryx_core.gating.calibration.labels import LABEL_WORDS, read_labels
+from verdryx_core.judge.calibration.labels import LABEL_WORDS, read_labels
 from verdryx_core.llm.prices import PriceBook
 from verdryx_core.untrusted.text import is_valid_text
 

@@ -15,8 +15,8 @@ from junitparser import Error, Failure, JUnitXml
 
 from tests.store_support import BACKENDS, store_target
 from verdryx_core.cli import main
+from verdryx_core.evaluation.sharding import shard_of
 from verdryx_core.gating.baselines import write_baseline_file
-from verdryx_core.gating.sharding import shard_of
 from verdryx_core.runs import Baseline, EvalRun, Score
 from verdryx_core.store import Store, StoreTarget
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from tests.calibration_support import judged_run
-from verdryx_core.gating.calibration import judged_samples
-from verdryx_core.gating.calibration.labels import output_sha256
-from verdryx_core.reporting.review import ReviewServer
+from verdryx_core.judge.calibration import judged_samples
+from verdryx_core.judge.calibration.labels import output_sha256
+from verdryx_core.judge.review import ReviewServer
 
 RUN = judged_run([(0.9, "Sure."), (0.2, "No.")], run_id="r1")
 

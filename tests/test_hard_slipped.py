@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from verdryx_core.cli import main
 from verdryx_core.errors import EvalSetError
 from verdryx_core.evalsets.load import load_evalset
-from verdryx_core.gating.calibration.labels import LabelError, read_labels
 from verdryx_core.graders.regex import compile_pattern
+from verdryx_core.judge.calibration.labels import LabelError, read_labels
 from verdryx_core.store import StoreUrl
 
 

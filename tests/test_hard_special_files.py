@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from tests.calibration_support import judged_run, label_of
-from verdryx_core.gating.calibration import append_label
-from verdryx_core.gating.calibration.labels import LabelError, read_labels
+from verdryx_core.judge.calibration import append_label
+from verdryx_core.judge.calibration.labels import LabelError, read_labels
 from verdryx_core.store import Store
 from verdryx_core.untrusted.files import NotARegularFile, read_regular_bytes, read_regular_text
 

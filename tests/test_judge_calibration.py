@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from sklearn.metrics import cohen_kappa_score, confusion_matrix, recall_score
 
 from tests.calibration_support import judged_run, label_of
-from verdryx_core.gating.calibration import (
+from verdryx_core.gating.compare import GatePolicy, compare
+from verdryx_core.judge.calibration import (
     MIN_LABELS_PER_CLASS,
     Calibration,
     LabelError,
@@ -29,8 +30,7 @@ from verdryx_core.gating.calibration import (
     rogan_gladen,
     save_figures,
 )
-from verdryx_core.gating.calibration.judge_check import check_judge
-from verdryx_core.gating.compare import GatePolicy, compare
+from verdryx_core.judge.calibration.judge_check import check_judge
 from verdryx_core.runs import Baseline, EvalRun
 from verdryx_core.store import Store
 
@@ -248,7 +248,7 @@ def test_figures_are_stored_per_fingerprint_and_a_drop_is_judge_drift(tmp_path: 
 def test_a_human_label_on_a_case_needs_its_recorded_output(tmp_path: Path) -> None:
     from verdryx_core.errors import EvalSetError
     from verdryx_core.evalsets.load import load_evalset
-    from verdryx_core.gating.calibration import case_labels
+    from verdryx_core.judge.calibration import case_labels
 
     case = {"id": "c0", "prompt": "p", "grader": "llm_judge", "rubric": "r", "human_label": 0.8}
     path = tmp_path / "s.evalset.json"

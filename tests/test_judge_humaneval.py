@@ -17,7 +17,7 @@ from sklearn.metrics import cohen_kappa_score, confusion_matrix, recall_score
 from tests.fakes.anthropic_server import FakeAnthropic, RecordedRequest, Reply, message_reply
 from verdryx_core.evalsets.load import load_evalset
 from verdryx_core.evaluation import EvalSettings, evaluate
-from verdryx_core.gating.calibration import (
+from verdryx_core.judge.calibration import (
     Calibration,
     agreement,
     corrected_rate,

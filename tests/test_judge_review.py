@@ -12,8 +12,8 @@ import pytest
 
 from tests.calibration_support import judged_run, label_of
 from verdryx_core.cli import main
-from verdryx_core.gating.calibration import append_label, judged_samples
-from verdryx_core.reporting.review import ReviewServer
+from verdryx_core.judge.calibration import append_label, judged_samples
+from verdryx_core.judge.review import ReviewServer
 from verdryx_core.store import Store
 
 CHROMIUM = Path("/usr/bin/chromium")

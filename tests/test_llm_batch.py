@@ -287,9 +287,10 @@ def test_a_conversations_batched_verdict_is_the_one_its_grader_reads(
 ) -> None:
     # The judge is told a conversation's whole task (every turn), so the batch must ask for
     # that verdict; a verdict on the last turn alone would be paid and then called again.
-    from verdryx_core.cases import EvalCase, judged_task
+    from verdryx_core.cases import EvalCase
     from verdryx_core.graders.base import GradeContext
-    from verdryx_core.graders.llm_judge import LLMJudgeGrader
+    from verdryx_core.judge.grader import LLMJudgeGrader
+    from verdryx_core.judge.prompt import judged_task
     from verdryx_core.llm.batch_plan import batch_run_calls
 
     case = EvalCase(

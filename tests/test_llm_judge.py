@@ -17,15 +17,15 @@ from verdryx_core.cases import EvalCase
 from verdryx_core.errors import UsageError
 from verdryx_core.graders import build_graders
 from verdryx_core.graders.base import Grade, GradeContext
-from verdryx_core.graders.llm_judge import LLMJudgeGrader
-from verdryx_core.llm import Judgement, StubAdapter, make_adapter
-from verdryx_core.llm.judge_prompt import (
+from verdryx_core.judge.grader import LLMJudgeGrader
+from verdryx_core.judge.prompt import (
     JUDGE_SYSTEM,
     neutralise,
     reading_from_blocks,
     reading_from_input,
     render_judge_prompt,
 )
+from verdryx_core.llm import Judgement, StubAdapter, make_adapter
 
 MODEL = "claude-haiku-4-5"
 CONTEXT = GradeContext(eval_set_id="support")

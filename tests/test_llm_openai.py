@@ -19,6 +19,7 @@ from verdryx_core.cases import EvalCase, ToolCall
 from verdryx_core.errors import ModelCallError, UsageError, VerdryxError
 from verdryx_core.graders.base import GradeContext
 from verdryx_core.graders.tool_trace import ToolTraceGrader
+from verdryx_core.judge.prompt import JUDGE_SYSTEM, RECORD_VERDICT_TOOL
 from verdryx_core.llm import (
     CachedAdapter,
     Completion,
@@ -28,7 +29,6 @@ from verdryx_core.llm import (
     StubAdapter,
     make_adapter,
 )
-from verdryx_core.llm.judge_prompt import JUDGE_SYSTEM, RECORD_VERDICT_TOOL
 from verdryx_core.store import Store
 
 MODEL = "openai:gpt-4o-mini"

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import binomtest
 
-from verdryx_core.evaluation.pairwise import (
+from verdryx_core.judge.pairwise import (
     Pair,
     judge_pairs,
     pairwise_text,

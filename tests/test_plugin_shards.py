@@ -12,7 +12,7 @@ from fakes.anthropic_server import FakeAnthropic
 from plugin_support import FULL, PARTIAL, stored_runs, trace_case, write_evalset
 
 from verdryx_core.cli import main
-from verdryx_core.gating.sharding import shard_of
+from verdryx_core.evaluation.sharding import shard_of
 from verdryx_core.llm import PriceBook
 from verdryx_core.runs import EvalRun
 from verdryx_core.store import Store

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import optimize, stats
 
-from verdryx_core.gating.allocation import allocate
+from verdryx_core.evaluation.allocation import allocate
 from verdryx_core.gating.case_drops import (
     bh_adjust,
     case_drop_tests,

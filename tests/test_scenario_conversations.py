@@ -17,7 +17,7 @@ from plugin_support import write_evalset
 from verdryx_core import evaluate
 from verdryx_core.errors import EvalSetError
 from verdryx_core.evalsets.load import load_evalset
-from verdryx_core.graders.llm_judge import judged_task
+from verdryx_core.judge.prompt import judged_task
 from verdryx_core.llm import make_adapter
 from verdryx_core.llm.conversation import openai_messages
 from verdryx_core.targets import TargetCase

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from scipy.stats import chisquare
 
 from verdryx_core.errors import UsageError
-from verdryx_core.gating.sharding import ShardSpec, parse_shard, shard_of
+from verdryx_core.evaluation.sharding import ShardSpec, parse_shard, shard_of
 
 
 @pytest.mark.parametrize(
@@ -84,7 +84,7 @@ def test_every_case_lands_in_exactly_one_shard_whatever_the_order(
 def test_the_split_does_not_depend_on_the_process() -> None:
     """PYTHONHASHSEED changes Python's own hash; the split must not move with it."""
     code = (
-        "from verdryx_core.gating.sharding import shard_of;"
+        "from verdryx_core.evaluation.sharding import shard_of;"
         "print([shard_of('set', f'case-{i}', 5) for i in range(50)])"
     )
     outputs = {

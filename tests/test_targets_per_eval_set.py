@@ -16,9 +16,9 @@ from plugin_support import stored_runs
 
 from verdryx_core.cli import main
 from verdryx_core.errors import GroupError
+from verdryx_core.evaluation.sharding import shard_of
 from verdryx_core.gating.run_group import assemble_group
 from verdryx_core.gating.set_targets import target_differences
-from verdryx_core.gating.sharding import shard_of
 from verdryx_core.runs import Baseline, EvalRun
 from verdryx_core.store import Store
 

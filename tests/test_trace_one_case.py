@@ -110,6 +110,6 @@ def test_a_whole_session_of_one_case(pytester: pytest.Pytester) -> None:
     # the store is not walked; the conclusion is, as in every session.
     files, _ = _walk(pytester, "session")
     shown = _short(files)
-    # A ceiling at today's walk (157 files): the session imports every room whose names its
+    # A ceiling at today's walk (158 files): the session imports every room whose names its
     # modules use at import time, whether or not this case walks through it.
-    assert len(shown) <= 157, shown
+    assert len(shown) <= 158, shown

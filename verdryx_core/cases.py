@@ -31,7 +31,7 @@ __all__ = [
     "case_key",
     "declare_model_free",
     "expected_text",
-    "judged_task",
+    "message_lines",
     "output_text",
     "transcript_text",
 ]
@@ -276,13 +276,13 @@ def transcript_text(messages: Iterable[Mapping[str, Any]], ended: str | None = N
     (`verdryx_core.transcript`): one `role: "words"` line per turn, the words a JSON string
     whatever they say, an assistant's calls each on a line of its own under it, then how it
     ended. Untrusted text: whoever prints it passes it through the printable rule."""
-    lines = [TRANSCRIPT_HEAD, *_message_lines(messages, quoted)]
+    lines = [TRANSCRIPT_HEAD, *message_lines(messages, quoted)]
     if ended is not None:
         lines.append(f"[ended: {_ENDING_TEXT.get(ended, ended)}]")
     return "\n".join(lines)
 
 
-def _message_lines(messages: Iterable[Mapping[str, Any]], words: Any) -> list[str]:
+def message_lines(messages: Iterable[Mapping[str, Any]], words: Any) -> list[str]:
     """One line per message, `words` writing a turn's text (and a tool's name)."""
     lines = []
     for message in messages:
@@ -301,19 +301,6 @@ def _message_lines(messages: Iterable[Mapping[str, Any]], words: Any) -> list[st
 def _text(message: Mapping[str, Any]) -> str:
     content = message.get("content")
     return "" if content is None else str(content)
-
-
-def judged_task(case: EvalCase) -> str:
-    """What the judge is told the task was: the prompt, or a conversation's every message
-    (the system prompt first, the last user message included), since a reply to the last
-    turn is judged in the light of the turns before it (docs/scenarios.md)."""
-    messages = case.messages or ()
-    if len(messages) <= 1:
-        return case.prompt
-    lines = [f"system: {case.system}"] if case.system else []
-    # Each call under its turn, a result by its tool; the eval set's own words, as written.
-    lines += _message_lines(messages, str)
-    return "The conversation:\n" + "\n".join(lines)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -2,7 +2,7 @@
 command drives the core with (docs/python-api.md, "Writing a face"). A notebook or a script
 needs none of them: `verdryx_core` itself names what they call.
 
-A face scores one case at a time (`Evaluation.work`, `Evaluation.scorer`), may call ahead in
+A face scores one case at a time (`Evaluation.work`, `Evaluation.scorer`), may prefetch in
 the bounded pool (`start_prefetch`, `Prefetch`), concludes the run once (`conclude` with its
 own `flags`, `MissingBaseline` for a baseline named and not found) and words refusals in its
 own flags (`VerdryxError.worded`, `CLI_FLAGS`, `PYTHON_FLAGS`). Names are imported on first

@@ -33,9 +33,9 @@ from verdryx_core.store import CacheEntry, Store
 from verdryx_core.untrusted.text import printable
 
 if TYPE_CHECKING:
-    from verdryx_core.gating.calibration.judge_check import JudgeCheck
-    from verdryx_core.gating.calibration.labels import Label
     from verdryx_core.gating.compare import GateOutcome
+    from verdryx_core.judge.calibration.judge_check import JudgeCheck
+    from verdryx_core.judge.calibration.labels import Label
 
 __all__ = [
     "EXITS",
@@ -442,9 +442,9 @@ class _Work:
         """The run's judge against the human labels (the labels files', then the cases'):
         each judge's figure kept in the store, and the calibration the gate's correction
         rests on."""
-        from verdryx_core.gating.calibration.figures import save_figures
-        from verdryx_core.gating.calibration.judge_check import check_judge
-        from verdryx_core.gating.calibration.labels import read_labels
+        from verdryx_core.judge.calibration.figures import save_figures
+        from verdryx_core.judge.calibration.judge_check import check_judge
+        from verdryx_core.judge.calibration.labels import read_labels
 
         try:
             labels = [*case_labels, *read_labels(self.policy.labels)]
@@ -566,7 +566,7 @@ class _Work:
         if not policy.judge_correction:
             return
         from verdryx_core.errors import word_hint
-        from verdryx_core.gating.calibration.correction import corrected_rate
+        from verdryx_core.judge.calibration.correction import corrected_rate
 
         shortfall = check.calibration.shortfall()
         if shortfall is not None:

@@ -2,7 +2,8 @@
 
 settings -> Evaluation (run identity, scorers: graders + where the output comes from) ->
 prefetch in the bounded pool -> Score (pass bar decided once) -> EvalRun -> the store.
-See `evaluate.py` and docs/architecture.md.
+Which cases a run measures (its shard, `sharding.py`) and how many samples each gets
+(`allocation.py`) are planned here too. See `evaluate.py` and docs/architecture.md.
 """
 
 from __future__ import annotations

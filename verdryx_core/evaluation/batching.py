@@ -1,4 +1,4 @@
-"""Calls made ahead as Message Batches: before the pool starts, the scorer's model calls go
+"""Calls prefetched as Message Batches: before the pool starts, the scorer's model calls go
 out as one batch and its judge calls (on those outputs) as a second; their answers wait in
 the response cache, so scoring then calls nothing (docs/sharding.md, "Batch model calls")."""
 

@@ -76,19 +76,19 @@ class ModelCalls:
         """Whether any adapter built so far calls a real model."""
         return bool(self._cached)
 
-    def adapter(self, model: str, *, checked_ahead: bool = False) -> ModelAdapter:
+    def adapter(self, model: str, *, cache_checked_first: bool = False) -> ModelAdapter:
         """The adapter of `model`, behind the cache. Its SDK is imported now, outside the
         calls' latencies, unless the answers may all come from the cache: a replay, an xdist
-        worker grading from the controller's calls, or (`checked_ahead`) an adapter whose
+        worker grading from the controller's calls, or (`cache_checked_first`) an adapter whose
         calls are looked up before the pool starts, which imports it only when one will go
         out (verdryx_core.evaluation.sdk_import)."""
         from verdryx_core.llm import make_adapter
 
         settings = self.settings
         deferred = (
-            settings.answered_ahead
+            settings.answers_prefetched
             or settings.cache == "replay"
-            or (checked_ahead and settings.cache == "on")
+            or (cache_checked_first and settings.cache == "on")
         )
         timeout = settings.call_timeout
         adapter = make_adapter(

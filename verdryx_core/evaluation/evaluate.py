@@ -55,7 +55,7 @@ from verdryx_core.llm.progress import TextStream
 from verdryx_core.runs import EvalRun, Score, joined_targets
 from verdryx_core.store import CacheEntry, Store
 from verdryx_core.targets.handoff import TargetHandoff
-from verdryx_core.targets.users import STUB_USER_MODEL, UserModel
+from verdryx_core.targets.users import STUB_USER_MODEL, SimulatedUsers
 from verdryx_core.untrusted.text import printable
 from verdryx_core.version import __version__
 
@@ -95,7 +95,7 @@ class Evaluation:
         self._plugged: dict[str, Grader | GraderUnavailable] = {}
         self._plug_lock = threading.Lock()
         #: Samples per case by key (`set::case`), when they differ (`--verdryx-repeat=auto`,
-        #: verdryx_core/gating/allocation.py); None: `settings.repeat` for every case.
+        #: verdryx_core/evaluation/allocation.py); None: `settings.repeat` for every case.
         self.repeats_for: Callable[[str], int] | None = None
         #: The run's workspace folders (docs/workspaces-and-execution.md).
         self.workspaces = Workspaces(keep=self.settings.keep_workspaces)
@@ -167,11 +167,11 @@ class Evaluation:
         self._calls.append(calls)
         live: OutputSource | None = None
         if needs_model:
-            live = ModelOutput(calls.adapter(settings.model, checked_ahead=True))
+            live = ModelOutput(calls.adapter(settings.model, cache_checked_first=True))
         if targeted:
             users = None
             if settings.user_model != STUB_USER_MODEL and any(c.user for c in cases):
-                users = UserModel(settings.user_model, calls.adapter(settings.user_model))
+                users = SimulatedUsers(settings.user_model, calls.adapter(settings.user_model))
             live = self._target_output(
                 settings,
                 fallback=live,
@@ -180,7 +180,7 @@ class Evaluation:
                 challenger=challenger,
             )
         judge = (
-            calls.adapter(judge_name, checked_ahead=True)
+            calls.adapter(judge_name, cache_checked_first=True)
             if needs_judge and judge_name is not None
             else None
         )
@@ -322,7 +322,7 @@ class Evaluation:
         settings: EvalSettings,
         *,
         fallback: OutputSource | None,
-        users: UserModel | None = None,
+        users: SimulatedUsers | None = None,
         handoff: TargetHandoff | None = None,
         challenger: bool = False,
     ) -> TargetOutput:
@@ -512,7 +512,7 @@ def _evaluate(
 def _score_in_order(
     evaluation: Evaluation, work: Sequence[Work], progress: TextStream | None
 ) -> tuple[list[Score], list[str], bool]:
-    """Every case scored in order, remote ones ahead in the pool; a case whose call fails is
+    """Every case scored in order, remote ones prefetched in the pool; a case whose call fails is
     one line naming it, and the others are still scored. On a Ctrl-C, the scores of the calls
     that had ended, and True."""
     settings = evaluation.settings

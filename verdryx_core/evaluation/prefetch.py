@@ -166,12 +166,12 @@ def start_prefetch(
     pool = CallPool(concurrency, progress=progress)
     prefetch = Prefetch(scorer, pool, challenger=challenger)
     prefetch.kinds = kinds
-    ahead = {entry.key for entry in remote}
-    wanted = ahead | rivals
+    prefetched = {entry.key for entry in remote}
+    wanted = prefetched | rivals
     try:
         for index, entry in enumerate(entry for entry in work if entry.key in wanted):
             submits = []
-            if entry.key in ahead:
+            if entry.key in prefetched:
                 submits.append((prefetch.futures, scorer))
             if challenger is not None and entry.key in rivals:
                 submits.insert(index % 2, (prefetch.challenger, challenger))

@@ -15,17 +15,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 
-from verdryx_core.cases import EvalCase, judged_task
+from verdryx_core.cases import EvalCase
 from verdryx_core.evaluation.scoring import CaseScorer
 from verdryx_core.evaluation.sources import ModelOutput
 from verdryx_core.evaluation.target_output import TargetOutput
+from verdryx_core.judge.prompt import judged_task
 from verdryx_core.llm.batch_plan import known_model_output, model_call_key
 from verdryx_core.llm.cache import CachedAdapter
 
 __all__ = ["import_sdks_if_calling"]
 
 #: Keys read per query: the first chunk with a miss settles it, so a run that calls reads
-#: only that much ahead.
+#: only that one chunk.
 _CHUNK = 256
 
 

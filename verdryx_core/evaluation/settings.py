@@ -82,9 +82,10 @@ class EvalSettings:
     #: Leave every case's workspace folder in place after grading (the scores name them).
     keep_workspaces: bool = False
     #: The model answers are expected from the response cache (an xdist worker grading from
-    #: the controller's calls): a model SDK is imported by the first call, if one is made,
-    #: not when the adapter is built (docs/models-and-judges.md, "Concurrency and progress").
-    answered_ahead: bool = False
+    #: the controller's prefetched calls): a model SDK is imported by the first call, if one
+    #: is made, not when the adapter is built (docs/models-and-judges.md, "Concurrency and
+    #: progress").
+    answers_prefetched: bool = False
     #: How the face spells each setting, for messages that point at one
     #: (`verdryx_core.errors.word_hint`).
     flags: Mapping[str, str] = field(default_factory=lambda: PYTHON_FLAGS)

@@ -34,7 +34,7 @@ class Produced:
 class OutputSource(Protocol):
     #: True when each call is a new sample (repeats are worth taking), False for a fixed output.
     samples: bool
-    #: True when producing an output goes over the network (worth calling ahead in the pool).
+    #: True when producing an output goes over the network (worth prefetching in the pool).
     remote: bool
 
     def produce(

@@ -25,7 +25,7 @@ from verdryx_core.targets import Target, TargetCache, TargetCase, TargetRunner
 from verdryx_core.targets.case import conversation_id
 from verdryx_core.targets.dialogue import dialogue_target
 from verdryx_core.targets.handoff import TargetHandoff, handoff_key
-from verdryx_core.targets.users import UserModel
+from verdryx_core.targets.users import SimulatedUsers
 
 __all__ = ["TargetOutput", "target_of"]
 
@@ -66,18 +66,18 @@ class TargetOutput:
         version: str | None,
         open_store: Callable[[], Store | None] | None,
         prices: PriceBook | None = None,
-        users: UserModel | None = None,
+        users: SimulatedUsers | None = None,
         handoff: TargetHandoff | None = None,
         otel: str = "auto",
     ) -> None:
         self.default = default
         #: The challenger: called instead of whichever target is in effect for a case.
         self.replaced_by = replaced_by
-        #: The run's outcomes called by one process (docs/targets.md, "Under pytest-xdist"):
-        #: the caller writes each outcome there; a reader takes it instead of calling.
+        #: The run's target answers, called by one process (docs/targets.md, "Under pytest-xdist"):
+        #: the caller writes each answer there; a reader takes it instead of calling.
         self.handoff = handoff
         #: Who answers the agent in a case with a simulated user (docs/scenarios.md).
-        self.users = users if users is not None else UserModel()
+        self.users = users if users is not None else SimulatedUsers()
         self.fallback = fallback
         #: Prices a call whose usage names its model and no cost of its own.
         self.prices = prices or PriceBook.default()
@@ -149,23 +149,23 @@ class TargetOutput:
             handed_key = handoff_key(spec, call, variant)
         handed = self.handoff.get(handed_key) if self.handoff and handed_key else None
         if handed is not None:
-            outcome = handed  # called by another process of this run: the target is not loaded
+            answer = handed  # called by another process of this run: the target is not loaded
         else:
             target = self.load(spec)
             if case.user is not None:
                 target = dialogue_target(target, case.user, self.users)
             try:
-                outcome = self.runner.submit(target, call).result()
+                answer = self.runner.submit(target, call).result()
             except CancelledError:
                 raise TargetCallError(f"target {target.spec}: the call was cancelled") from None
             if self.handoff is not None and handed_key is not None:
-                self.handoff.put(handed_key, outcome)
-        if outcome.result is None:
+                self.handoff.put(handed_key, answer)
+        if answer.result is None:
             raise TargetCallError(
-                outcome.error or f"target {spec} failed",
-                hint=_HINTS.get(outcome.error_kind or ""),
+                answer.error or f"target {spec} failed",
+                hint=_HINTS.get(answer.error_kind or ""),
             )
-        result = outcome.result
+        result = answer.result
         usage = result.usage
         if case.checks is not None or result.transcript is not None:
             # One call (one dialogue), graded every way: each check reads its part
@@ -191,7 +191,7 @@ class TargetOutput:
             output=output,
             tokens=usage.input_tokens + usage.output_tokens,
             cost_usd=cost,
-            latency_s=outcome.latency_s,
+            latency_s=answer.latency_s,
         )
 
     def abort(self) -> None:

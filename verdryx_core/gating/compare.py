@@ -28,8 +28,8 @@ from verdryx_core.store import Store
 if TYPE_CHECKING:
     # The judge correction's module brings the judge's (its prompts, the model clients): a
     # gate that does not correct for the judge, as most do not, never imports it.
-    from verdryx_core.gating.calibration.correction import Calibration, CorrectedDelta
     from verdryx_core.gating.sequential import SequentialVerdict
+    from verdryx_core.judge.calibration.correction import Calibration, CorrectedDelta
 
 __all__ = ["VERDICTS", "Exit", "GateOutcome", "GatePolicy", "compare"]
 
@@ -249,7 +249,7 @@ def _corrected(
 ) -> GateOutcome:
     """The gate with the judged cases' pass rates corrected for the judge's errors: refused
     without enough labels, since an uncalibrated correction would be made up."""
-    from verdryx_core.gating.calibration.correction import Calibration, corrected_delta
+    from verdryx_core.judge.calibration.correction import Calibration, corrected_delta
 
     calibration = calibration or Calibration(human=(), judge=())
     shortfall = calibration.shortfall()

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Final
 
 from verdryx_core.errors import GroupError, UsageError
+from verdryx_core.evaluation.sharding import ShardSpec, parse_shard
 from verdryx_core.gating.set_targets import merged_set_targets
-from verdryx_core.gating.sharding import ShardSpec, parse_shard
 from verdryx_core.runs import EvalRun, joined_targets
 from verdryx_core.store import RunSummary, Store
 

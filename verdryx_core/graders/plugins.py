@@ -6,7 +6,7 @@ never imports them. A plugged-in grader's class (or the object registered) may d
 attributes, what the core asks of every grader (docs/graders.md, "Graders from add-ons"):
 
     default_min_score: float   its own pass bar
-    remote: bool               grading calls a service (made ahead, in the bounded pool)
+    remote: bool               grading calls a service (prefetched, in the bounded pool)
     calls: str                 what those calls are called on the progress line and in the
                                summary ("judge calls", "sandbox runs"; default "grader calls")
     model_free: bool           its cases' outputs never come from the model under test

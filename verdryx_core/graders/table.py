@@ -131,7 +131,7 @@ def build_graders(
     if judge is not None:
 
         def llm_judge() -> Grader:
-            from verdryx_core.graders.llm_judge import LLMJudgeGrader
+            from verdryx_core.judge.grader import LLMJudgeGrader
 
             return LLMJudgeGrader(judge)
 

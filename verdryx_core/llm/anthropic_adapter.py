@@ -25,12 +25,12 @@ from typing import TYPE_CHECKING, Any, Final
 
 from verdryx_core.cases import ToolCall
 from verdryx_core.errors import ModelCallError
+from verdryx_core.judge.prompt import reading_from_blocks
 from verdryx_core.llm.base import CALL_NAMES, Completion, Judgement
 from verdryx_core.llm.call_request import CallRequest, conversation_of
 from verdryx_core.llm.connections import http_client_options
 from verdryx_core.llm.conversation import anthropic_messages
 from verdryx_core.llm.judge_answer import judgement, unreadable_judgement
-from verdryx_core.llm.judge_prompt import reading_from_blocks
 from verdryx_core.llm.prices import PriceBook
 from verdryx_core.llm.provider_errors import Provider, ProviderErrors
 from verdryx_core.llm.request_adapter import RequestAdapter

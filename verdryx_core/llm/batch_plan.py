@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from verdryx_core.cases import EvalCase, case_key, judged_task
+from verdryx_core.cases import EvalCase, case_key
+from verdryx_core.judge.prompt import judged_task
 from verdryx_core.llm.anthropic_adapter import AnthropicAdapter
 from verdryx_core.llm.base import Completion
 from verdryx_core.llm.batch import BatchResult, PlannedCall, plan_call, prefetch_batch

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from verdryx_core.llm.judge_prompt import (
+from verdryx_core.judge.prompt import (
     JUDGE_SYSTEM,
     RECORD_VERDICT_TOOL,
     TOOL_CHOICE,

@@ -1,6 +1,6 @@
 """A judge call's answer as a `Judgement`, by one rule set for every adapter.
 
-The answer is read by `verdryx_core.llm.judge_prompt`'s rules (a `JudgeReading`) and carries
+The answer is read by `verdryx_core.judge.prompt`'s rules (a `JudgeReading`) and carries
 the call's tokens and cost (an unmeasured reading was paid too). A 2xx answer that cannot be
 read at all (a proxy's error page, truncated JSON) is unmeasured as well, its cost unknown,
 and never cached (`UNREADABLE_ANSWER`); a call that was refused or never answered stays an
@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from verdryx_core.errors import ModelCallError
+from verdryx_core.judge.prompt import JudgeReading
 from verdryx_core.llm.base import Judgement
-from verdryx_core.llm.judge_prompt import JudgeReading
 from verdryx_core.llm.usage import TokenUsage
 from verdryx_core.llm.wire import UNREADABLE_ANSWER
 

@@ -7,7 +7,7 @@ extra, imported on first use. Retries and timeouts are the SDK's own, configured
 Anthropic adapter's: 408, 409, 429 and 5xx are retried with backoff and jitter honouring
 `retry-after`, at most `max_retries` times, each attempt bounded by `timeout`. The judge
 answers through a forced function call (`tool_choice`) to `record_verdict`, read by the same
-rules as the Anthropic judge (`verdryx_core.llm.judge_prompt`): anything but a number in
+rules as the Anthropic judge (`verdryx_core.judge.prompt`): anything but a number in
 [0, 1] with a reason is unmeasured. The credential never appears in an error.
 """
 
@@ -22,12 +22,12 @@ from typing import Any, Final
 
 from verdryx_core.cases import ToolCall
 from verdryx_core.errors import UsageError
+from verdryx_core.judge.prompt import RECORD_VERDICT, JudgeReading, reading_from_blocks
 from verdryx_core.llm.base import CALL_NAMES, Completion, Judgement
 from verdryx_core.llm.call_request import CallRequest, conversation_of
 from verdryx_core.llm.connections import http_client_options
 from verdryx_core.llm.conversation import openai_messages
 from verdryx_core.llm.judge_answer import judgement
-from verdryx_core.llm.judge_prompt import RECORD_VERDICT, JudgeReading, reading_from_blocks
 from verdryx_core.llm.prices import PriceBook
 from verdryx_core.llm.provider_errors import Provider, ProviderErrors, preview
 from verdryx_core.llm.request_adapter import RequestAdapter

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from verdryx_core.cases import ToolCall
+from verdryx_core.judge.prompt import reading_from_input
 from verdryx_core.llm.base import Completion, Judgement
 from verdryx_core.llm.judge_answer import judgement
-from verdryx_core.llm.judge_prompt import reading_from_input
 from verdryx_core.llm.usage import TokenUsage
 
 __all__ = ["StubAdapter", "StubCall"]

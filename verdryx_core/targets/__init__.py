@@ -7,16 +7,16 @@ from verdryx_core.targets.cache import TargetCache
 from verdryx_core.targets.case import TargetCase
 from verdryx_core.targets.loader import load_target, parse_spec
 from verdryx_core.targets.result import TargetResult, TargetUsage, normalise_result
-from verdryx_core.targets.runner import ERROR_KINDS, TargetOutcome, TargetRunner
+from verdryx_core.targets.runner import ERROR_KINDS, TargetAnswer, TargetRunner
 from verdryx_core.targets.target import Target
 
 __all__ = [
     "ERROR_KINDS",
     "Target",
+    "TargetAnswer",
     "TargetCache",
     "TargetCase",
     "TargetLoadError",
-    "TargetOutcome",
     "TargetResult",
     "TargetResultError",
     "TargetRunner",

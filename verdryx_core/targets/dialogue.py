@@ -23,7 +23,7 @@ from verdryx_core.targets.case import TargetCase
 from verdryx_core.targets.result import TargetResult, TargetUsage, normalise_result
 from verdryx_core.targets.spans import merge_current, outside_call
 from verdryx_core.targets.target import Target
-from verdryx_core.targets.users import DEFAULT_MAX_TURNS, SimulatedUser, UserModel
+from verdryx_core.targets.users import DEFAULT_MAX_TURNS, SimulatedUser, SimulatedUsers
 
 __all__ = ["dialogue_target", "reply_turns"]
 
@@ -110,7 +110,7 @@ def _result_text(result: Any) -> str:
     return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
 
 
-def dialogue_target(target: Target, block: Mapping[str, Any], users: UserModel) -> Target:
+def dialogue_target(target: Target, block: Mapping[str, Any], users: SimulatedUsers) -> Target:
     """`target` driven through a dialogue with the user `block` describes; its cache key
     takes the block and what plays the user (`Target.variant`)."""
     max_turns = int(block.get("max_turns", DEFAULT_MAX_TURNS))

@@ -1,4 +1,4 @@
-"""Target outcomes handed from the one process that called the target to the processes that
+"""Target answers handed from the one process that called the target to the processes that
 grade them, for ONE run (docs/targets.md, "Under pytest-xdist").
 
 Not a cache: the file lives in a temporary folder named for nothing else, is written once by
@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any, Final
 
 from verdryx_core.targets.case import TargetCase
-from verdryx_core.targets.runner import TargetOutcome
+from verdryx_core.targets.runner import TargetAnswer
 
 __all__ = ["TargetHandoff", "handoff_key"]
 
-_SCHEMA: Final = "CREATE TABLE outcome (key TEXT PRIMARY KEY, data TEXT NOT NULL)"
+_SCHEMA: Final = "CREATE TABLE answer (key TEXT PRIMARY KEY, data TEXT NOT NULL)"
 
 
 def handoff_key(spec: str, case: TargetCase, variant: Mapping[str, Any] | None = None) -> str:
@@ -40,7 +40,7 @@ def handoff_key(spec: str, case: TargetCase, variant: Mapping[str, Any] | None =
 
 
 class TargetHandoff:
-    """One run's outcomes in a SQLite file at `path`. The caller `put`s outcomes as calls end
+    """One run's answers in a SQLite file at `path`. The caller `put`s answers as calls end
     and `write`s them once; readers `get` by key. Thread-safe."""
 
     def __init__(self, path: str | os.PathLike[str], *, writing: bool) -> None:
@@ -50,19 +50,19 @@ class TargetHandoff:
         self._pending: dict[str, str] = {}
         self._connection: sqlite3.Connection | None = None
         self._absent = False
-        #: Outcomes handed to this process (a reader's figure).
+        #: Answers handed to this process (a reader's figure).
         self.handed = 0
 
-    def put(self, key: str, outcome: TargetOutcome) -> None:
+    def put(self, key: str, answer: TargetAnswer) -> None:
         if not self.writing:
             return
-        data = json.dumps(outcome.to_dict(), separators=(",", ":"), ensure_ascii=False)
+        data = json.dumps(answer.to_dict(), separators=(",", ":"), ensure_ascii=False)
         with self._lock:
             self._pending[key] = data
 
     def write(self) -> int:
         """Everything `put` so far, in one file, whole: written beside and renamed into place,
-        so a reader never opens half of it. Returns how many outcomes."""
+        so a reader never opens half of it. Returns how many answers."""
         with self._lock:
             rows, self._pending = list(self._pending.items()), {}
         if not rows:
@@ -73,30 +73,30 @@ class TargetHandoff:
         try:
             with connection:
                 connection.execute(_SCHEMA)
-                connection.executemany("INSERT OR REPLACE INTO outcome VALUES (?, ?)", rows)
+                connection.executemany("INSERT OR REPLACE INTO answer VALUES (?, ?)", rows)
         finally:
             connection.close()
         os.replace(partial, self.path)
         return len(rows)
 
-    def get(self, key: str) -> TargetOutcome | None:
-        """The outcome handed for `key`, or None (the caller then calls the target itself)."""
+    def get(self, key: str) -> TargetAnswer | None:
+        """The answer handed for `key`, or None (the caller then calls the target itself)."""
         if self.writing:
             return None
         with self._lock:
             connection = self._open()
             if connection is None:
                 return None
-            row = connection.execute("SELECT data FROM outcome WHERE key = ?", (key,)).fetchone()
+            row = connection.execute("SELECT data FROM answer WHERE key = ?", (key,)).fetchone()
             if row is None:
                 return None
             self.handed += 1
-        return TargetOutcome.from_dict(json.loads(row[0]))
+        return TargetAnswer.from_dict(json.loads(row[0]))
 
     def _open(self) -> sqlite3.Connection | None:
         if self._connection is None and not self._absent:
             if not self.path.is_file():
-                # Nothing was called ahead: decided once, before this process's first item.
+                # Nothing was prefetched: decided once, before this process's first item.
                 self._absent = True
                 return None
             uri = f"{self.path.resolve().as_uri()}?mode=ro"

@@ -13,7 +13,7 @@ never holds up the process's exit). A watchdog settles any call the loop itself 
 
 Calls not yet started can be cancelled (`cancel_pending`, for `-x` / `--maxfail`), and
 `abort` returns at once whatever is in flight (KeyboardInterrupt): nothing waits on a hung
-call. Every outcome carries the call's latency, measured from the moment it got its slot.
+call. Every answer carries the call's latency, measured from the moment it got its slot.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from verdryx_core.targets.spans import OTEL_MODES, CallSpans, SpanCollector, spa
 from verdryx_core.targets.target import Target
 from verdryx_core.timeouts import DEFAULT_TIMEOUT_S, check_timeout
 
-__all__ = ["ERROR_KINDS", "TargetOutcome", "TargetRunner"]
+__all__ = ["ERROR_KINDS", "TargetAnswer", "TargetRunner"]
 
 #: Why a call produced no result: it raised, it overran the timeout, it returned a bad value,
 #: its OpenTelemetry spans could not be read, or (replaying) no result was recorded for it.
@@ -69,7 +69,7 @@ def _describe(exc: BaseException) -> str:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TargetOutcome:
+class TargetAnswer:
     """One call's result, or the one-line reason there is none (`error`, with `error_kind`
     in ERROR_KINDS). Never a score: grading an error is the pipeline's decision."""
 
@@ -98,7 +98,7 @@ class TargetOutcome:
         }
 
     @classmethod
-    def from_dict(cls, data: Any) -> TargetOutcome:
+    def from_dict(cls, data: Any) -> TargetAnswer:
         result = data.get("result")
         return cls(
             case_id=str(data["case_id"]),
@@ -115,7 +115,7 @@ class TargetOutcome:
 class _Call:
     target: Target
     case: TargetCase
-    future: Future[TargetOutcome]
+    future: Future[TargetAnswer]
     deadline: float = 0.0
     cache_key: str | None = None
 
@@ -129,7 +129,7 @@ _CASE_HINT: Final = (
 
 
 class TargetRunner:
-    """Runs target calls; `submit` returns at once with a future of the `TargetOutcome`.
+    """Runs target calls; `submit` returns at once with a future of the `TargetAnswer`.
 
     Use as a context manager: leaving normally waits for every call (each bounded by the
     timeout), leaving on an exception cancels what has not started, and leaving on
@@ -164,8 +164,8 @@ class TargetRunner:
         self.progress = progress
         self.cache = cache if cache is not None and cache.enabled else None
         self._lock = threading.Lock()
-        self._pending: set[Future[TargetOutcome]] = set()
-        self._running: dict[Future[TargetOutcome], _Call] = {}
+        self._pending: set[Future[TargetAnswer]] = set()
+        self._running: dict[Future[TargetAnswer], _Call] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: threading.Thread | None = None
         self._semaphore: asyncio.Semaphore | None = None
@@ -178,10 +178,10 @@ class TargetRunner:
 
     # -- the caller's side -----------------------------------------------------------------
 
-    def submit(self, target: Target, case: TargetCase) -> Future[TargetOutcome]:
+    def submit(self, target: Target, case: TargetCase) -> Future[TargetAnswer]:
         """Queue one call; it starts when a slot is free. A cached result (or, replaying, its
         absence) settles the future at once."""
-        future: Future[TargetOutcome] = Future()
+        future: Future[TargetAnswer] = Future()
         call = _Call(target, case, future)
         if self.cache is not None and case.workspace is not None:
             # What a workspace case's call did is the files it left, which no cached result
@@ -220,11 +220,11 @@ class TargetRunner:
         loop.call_soon_threadsafe(self._spawn, call)
         return future
 
-    def _from_cache(self, call: _Call) -> TargetOutcome | None:
+    def _from_cache(self, call: _Call) -> TargetAnswer | None:
         assert self.cache is not None and call.cache_key is not None
         result = self.cache.get(call.cache_key)
         if result is not None:
-            return TargetOutcome(
+            return TargetAnswer(
                 case_id=call.case.id, repeat=call.case.repeat, result=result, cached=True
             )
         if self.cache.replaying:
@@ -236,8 +236,8 @@ class TargetRunner:
             return self._error(call, error, "not_recorded", 0.0)
         return None
 
-    def run(self, target: Target, cases: list[TargetCase]) -> list[TargetOutcome]:
-        """Every case through `target`, outcomes in the cases' order (for scripts and tests)."""
+    def run(self, target: Target, cases: list[TargetCase]) -> list[TargetAnswer]:
+        """Every case through `target`, answers in the cases' order (for scripts and tests)."""
         futures = [self.submit(target, case) for case in cases]
         return [future.result() for future in futures]
 
@@ -338,27 +338,27 @@ class TargetRunner:
                 self._running[future] = call
             try:
                 if call.target.is_async:
-                    outcome = await self._call_async(call, started)
+                    answer = await self._call_async(call, started)
                 else:
-                    outcome = await self._call_in_thread(call, started)
+                    answer = await self._call_in_thread(call, started)
             except asyncio.CancelledError:
                 _settle_cancelled(future)
                 raise
             finally:
                 with self._lock:
                     self._running.pop(future, None)
-            # Recorded only when this is the outcome the caller saw (not a late answer after
+            # Recorded only when this is the answer the caller saw (not a late answer after
             # the watchdog reported a timeout).
-            settled = self._settle(future, outcome)
-            if settled and self.cache and outcome.result is not None and call.cache_key:
-                self.cache.remember(call.cache_key, call.target.spec, outcome.result)
+            settled = self._settle(future, answer)
+            if settled and self.cache and answer.result is not None and call.cache_key:
+                self.cache.remember(call.cache_key, call.target.spec, answer.result)
 
     def _spans(self, call: _Call) -> CallSpans | None:
         """The collection of this call's spans, or None (`off`, or no opentelemetry-sdk)."""
         collector = self._collector
         return collector.call(call.case.id) if isinstance(collector, SpanCollector) else None
 
-    async def _call_async(self, call: _Call, started: float) -> TargetOutcome:
+    async def _call_async(self, call: _Call, started: float) -> TargetAnswer:
         spans = self._spans(call)
         try:
             async with asyncio.timeout(self.timeout):
@@ -370,20 +370,20 @@ class TargetRunner:
             return self._raised(call, exc, started)
         return self._finish(call, value, started, spans)
 
-    async def _call_in_thread(self, call: _Call, started: float) -> TargetOutcome:
+    async def _call_in_thread(self, call: _Call, started: float) -> TargetAnswer:
         loop = asyncio.get_running_loop()
-        done: asyncio.Future[TargetOutcome] = loop.create_future()
+        done: asyncio.Future[TargetAnswer] = loop.create_future()
 
         def work() -> None:
             try:
                 spans = self._spans(call)
                 with spans if spans is not None else contextlib.nullcontext():
                     value = call.target.function(call.target.argument(call.case))
-                outcome = self._finish(call, value, started, spans)
+                answer = self._finish(call, value, started, spans)
             except BaseException as exc:
-                outcome = self._raised(call, exc, started)
+                answer = self._raised(call, exc, started)
             with contextlib.suppress(RuntimeError):  # the loop is gone: nobody is waiting
-                loop.call_soon_threadsafe(_set_once, done, outcome)
+                loop.call_soon_threadsafe(_set_once, done, answer)
 
         threading.Thread(target=work, name=f"verdryx-target-{call.case.id}", daemon=True).start()
         try:
@@ -394,7 +394,7 @@ class TargetRunner:
 
     def _finish(
         self, call: _Call, value: object, started: float, spans: CallSpans | None = None
-    ) -> TargetOutcome:
+    ) -> TargetAnswer:
         latency = time.perf_counter() - started
         if inspect.isawaitable(value):
             if inspect.iscoroutine(value):
@@ -423,11 +423,11 @@ class TargetRunner:
             with self._lock:
                 self.span_results += spans.took
                 self.span_overridden += spans.overridden
-        return TargetOutcome(
+        return TargetAnswer(
             case_id=call.case.id, repeat=call.case.repeat, result=result, latency_s=latency
         )
 
-    def _raised(self, call: _Call, exc: BaseException, started: float) -> TargetOutcome:
+    def _raised(self, call: _Call, exc: BaseException, started: float) -> TargetAnswer:
         if isinstance(exc, TargetResultError):  # a dialogue's turn returned a bad value
             latency = time.perf_counter() - started
             return self._error(call, _bad_result(call, exc), "bad_result", latency)
@@ -437,12 +437,12 @@ class TargetRunner:
             error += f" ({_CASE_HINT})"
         return self._error(call, error, "exception", time.perf_counter() - started)
 
-    def _timed_out(self, call: _Call) -> TargetOutcome:
+    def _timed_out(self, call: _Call) -> TargetAnswer:
         error = f"target {call.target.spec} did not return within {self.timeout:g}s"
         return self._error(call, error, "timeout", self.timeout)
 
-    def _error(self, call: _Call, error: str, kind: str, latency: float) -> TargetOutcome:
-        return TargetOutcome(
+    def _error(self, call: _Call, error: str, kind: str, latency: float) -> TargetAnswer:
+        return TargetAnswer(
             case_id=call.case.id,
             repeat=call.case.repeat,
             result=None,
@@ -451,14 +451,14 @@ class TargetRunner:
             latency_s=latency,
         )
 
-    def _settle(self, future: Future[TargetOutcome], outcome: TargetOutcome) -> bool:
+    def _settle(self, future: Future[TargetAnswer], answer: TargetAnswer) -> bool:
         try:
-            future.set_result(outcome)
+            future.set_result(answer)
         except InvalidStateError:  # the watchdog or abort got there first
             return False
         return True
 
-    def _forget(self, future: Future[TargetOutcome]) -> None:
+    def _forget(self, future: Future[TargetAnswer]) -> None:
         with self._lock:
             self._pending.discard(future)
         if self.progress is not None and not future.cancelled():
@@ -492,12 +492,12 @@ class TargetRunner:
             self.progress = None
 
 
-def _set_once(future: asyncio.Future[TargetOutcome], outcome: TargetOutcome) -> None:
+def _set_once(future: asyncio.Future[TargetAnswer], answer: TargetAnswer) -> None:
     if not future.done():
-        future.set_result(outcome)
+        future.set_result(answer)
 
 
-def _settle_cancelled(future: Future[TargetOutcome]) -> None:
+def _settle_cancelled(future: Future[TargetAnswer]) -> None:
     with contextlib.suppress(InvalidStateError):
         future.set_exception(CancelledError())
 

@@ -8,8 +8,9 @@ with the goal, says it is done once the agent's reply contains the block's `done
 (case-insensitively), and otherwise asks again for what it still needs. A model id plays the
 persona with that model, which says `###DONE###` when its goal is met.
 
-Each dialogue gets a fresh user (`UserModel.user_for`): a user keeps its place in its
-script, and never sees another dialogue's.
+Each dialogue gets a fresh simulated user (`SimulatedUsers.user_for`): it keeps its place
+in its script, and never sees another dialogue's. "User model" is only ever the model that
+plays a persona (`--verdryx-user-model`), never the simulated user it plays.
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ __all__ = [
     "STUB_USER_MODEL",
     "ScriptedUser",
     "SimulatedUser",
+    "SimulatedUsers",
     "StubUser",
-    "UserModel",
     "opening_of",
 ]
 
@@ -77,9 +78,9 @@ class ScriptedUser:
 
 
 class StubUser:
-    """The offline user model: done once the agent's reply contains `done_when`; until then
-    it restates what it still needs (without `done_when` it never says it is done, and the
-    dialogue ends by the agent or `max_turns`)."""
+    """The simulated user the stub user model plays, offline: done once the agent's reply
+    contains `done_when`; until then it restates what it still needs (without `done_when` it
+    never says it is done, and the dialogue ends by the agent or `max_turns`)."""
 
     remote = False
     input_tokens = output_tokens = 0
@@ -134,8 +135,9 @@ class ModelUser:
         return None if not text or DONE_MARK in text else text
 
 
-class UserModel:
-    """Makes each dialogue's user: scripted from its turns, else the run's user model."""
+class SimulatedUsers:
+    """Makes each dialogue's simulated user: scripted from its turns, else a persona played by
+    the run's user model (`name`, and its adapter; None: the stub)."""
 
     def __init__(self, name: str = STUB_USER_MODEL, adapter: ModelAdapter | None = None) -> None:
         self.name = name

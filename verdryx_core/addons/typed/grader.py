@@ -129,7 +129,7 @@ class TypedGrader:
     """Grades `typed` cases through a `TypryxClient`; safe to share between threads."""
 
     kind: ClassVar[str] = "typed"
-    #: Grading asks the service: made ahead, in the bounded pool.
+    #: Grading asks the service: prefetched, in the bounded pool.
     remote: ClassVar[bool] = True
     calls: ClassVar[str] = "typed service calls"
 

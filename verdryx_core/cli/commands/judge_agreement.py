@@ -16,9 +16,9 @@ from verdryx_core.cli.commands._common import (
 )
 from verdryx_core.errors import UsageError
 from verdryx_core.evalsets.load import load_evalsets
-from verdryx_core.gating.calibration.figures import save_figures
-from verdryx_core.gating.calibration.judge_check import check_judge, summary_lines
-from verdryx_core.gating.calibration.labels import case_labels, read_labels
+from verdryx_core.judge.calibration.figures import save_figures
+from verdryx_core.judge.calibration.judge_check import check_judge, summary_lines
+from verdryx_core.judge.calibration.labels import case_labels, read_labels
 from verdryx_core.runs import EvalRun
 from verdryx_core.store import Store
 from verdryx_core.untrusted.text import printable

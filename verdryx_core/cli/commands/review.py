@@ -11,9 +11,9 @@ from pathlib import Path
 from verdryx_core.cli.commands._common import add_db_argument, open_store
 from verdryx_core.errors import UsageError
 from verdryx_core.evalsets.load import load_evalsets
-from verdryx_core.gating.calibration.labels import read_labels
-from verdryx_core.gating.calibration.samples import judged_samples
-from verdryx_core.reporting.review import ReviewServer
+from verdryx_core.judge.calibration.labels import read_labels
+from verdryx_core.judge.calibration.samples import judged_samples
+from verdryx_core.judge.review import ReviewServer
 
 NAME = "review"
 HELP = "label a run's judged cases in the browser (served on 127.0.0.1 only)"

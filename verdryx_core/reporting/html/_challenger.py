@@ -17,7 +17,7 @@ from verdryx_core.reporting.html._svg import esc
 from verdryx_core.runs import EvalRun, Score
 
 if TYPE_CHECKING:
-    from verdryx_core.evaluation.pairwise import PairVerdict, PairwiseResult
+    from verdryx_core.judge.pairwise import PairVerdict, PairwiseResult
 
 __all__ = ["CHALLENGER_CSS", "ChallengerView", "challenger_section"]
 

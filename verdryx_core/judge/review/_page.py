@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from verdryx_core.gating.calibration.labels import Label
-from verdryx_core.gating.calibration.samples import JudgedSample
+from verdryx_core.judge.calibration.labels import Label
+from verdryx_core.judge.calibration.samples import JudgedSample
 from verdryx_core.untrusted.text import printable
 
 __all__ = ["ReviewItem", "review_items", "review_page"]

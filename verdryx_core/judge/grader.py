@@ -12,19 +12,20 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, final
 
-from verdryx_core.cases import EvalCase, judged_task
+from verdryx_core.cases import EvalCase
 from verdryx_core.errors import UsageError
 from verdryx_core.graders.base import Grade, GradeContext
+from verdryx_core.judge.prompt import judged_task
 from verdryx_core.llm.base import Judgement, ModelAdapter
 from verdryx_core.llm.wire import UNREADABLE_ANSWER
 
-__all__ = ["LLMJudgeGrader", "judged_task"]
+__all__ = ["LLMJudgeGrader"]
 
 
 @final
 class LLMJudgeGrader:
     kind: ClassVar[str] = "llm_judge"
-    #: Grading asks the judge model: made ahead, in the bounded pool.
+    #: Grading asks the judge model: prefetched, in the bounded pool.
     remote: ClassVar[bool] = True
     calls: ClassVar[str] = "judge calls"
 

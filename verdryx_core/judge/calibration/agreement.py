@@ -11,7 +11,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from verdryx_core.gating.calibration.samples import JudgeFingerprint, Matched
+from verdryx_core.judge.calibration.samples import JudgeFingerprint, Matched
 
 __all__ = ["KAPPA_ITERATIONS", "Agreement", "Confusion", "agreement", "confusion", "kappa"]
 

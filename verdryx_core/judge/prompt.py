@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from verdryx_core.cases import EvalCase, message_lines
 from verdryx_core.transcript import TRANSCRIPT_HEAD
 from verdryx_core.untrusted.text import clean_text
 
@@ -28,6 +29,7 @@ __all__ = [
     "RECORD_VERDICT_TOOL",
     "TOOL_CHOICE",
     "JudgeReading",
+    "judged_task",
     "neutralise",
     "reading_from_blocks",
     "reading_from_input",
@@ -94,6 +96,19 @@ TRANSCRIPT_NOTE: Final = (
 def neutralise(text: str) -> str:
     """`text` with every tag that could open or close an `<output>` block made inert."""
     return _OUTPUT_TAG.sub("&lt;", text)
+
+
+def judged_task(case: EvalCase) -> str:
+    """What the judge is told the task was: the prompt, or a conversation's every message
+    (the system prompt first, the last user message included), since a reply to the last
+    turn is judged in the light of the turns before it (docs/scenarios.md)."""
+    messages = case.messages or ()
+    if len(messages) <= 1:
+        return case.prompt
+    lines = [f"system: {case.system}"] if case.system else []
+    # Each call under its turn, a result by its tool; the eval set's own words, as written.
+    lines += message_lines(messages, str)
+    return "The conversation:\n" + "\n".join(lines)
 
 
 def render_judge_prompt(prompt: str, output: str, rubric: str) -> str:

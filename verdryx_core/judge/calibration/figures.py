@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from verdryx_core.gating.calibration.agreement import Agreement
-from verdryx_core.gating.calibration.samples import JudgeFingerprint
+from verdryx_core.judge.calibration.agreement import Agreement
+from verdryx_core.judge.calibration.samples import JudgeFingerprint
 from verdryx_core.runs import iso_utc
 from verdryx_core.store.base import Store
 from verdryx_core.store.db import marks

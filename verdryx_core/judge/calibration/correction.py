@@ -16,7 +16,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from verdryx_core.gating.calibration.agreement import KAPPA_ITERATIONS
+from verdryx_core.judge.calibration.agreement import KAPPA_ITERATIONS
 
 __all__ = [
     "MIN_LABELS_PER_CLASS",

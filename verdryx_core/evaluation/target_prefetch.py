@@ -1,6 +1,6 @@
-"""Target calls made ahead by one process for other processes to grade (docs/targets.md,
+"""Target calls prefetched by one process for other processes to grade (docs/targets.md,
 "Under pytest-xdist"): every sample of every case, in the same bounded pool and through the
-same runner a serial run uses, each outcome (errors included) written to the run's
+same runner a serial run uses, each answer (errors included) written to the run's
 `TargetHandoff`. Nothing is graded here: the graders run where the items are.
 """
 
@@ -17,10 +17,10 @@ from verdryx_core.evaluation.target_output import TargetOutput
 from verdryx_core.llm.pool import CallPool
 from verdryx_core.llm.progress import Progress, TextStream
 
-__all__ = ["call_targets_ahead"]
+__all__ = ["prefetch_targets"]
 
 
-def call_targets_ahead(
+def prefetch_targets(
     scorer: CaseScorer,
     work: Sequence[Work],
     *,
@@ -38,7 +38,7 @@ def call_targets_ahead(
     for each in scorers:
         source = each.live
         if not isinstance(source, TargetOutput) or source.handoff is None:
-            raise RuntimeError("calling ahead needs a target source with a handoff")
+            raise RuntimeError("prefetching targets needs a target source with a handoff")
         sources.append(source)
     calls: list[tuple[TargetOutput, Work, int]] = []
     for position, entry in enumerate(work):
@@ -78,5 +78,5 @@ def call_targets_ahead(
 def _call(source: TargetOutput, entry: Work, index: int) -> None:
     try:
         source.produce(entry.case, repeat=index, context=entry.context)
-    except Exception:  # the outcome is handed, errors too: the item reports it
+    except Exception:  # the answer is handed, errors too: the item reports it
         return

@@ -23,14 +23,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Final
 
-from verdryx_core.gating.calibration.labels import (
+from verdryx_core.judge.calibration.labels import (
     Label,
     LabelError,
     append_label,
     read_labels,
 )
-from verdryx_core.gating.calibration.samples import JudgedSample
-from verdryx_core.reporting.review._page import review_items, review_page
+from verdryx_core.judge.calibration.samples import JudgedSample
+from verdryx_core.judge.review._page import review_items, review_page
 from verdryx_core.untrusted.json_input import parse_json
 
 __all__ = ["ReviewServer"]

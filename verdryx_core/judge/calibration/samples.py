@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Final
 
 from verdryx_core.cases import case_key
-from verdryx_core.gating.calibration.labels import Label, output_sha256
-from verdryx_core.llm.judge_prompt import JUDGE_SYSTEM, RECORD_VERDICT_TOOL, render_judge_prompt
+from verdryx_core.judge.calibration.labels import Label, output_sha256
+from verdryx_core.judge.prompt import JUDGE_SYSTEM, RECORD_VERDICT_TOOL, render_judge_prompt
 from verdryx_core.runs import EvalRun
 
 __all__ = [

@@ -1,8 +1,8 @@
 """Calibrating the judge against human labels: labels files, agreement (kappa, TPR, TNR),
 the corrected pass rate, and the judge's stored figures (docs/calibrating-the-judge.md)."""
 
-from verdryx_core.gating.calibration.agreement import Agreement, agreement
-from verdryx_core.gating.calibration.correction import (
+from verdryx_core.judge.calibration.agreement import Agreement, agreement
+from verdryx_core.judge.calibration.correction import (
     MIN_LABELS_PER_CLASS,
     Calibration,
     CorrectedDelta,
@@ -11,13 +11,13 @@ from verdryx_core.gating.calibration.correction import (
     corrected_rate,
     rogan_gladen,
 )
-from verdryx_core.gating.calibration.figures import (
+from verdryx_core.judge.calibration.figures import (
     JudgeFigure,
     judge_drift,
     latest_figure,
     save_figures,
 )
-from verdryx_core.gating.calibration.labels import (
+from verdryx_core.judge.calibration.labels import (
     Label,
     LabelError,
     append_label,
@@ -25,7 +25,7 @@ from verdryx_core.gating.calibration.labels import (
     output_sha256,
     read_labels,
 )
-from verdryx_core.gating.calibration.samples import (
+from verdryx_core.judge.calibration.samples import (
     JudgedSample,
     JudgeFingerprint,
     Matched,

@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from verdryx_core.gating.calibration.agreement import Agreement, agreement
-from verdryx_core.gating.calibration.correction import Calibration
-from verdryx_core.gating.calibration.figures import judge_drift, latest_figure
-from verdryx_core.gating.calibration.labels import Label
-from verdryx_core.gating.calibration.samples import judged_samples, match_labels
+from verdryx_core.judge.calibration.agreement import Agreement, agreement
+from verdryx_core.judge.calibration.correction import Calibration
+from verdryx_core.judge.calibration.figures import judge_drift, latest_figure
+from verdryx_core.judge.calibration.labels import Label
+from verdryx_core.judge.calibration.samples import judged_samples, match_labels
 from verdryx_core.runs import EvalRun
 from verdryx_core.store.base import Store
 
