@@ -36,6 +36,7 @@ __all__ = [
     "evalset_patterns",
     "explicitly_asked",
     "read_settings",
+    "settings_fields",
     "worded",
 ]
 
@@ -177,6 +178,12 @@ class Settings:
         return judge_in_effect(self.judge)
 
 
+def settings_fields(target: str, settings: Settings) -> dict[str, Any]:
+    """The keyword arguments of `target` (`evaluation`, `gate`, `run`: `EvalSettings`,
+    `GatePolicy`, `RunPolicy`) the session's settings fill, by the table's fields."""
+    return fields_for(target, lambda entry: getattr(settings, entry.field or entry.key))
+
+
 def eval_settings(
     settings: Settings,
     prices_base: Path,
@@ -196,7 +203,7 @@ def eval_settings(
         prices = path if path.is_absolute() else prices_base / path
     return EvalSettings(
         # The table's evaluation settings (model, judge, cache, timeout...), by its fields.
-        **fields_for("evaluation", lambda entry: getattr(settings, entry.field or entry.key)),
+        **settings_fields("evaluation", settings),
         prices=prices,
         grader_options=grader_options(settings.addons),
         target_root=target_root,
