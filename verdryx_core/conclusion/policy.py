@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Final, Literal
 
 from verdryx_core.gating.baselines import excuse
 from verdryx_core.runs import BaselineCase, Score
-from verdryx_core.settings_table import default_of
+from verdryx_core.settings_table import default_of, setting
 
 if TYPE_CHECKING:
     from verdryx_core.gating.policy import GatePolicy
@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 #: What fails a run with a baseline (`--verdryx-fail-on`, `verdryx eval --fail-on`).
-FAIL_ON: Final = ("verdict", "cases")
+FAIL_ON: Final = setting("verdryx_fail_on").choices
 
 #: What one case's score means for the run:
 #: `passed`; `failed` (it fails the run); `excused` (below its bar, as in the baseline);
