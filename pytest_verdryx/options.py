@@ -233,12 +233,12 @@ def add_options(parser: pytest.Parser) -> None:
         "verdryx_evalset_patterns",
         "extra glob patterns of eval set files (besides *.evalset.json)",
         type="linelist",
-        default=[],
+        default=list(_INI_ONLY["verdryx_evalset_patterns"]),
     )
     parser.addini(
         "verdryx_prices",
         "JSON price file overriding the built-in price book (model -> $ per million tokens)",
-        default=None,
+        default=_INI_ONLY["verdryx_prices"],
     )
 
 
@@ -314,7 +314,8 @@ def evalset_patterns(config: pytest.Config) -> tuple[str, ...]:
     return DEFAULT_PATTERNS + tuple(config.getini("verdryx_evalset_patterns") or ())
 
 
-#: Ini keys without a flag, with the defaults `add_options` gives them.
+#: Ini keys without a flag, with their defaults (`add_options` gives them, `explicitly_asked`
+#: compares with them).
 _INI_ONLY: Final[Mapping[str, Any]] = {"verdryx_evalset_patterns": [], "verdryx_prices": None}
 
 
