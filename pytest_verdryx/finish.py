@@ -17,7 +17,7 @@ import pytest
 
 from pytest_verdryx import exports
 from pytest_verdryx.context import SessionContext
-from pytest_verdryx.options import FLAGS, Settings
+from pytest_verdryx.options import FLAGS, Settings, settings_fields
 from pytest_verdryx.state import SessionState
 from verdryx_core.conclusion import Conclusion, RunPolicy, Selection, conclude
 from verdryx_core.errors import VerdryxError
@@ -233,10 +233,8 @@ def run_policy(
     sequential gate stood, under `--verdryx-sequential`)."""
     return RunPolicy(
         gate=gate_policy(settings, sequential=sequential),
-        fail_on=settings.fail_on,
-        save_baseline=settings.save_baseline,
-        allow_partial_baseline=settings.allow_partial_baseline,
-        baseline_runs=settings.baseline_runs,
+        # fail_on, save_baseline, allow_partial_baseline, baseline_runs: the table's fields.
+        **settings_fields("run", settings),
         labels=tuple(_labels_paths(settings, rootdir)),
     )
 
@@ -244,21 +242,8 @@ def run_policy(
 def gate_policy(settings: Settings, *, sequential: SequentialVerdict | None = None) -> GatePolicy:
     from verdryx_core.gating.policy import GatePolicy
 
-    return GatePolicy(
-        sequential=sequential,
-        rule=settings.gate,
-        threshold=settings.threshold,
-        min_effect=settings.min_effect,
-        window=settings.window,
-        allow_model_change=settings.allow_model_change,
-        min_coverage=settings.min_coverage,
-        detect=settings.detect,
-        require_power=settings.require_power,
-        metric=settings.gate_metric,
-        fdr=settings.fdr,
-        judge_correction=settings.judge_correction,
-        require_calibrated_judge=settings.require_calibrated_judge,
-    )
+    # The gate's settings (rule, threshold, window, fdr...): the table's fields.
+    return GatePolicy(sequential=sequential, **settings_fields("gate", settings))
 
 
 def _allocation_of_workers(context: SessionContext, run: EvalRun) -> None:

@@ -164,10 +164,12 @@ def _cli_pools_the_stored_runs(
     assert "pooled with 1 earlier run" in out
     assert "5 runs were asked for, 2 found" in out
 
-    code = main(["baseline", a1, "--label", "bad", "--runs", "0", "--db", db])
-    _, err = capsys.readouterr()
-    assert code == 2
-    assert "--runs 0: expected a positive number of runs" in err
+    # The range of --verdryx-baseline-runs, read by the same rule (1 to 100).
+    for runs, words in (("0", "0 is below the minimum 1"), ("101", "101 is above the maximum 100")):
+        with pytest.raises(SystemExit) as exit_:
+            main(["baseline", a1, "--label", "bad", "--runs", runs, "--db", db])
+        assert exit_.value.code == 2
+        assert f"argument --runs: {words}" in capsys.readouterr().err
 
 
 def test_a_one_sample_baseline_of_a_target_warns_with_what_plan_predicts(

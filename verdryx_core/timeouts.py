@@ -7,11 +7,12 @@ import math
 from typing import Final
 
 from verdryx_core.errors import UsageError
+from verdryx_core.settings_table import default_of
 
 __all__ = ["DEFAULT_TIMEOUT_S", "check_timeout"]
 
 #: Seconds one call may take before it is that case's error (`--verdryx-timeout`).
-DEFAULT_TIMEOUT_S: Final = 120.0
+DEFAULT_TIMEOUT_S: Final[float] = default_of("verdryx_timeout")
 
 
 def check_timeout(value: object, *, what: str = "timeout") -> float:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Final, Literal
 
 from verdryx_core.gating.baselines import excuse
 from verdryx_core.runs import BaselineCase, Score
+from verdryx_core.settings_table import default_of, setting
 
 if TYPE_CHECKING:
     from verdryx_core.gating.policy import GatePolicy
@@ -30,7 +31,7 @@ __all__ = [
 ]
 
 #: What fails a run with a baseline (`--verdryx-fail-on`, `verdryx eval --fail-on`).
-FAIL_ON: Final = ("verdict", "cases")
+FAIL_ON: Final = setting("verdryx_fail_on").choices
 
 #: What one case's score means for the run:
 #: `passed`; `failed` (it fails the run); `excused` (below its bar, as in the baseline);
@@ -47,14 +48,14 @@ class RunPolicy:
     #: `verdict`: with a baseline, a case below its bar fails the run only when it is
     #: `required` or new since the baseline, and the verdict decides the rest; `cases`:
     #: every case below its bar fails it, as without a baseline.
-    fail_on: str = "verdict"
+    fail_on: str = default_of("verdryx_fail_on")
     #: Save the run as a baseline under this label (None: save none).
-    save_baseline: str | None = None
+    save_baseline: str | None = default_of("verdryx_save_baseline")
     #: The runs a saved baseline pools per case: this one and the `baseline_runs - 1` newest
     #: earlier comparable ones (docs/statistics.md, "Baselines from several runs").
-    baseline_runs: int = 1
+    baseline_runs: int = default_of("verdryx_baseline_runs")
     #: Save a baseline of a run that measured a selection of the cases anyway.
-    allow_partial_baseline: bool = False
+    allow_partial_baseline: bool = default_of("verdryx_allow_partial_baseline")
     #: Files of human labels the run's judge is checked against (docs/calibrating-the-judge.md).
     labels: tuple[Path, ...] = field(default=())
 

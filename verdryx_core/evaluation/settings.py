@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from verdryx_core.defaults import DEFAULT_MIN_SCORE
 from verdryx_core.errors import PYTHON_FLAGS
-from verdryx_core.timeouts import DEFAULT_TIMEOUT_S
+from verdryx_core.settings_table import default_of
 
 if TYPE_CHECKING:
     from verdryx_core.targets import Target
@@ -34,53 +34,53 @@ def judge_in_effect(judge: str | None) -> str | None:
 class EvalSettings:
     """Everything that decides how cases are evaluated (not where the run goes afterwards)."""
 
-    model: str = "stub"
-    judge: str | None = None
+    model: str = default_of("verdryx_model")
+    judge: str | None = default_of("verdryx_judge")
     #: Response cache mode: on, off or replay (`verdryx_core.llm.cache`).
-    cache: str = "on"
-    concurrency: int = 8
+    cache: str = default_of("verdryx_cache")
+    concurrency: int = default_of("verdryx_concurrency")
     #: Samples per case whose output comes from a model; the score is their mean.
-    repeat: int = 1
+    repeat: int = default_of("verdryx_repeat")
     #: A price file overriding the built-in price book, already resolved by the face.
     prices: Path | None = None
     #: Options of graders that plug in, by grader name (the typed grader's service URL, key
     #: file and template); a grader named here is built at start (`Evaluation.check_graders`).
     grader_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     #: Seconds one call may take: target, model, judge (docs/targets.md, "Timeouts").
-    call_timeout: float = DEFAULT_TIMEOUT_S
+    call_timeout: float = default_of("verdryx_timeout")
     #: The agent under test, `module:callable` (an eval set's own `target` wins).
-    target: str | None = None
+    target: str | None = default_of("verdryx_target")
     #: The run's target when a face built it in code (the pytest hook), not by name:
     #: `target` is then its name in messages and cache keys.
     built_target: Target | None = None
     #: Target results are cached only under a declared version.
-    target_version: str | None = None
+    target_version: str | None = default_of("verdryx_target_version")
     #: A second agent, `module:callable`, called on every case a target answers, in place of
     #: that target, and gated against it (docs/targets.md, "A challenger").
-    challenger: str | None = None
+    challenger: str | None = default_of("verdryx_challenger")
     #: The challenger's results are cached only under its own declared version.
-    challenger_version: str | None = None
+    challenger_version: str | None = default_of("verdryx_challenger_version")
     #: Who plays a case's simulated user given a persona: `stub` (offline) or a model id
     #: (docs/scenarios.md, "Simulated users").
-    user_model: str = "stub"
+    user_model: str = default_of("verdryx_user_model")
     #: `auto`: a target call's OpenTelemetry spans give its result the tool calls and usage
     #: it did not return, when opentelemetry-sdk is installed; `off`: never read
     #: (docs/targets.md, "Frameworks").
-    otel: str = "auto"
+    otel: str = default_of("verdryx_otel")
     #: Where `module:callable` targets are imported from first (the rootdir).
     target_root: Path | None = None
     #: The pass bar of cases without their own `min_score` (None: each grader's own bar).
-    min_score: float | None = None
-    agent_id: str | None = None
+    min_score: float | None = default_of("verdryx_min_score")
+    agent_id: str | None = default_of("verdryx_agent_id")
     #: Run exec cases without kernel isolation where the machine offers none
     #: (docs/workspaces-and-execution.md); otherwise they are refused there.
-    unsafe_exec: bool = False
+    unsafe_exec: bool = default_of("verdryx_unsafe_exec")
     #: The work folder's total size of an exec case, MiB (docs/workspaces-and-execution.md).
-    exec_disk_mib: int = 256
+    exec_disk_mib: int = default_of("verdryx_exec_disk")
     #: Send the model and judge calls as Message Batches before scoring (docs/sharding.md).
-    batch: bool = False
+    batch: bool = default_of("verdryx_batch")
     #: Leave every case's workspace folder in place after grading (the scores name them).
-    keep_workspaces: bool = False
+    keep_workspaces: bool = default_of("verdryx_keep_workspaces")
     #: The model answers are expected from the response cache (an xdist worker grading from
     #: the controller's prefetched calls): a model SDK is imported by the first call, if one
     #: is made, not when the adapter is built (docs/models-and-judges.md, "Concurrency and

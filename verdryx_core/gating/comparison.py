@@ -25,6 +25,7 @@ from verdryx_core.gating.drift import (
 from verdryx_core.gating.pass_metric import baseline_pass_value, pass_value
 from verdryx_core.gating.set_targets import same_targets, target_differences, version_change
 from verdryx_core.runs import Baseline, EvalRun, iso_utc
+from verdryx_core.settings_table import setting
 from verdryx_core.store import RunSummary, Store
 
 __all__ = [
@@ -40,7 +41,7 @@ __all__ = [
 ]
 
 #: What the gate compares per case (`--verdryx-gate-metric`): the score, or pass/fail.
-METRICS: Final = ("score", "pass")
+METRICS: Final = setting("verdryx_gate_metric").choices
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -35,6 +35,7 @@ from verdryx_core.errors import UsageError
 from verdryx_core.gating.clusters import Clusters, ClusterStats, icc
 from verdryx_core.gating.drift import DEFAULT_CONFIDENCE, DriftReport
 from verdryx_core.runs import Baseline, EvalRun, Score
+from verdryx_core.settings_table import default_of
 
 __all__ = [
     "DEFAULT_DETECT",
@@ -53,7 +54,7 @@ __all__ = [
     "samples_per_case",
 ]
 
-DEFAULT_DETECT: Final = 0.05
+DEFAULT_DETECT: Final[float] = default_of("verdryx_detect")
 DEFAULT_POWER: Final = 0.8
 #: The power the drift report's `mde` is quoted at (verdryx_core/gating/drift.py).
 _MDE_POWER: Final = 0.8

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
+from verdryx_core.settings_table import setting
 from verdryx_core.targets.genai import SpanRecord, read_spans, with_reading
 from verdryx_core.targets.result import TargetResult
 
@@ -45,7 +46,7 @@ __all__ = [
 T = TypeVar("T")
 
 #: `--verdryx-otel`: `auto` collects when opentelemetry-sdk is importable, `off` never.
-OTEL_MODES: Final = ("auto", "off")
+OTEL_MODES: Final = setting("verdryx_otel").choices
 
 _CALL_SPAN: Final = "verdryx.target_call"
 

@@ -7,11 +7,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from verdryx_core.cli.commands._common import float_argument
-from verdryx_core.conclusion import FAIL_ON, Conclusion, RunPolicy
-from verdryx_core.defaults import DEFAULT_FDR, DEFAULT_MIN_COVERAGE, DEFAULT_THRESHOLD, GATES
+from verdryx_core.cli.commands._settings import setting_fields
+from verdryx_core.conclusion import Conclusion, RunPolicy
 from verdryx_core.gating.compare import GateOutcome, GatePolicy
-from verdryx_core.gating.comparison import METRICS, GateResult
+from verdryx_core.gating.comparison import GateResult
 
 __all__ = [
     "EXIT_FAILED",
@@ -31,59 +30,14 @@ EXIT_FAILED = 1
 EXIT_REFUSED = 2
 
 
-#: A share or a score difference: finite and in [0, 1] (docs/options.md, "Numbers").
-_unit = float_argument(minimum=0.0, maximum=1.0)
-
-
-def add_gate_arguments(
-    parser: argparse.ArgumentParser, *, window: bool = False, required: bool = True
-) -> None:
-    """The gate's flags; `required`: `--baseline` must be given (`eval` gates only with one)."""
+def add_gate_arguments(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
+    """The gate's flags the pytest face has no counterpart of; its settings (`--gate`,
+    `--threshold`...) come from the table (`_settings.add_setting_arguments`). `required`:
+    `--baseline` must be given (`eval` gates only with one)."""
     parser.add_argument(
         "--baseline",
         required=required,
         help="baseline id or label" + ("" if required else " to gate the run against"),
-    )
-    parser.add_argument(
-        "--fail-on",
-        choices=FAIL_ON,
-        default="verdict",
-        help="with a baseline, what fails: 'verdict' (default: a regressed gate, a required "
-        "case below its bar or not measured, a case new since the baseline below its bar) or "
-        "'cases' (every case below its bar, as without a baseline)",
-    )
-    if window:
-        parser.add_argument("--window", type=int, default=1, help="pool N runs (default 1)")
-    parser.add_argument("--gate", choices=GATES, default="significant", help="verdict rule")
-    parser.add_argument("--threshold", type=_unit, default=DEFAULT_THRESHOLD)
-    parser.add_argument("--min-effect", type=_unit, default=0.0)
-    parser.add_argument("--allow-model-change", action="store_true")
-    parser.add_argument(
-        "--min-coverage",
-        type=_unit,
-        default=DEFAULT_MIN_COVERAGE,
-        metavar="F",
-        help="refuse a gate that compared no more than this share of the baseline's cases "
-        f"(default {DEFAULT_MIN_COVERAGE})",
-    )
-    parser.add_argument(
-        "--detect",
-        type=float_argument(),
-        default=0.05,
-        metavar="D",
-        help="the smallest drop you need to see; an on-track verdict that cannot see it is "
-        "labelled underpowered (default 0.05)",
-    )
-    parser.add_argument(
-        "--require-power",
-        action="store_true",
-        help="refuse the gate when the run cannot see a drop of --detect",
-    )
-    parser.add_argument(
-        "--gate-metric",
-        choices=METRICS,
-        default="score",
-        help="compare mean scores (default) or pass rates per case",
     )
     parser.add_argument(
         "--two-sample-interval",
@@ -92,37 +46,21 @@ def add_gate_arguments(
         "verdict uses the paired one (default: off, it is two thirds of the work)",
     )
     parser.add_argument(
-        "--fdr",
-        type=float_argument(minimum=0.0001, maximum=1.0),
-        default=DEFAULT_FDR,
-        metavar="Q",
-        help="the false discovery rate of the per-case drop tests (`case_drops`; default "
-        f"{DEFAULT_FDR:g})",
-    )
-    parser.add_argument(
         "--root", default=".", help="where .verdryx/baselines/ lives (default: current dir)"
     )
 
 
-def policy_from(args: argparse.Namespace) -> GatePolicy:
+def policy_from(args: argparse.Namespace, command: str) -> GatePolicy:
+    """The gate's policy from `verdryx COMMAND`'s arguments: the table's gate settings it
+    takes (the others keep `GatePolicy`'s defaults, which are the table's)."""
     return GatePolicy(
-        rule=args.gate,
-        threshold=args.threshold,
-        min_effect=args.min_effect,
-        window=getattr(args, "window", 1),
-        allow_model_change=args.allow_model_change,
-        min_coverage=args.min_coverage,
-        detect=args.detect,
-        require_power=args.require_power,
-        metric=args.gate_metric,
-        two_sample_interval=args.two_sample_interval,
-        fdr=getattr(args, "fdr", DEFAULT_FDR),
+        **setting_fields("gate", args, command), two_sample_interval=args.two_sample_interval
     )
 
 
-def run_policy_from(args: argparse.Namespace) -> RunPolicy:
+def run_policy_from(args: argparse.Namespace, command: str) -> RunPolicy:
     """The whole policy the command concludes its run by."""
-    return RunPolicy(gate=policy_from(args), fail_on=args.fail_on)
+    return RunPolicy(gate=policy_from(args, command), **setting_fields("run", args, command))
 
 
 def gate_document(outcome: GateOutcome) -> dict[str, Any]:

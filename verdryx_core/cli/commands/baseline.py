@@ -13,6 +13,7 @@ from verdryx_core.cli.commands._common import (
     open_store,
     print_json,
 )
+from verdryx_core.cli.commands._settings import add_setting_arguments
 from verdryx_core.conclusion import save_baseline
 from verdryx_core.errors import CLI_FLAGS, UsageError
 from verdryx_core.gating.baselines import check_label
@@ -30,29 +31,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="ROOT",
         help="also write ROOT/.verdryx/baselines/LABEL.json, meant to be committed",
     )
-    parser.add_argument(
-        "--allow-partial",
-        action="store_true",
-        help="save a run that measured a selection of the cases (file arguments, -k, --lf, "
-        "a shard) anyway; a baseline of a selection gates later full runs on it alone",
-    )
-    parser.add_argument(
-        "--runs",
-        type=int,
-        default=1,
-        metavar="K",
-        help="pool each case's samples over this run and the K-1 newest earlier complete runs "
-        "of the same eval sets, model, judge, target and target version (default 1; "
-        "docs/statistics.md, 'Baselines from several runs')",
-    )
+    # --allow-partial, --runs: the table's.
+    add_setting_arguments(parser, NAME)
     add_db_argument(parser)
     add_json_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     label = check_label(args.label)
-    if args.runs < 1:
-        raise UsageError(f"--runs {args.runs}: expected a positive number of runs")
     root = _write_root(args.write_file) if args.write_file else None
     with open_store(args) as store:
         found = store.find_run(args.run_id)

@@ -23,6 +23,7 @@ from verdryx_core.cli.commands._gating import (
     outcome_lines,
     run_policy_from,
 )
+from verdryx_core.cli.commands._settings import add_setting_arguments
 from verdryx_core.conclusion import conclude
 from verdryx_core.errors import CLI_FLAGS, UsageError
 from verdryx_core.gating.baselines import find_baseline
@@ -37,7 +38,8 @@ HELP = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_gate_arguments(parser, window=True)
+    add_gate_arguments(parser)
+    add_setting_arguments(parser, NAME)
     parser.add_argument("--run", help="the run to judge (default: the newest complete run)")
     add_db_argument(parser)
     add_json_argument(parser)
@@ -50,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         conclusion = conclude(
             current,
             baseline=baseline,
-            policy=run_policy_from(args),
+            policy=run_policy_from(args, NAME),
             store=store,
             keep="stored",
             flags=CLI_FLAGS,

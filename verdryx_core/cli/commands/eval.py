@@ -22,7 +22,6 @@ from verdryx_core.cli.commands._addons import (
 from verdryx_core.cli.commands._common import (
     add_db_argument,
     add_json_argument,
-    float_argument,
     open_store,
     print_json,
 )
@@ -34,11 +33,11 @@ from verdryx_core.cli.commands._gating import (
     outcome_lines,
     run_policy_from,
 )
+from verdryx_core.cli.commands._settings import add_setting_arguments, setting_fields
 from verdryx_core.conclusion import Conclusion, Selection, conclude
 from verdryx_core.errors import CLI_FLAGS, AfterSaveError, VerdryxError
 from verdryx_core.evalsets.load import EvalSet, check_unique_ids, load_evalset
 from verdryx_core.evaluation import (
-    DEFAULT_MIN_SCORE,
     EvalSettings,
     EvaluationInterrupted,
     evaluate,
@@ -56,136 +55,22 @@ from verdryx_core.reporting.summary import (
 )
 from verdryx_core.runs import Baseline, EvalRun
 from verdryx_core.store import Store
-from verdryx_core.timeouts import DEFAULT_TIMEOUT_S, check_timeout
 from verdryx_core.untrusted.text import unwrapped
 
 NAME = "eval"
 HELP = "grade eval sets against a model, store the run, print the scores"
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text} is below the minimum 1")
-    return value
-
-
-def _disk_mib(text: str) -> int:
-    value = _positive(text)
-    if value > 1 << 20:
-        raise argparse.ArgumentTypeError(f"{text} MiB is above the maximum {1 << 20} (1 TiB)")
-    return value
-
-
-def _seconds(text: str) -> float:
-    try:
-        return check_timeout(float(text), what="--timeout")
-    except (ValueError, VerdryxError) as exc:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds") from exc
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("evalsets", nargs="+", metavar="SET", help="*.evalset.json files")
-    parser.add_argument(
-        "--model",
-        default="stub",
-        help="'stub' (default: offline, deterministic) or a real model id",
-    )
-    parser.add_argument(
-        "--judge",
-        metavar="MODEL",
-        help="judge model for llm_judge cases ('stub': the offline stub judge); without it "
-        "those cases are unmeasured",
-    )
-    parser.add_argument("--agent-id", help="the agent this run measures (for SLO joins)")
-    parser.add_argument(
-        "--concurrency", type=_positive, default=8, help="model calls in flight (default 8)"
-    )
-    parser.add_argument(
-        "--cache", choices=("on", "off", "replay"), default="on", help="model cache (default on)"
-    )
-    parser.add_argument(
-        "--min-score",
-        type=float_argument(minimum=0.0, maximum=1.0),
-        default=None,
-        help="pass bar for cases without one (default: the grader's own bar, 1.0 for "
-        f"tool_trace, else {DEFAULT_MIN_SCORE})",
-    )
-    parser.add_argument(
-        "--repeat",
-        type=_positive,
-        default=1,
-        metavar="N",
-        help="sample every model case N times; its score is the mean (default 1)",
-    )
+    # --model, --judge, --concurrency, --repeat, --timeout, the gate's settings...: the table.
+    add_setting_arguments(parser, NAME)
     parser.add_argument(
         "--prices",
         metavar="FILE",
         help="JSON price file overriding the built-in price book (model -> $ per million tokens)",
     )
-    parser.add_argument(
-        "--batch",
-        action="store_true",
-        help="send the model and judge calls as Anthropic Message Batches: half price, "
-        "answers within the hour rather than seconds (docs/sharding.md)",
-    )
-    parser.add_argument(
-        "--unsafe-exec",
-        action="store_true",
-        help="run exec cases without kernel isolation where the machine offers none "
-        "(unset: they are refused there; docs/workspaces-and-execution.md)",
-    )
-    parser.add_argument(
-        "--exec-disk",
-        type=_disk_mib,
-        metavar="MIB",
-        default=256,
-        help="the work folder's total size of an exec case, MiB (default 256); a case "
-        "that fills it fails with that reason",
-    )
-    parser.add_argument(
-        "--target",
-        metavar="MODULE:CALLABLE",
-        help="the agent under test, called once per case and repeat (an eval set's own "
-        "target wins; imported from the current folder first)",
-    )
-    parser.add_argument(
-        "--target-version",
-        metavar="VERSION",
-        help="cache the target's results under this version (unset: never cached)",
-    )
-    parser.add_argument(
-        "--user-model",
-        default="stub",
-        metavar="MODEL",
-        help="who plays a case's simulated user with a persona: stub (offline, "
-        "deterministic; default) or a model id (docs/scenarios.md)",
-    )
-    parser.add_argument(
-        "--otel",
-        choices=("auto", "off"),
-        default="auto",
-        help="auto: a target call's OpenTelemetry GenAI spans give its result the tool calls, "
-        "usage and model it does not return (when opentelemetry-sdk is installed); off: "
-        "never read (docs/targets.md)",
-    )
-    parser.add_argument(
-        "--timeout",
-        type=_seconds,
-        default=DEFAULT_TIMEOUT_S,
-        metavar="SECONDS",
-        help=f"seconds any one call may take: target, model, judge (default {DEFAULT_TIMEOUT_S:g})",
-    )
-    parser.add_argument(
-        "--keep-workspaces",
-        action="store_true",
-        help="leave each case's workspace folder in place after grading and print the "
-        "folders of failed cases (default: removed once graded)",
-    )
-    add_gate_arguments(parser, window=True, required=False)
+    add_gate_arguments(parser, required=False)
     add_db_argument(parser)
     add_json_argument(parser)
     # The add-ons' options (the typed grader's --typed-url...): verdryx_core.hooks.
@@ -194,26 +79,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def settings_from(args: argparse.Namespace) -> EvalSettings:
     return EvalSettings(
+        # The table's evaluation settings `eval` takes, by their fields.
+        **setting_fields("evaluation", args, NAME),
         flags=CLI_FLAGS,
-        model=args.model,
-        judge=args.judge or None,
-        cache=args.cache,
-        concurrency=args.concurrency,
-        repeat=args.repeat,
         prices=Path(args.prices) if args.prices else None,
         grader_options=addon_grader_options(args),
-        min_score=args.min_score,
-        agent_id=args.agent_id or None,
-        batch=args.batch,
-        unsafe_exec=args.unsafe_exec,
-        exec_disk_mib=args.exec_disk,
-        call_timeout=args.timeout,
-        target=args.target or None,
-        target_version=args.target_version or None,
-        user_model=args.user_model or "stub",
-        otel=args.otel,
         target_root=Path.cwd(),
-        keep_workspaces=args.keep_workspaces,
     )
 
 
@@ -256,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
         conclusion = conclude(
             run,
             baseline=baseline,
-            policy=run_policy_from(args),
+            policy=run_policy_from(args, NAME),
             selection=Selection(incomplete="; ".join([*problems, *failures]) or None),
             store=store,
             keep="stored",

@@ -24,6 +24,7 @@ from verdryx_core.cli.commands._gating import (
     outcome_lines,
     run_policy_from,
 )
+from verdryx_core.cli.commands._settings import add_setting_arguments
 from verdryx_core.conclusion import Conclusion, conclude
 from verdryx_core.errors import CLI_FLAGS, UsageError, VerdryxError
 from verdryx_core.gating.baselines import BASELINE_DIR, check_label, find_baseline
@@ -45,6 +46,7 @@ HELP = (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--group", required=True, help="the run group its shards were stored under")
     add_gate_arguments(parser)
+    add_setting_arguments(parser, NAME)
     parser.add_argument(
         "--shards",
         type=int,
@@ -149,7 +151,7 @@ def _judge(args: argparse.Namespace) -> tuple[AssembledGroup, Conclusion]:
         conclusion = conclude(
             assembled.run,
             baseline=baseline,
-            policy=run_policy_from(args),
+            policy=run_policy_from(args, NAME),
             store=store,
             keep="stored",
             flags=CLI_FLAGS,

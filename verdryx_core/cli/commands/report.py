@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from verdryx_core.cli.commands._common import add_db_argument, float_argument, open_store
+from verdryx_core.cli.commands._common import add_db_argument, open_store
+from verdryx_core.cli.commands._settings import add_setting_arguments
 from verdryx_core.errors import CLI_FLAGS
 from verdryx_core.gating.baselines import find_baseline
-from verdryx_core.gating.drift import DEFAULT_THRESHOLD, GATES
 from verdryx_core.hooks import trace_costs
 from verdryx_core.reporting.html import write_report
 
@@ -38,11 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="TokenFuse traces (a directory of .parquet) or records (.ndjson/.csv): adds the "
         "cost-per-outcome table",
     )
-    parser.add_argument("--gate", choices=GATES, default="significant", help="verdict rule")
-    parser.add_argument(
-        "--threshold", type=float_argument(minimum=0.0, maximum=1.0), default=DEFAULT_THRESHOLD
-    )
-    parser.add_argument("--min-effect", type=float_argument(minimum=0.0, maximum=1.0), default=0.0)
+    # --gate, --threshold, --min-effect: the table's.
+    add_setting_arguments(parser, NAME)
     parser.add_argument(
         "--root", default=".", help="where .verdryx/baselines/ lives (default: current dir)"
     )
