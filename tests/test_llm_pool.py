@@ -138,19 +138,6 @@ def test_progress_with_nothing_to_do_prints_nothing() -> None:
     assert stream.getvalue() == ""
 
 
-def test_the_benchmark_runs_quick() -> None:
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "concurrency.py"), "--quick", "--in-process"],
-        capture_output=True,
-        text=True,
-        timeout=120,  # 10x and more what the smoke run takes on a loaded machine
-        check=False,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "concurrency 16:" in result.stdout
-    assert "32 requests" in result.stdout
-
-
 def test_calls_not_started_are_cancelled_and_the_rest_finish() -> None:
     gate = threading.Event()
     with CallPool(2) as pool:
