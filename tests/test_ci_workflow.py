@@ -86,6 +86,7 @@ def _commands() -> list[str]:
     return [run for run in runs if run.split()[0] in ("pytest", "verdryx")]
 
 
+@pytest.mark.slow
 def test_the_steps_run_in_a_copy_of_the_examples(tmp_path: Path) -> None:
     commands = _commands()
     assert any("--verdryx-baseline=v1" in command for command in commands)

@@ -151,6 +151,7 @@ def test_the_probabilities_are_a_spread_of_beta_4_1_draws() -> None:
     assert min(P) < 0.6 and max(P) > 0.95
 
 
+@pytest.mark.slow
 def test_an_unchanged_agent_rarely_fails_the_session_under_the_verdict(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

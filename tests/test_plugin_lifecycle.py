@@ -114,6 +114,7 @@ def test_exitfirst_leaves_later_model_calls_unmade(
     assert len(server.requests) == 20 - made
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("anthropic_env")
 def test_exitfirst_under_xdist_leaves_later_model_calls_unmade(
     pytester: pytest.Pytester, server: FakeAnthropic

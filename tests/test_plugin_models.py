@@ -179,6 +179,7 @@ def test_repeats_are_real_samples_and_flaky_cases_are_labelled(
     assert props["verdryx.stability"] == "flaky"
 
 
+@pytest.mark.slow
 def test_model_cases_under_xdist_give_the_same_run(
     pytester: pytest.Pytester, server: FakeAnthropic
 ) -> None:

@@ -37,6 +37,7 @@ def service(
         yield running
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE])
 def test_no_generated_request_gets_a_server_error(
     service: RunningService, mode: GenerationMode, tmp_path: Path

@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -81,6 +82,7 @@ def by_run(records: list[dict[str, Any]]) -> list[str]:
     return sorted(repr(sorted(record.items())) for record in records)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(
     traces(),

@@ -102,6 +102,7 @@ def test_a_missing_trace_directory_is_said_to_be_missing(tmp_path: Path) -> None
         cost_report_for(tmp_path / "no-traces")
 
 
+@pytest.mark.slow
 def test_records_stream_through_the_cost_report(tmp_path: Path) -> None:
     """Memory holds a few floats per tag, not the records: 60,000 lines peak far below what
     keeping them (a dict each, several MB) would take."""
