@@ -65,9 +65,9 @@ def _session(root: Path, *extra: str) -> Sample:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10, help="sessions per side (default 10)")
-    parser.add_argument("--quick", action="store_true", help="3 sessions per side")
+    parser.add_argument("--quick", action="store_true", help="1 session per side (a smoke run)")
     args = parser.parse_args()
-    runs = 3 if args.quick else max(1, args.runs)
+    runs = 1 if args.quick else max(1, args.runs)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         _write(root)
