@@ -25,6 +25,15 @@ sys.dont_write_bytecode = False
 with contextlib.suppress(ImportError):
     import httpcore2  # noqa: F401
 
+# The same forgetting makes every in-process session that turns verdryx on import its machinery
+# afresh: ~0.3 s of CPU a session, most of a small session's cost, over hundreds of sessions.
+# Imported once here, they stay, as in a user's process (numpy's C extension, which they
+# import, cannot be loaded twice in one process anyway).
+import numpy  # noqa: E402, F401
+
+import pytest_verdryx.items  # noqa: E402
+import pytest_verdryx.session  # noqa: E402, F401
+
 #: Plugins of the dev environment that no pytest session the tests drive uses. Each session
 #: started in a process of its own (a subprocess, an xdist worker, a benchmark's session) would
 #: import them: about 1 s of CPU together, most of a small session's cost.
