@@ -8,23 +8,34 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_verdryx.options import Settings
+from pytest_verdryx.options import Settings, eval_settings
+from pytest_verdryx.run_folder import HANDOFF_KEY
 from pytest_verdryx.state import SessionState
+from pytest_verdryx.xdist import PAYLOAD_KEY
 from verdryx_core.conclusion.policy import MissingBaseline, Standing, standing
 from verdryx_core.evaluation import Evaluation
 from verdryx_core.hooks import AddonSession
 from verdryx_core.runs import Baseline, BaselineCase, Score
 from verdryx_core.store import Store, StoreTarget, resolve_store_path
+from verdryx_core.targets.handoff import TargetHandoff
 
 if TYPE_CHECKING:
     from verdryx_core.evaluation.allocation import Allocation
 
-__all__ = ["CONTEXT_KEY", "SessionContext", "StoreHandle", "context_of", "session_store_path"]
+__all__ = [
+    "CONTEXT_KEY",
+    "SessionContext",
+    "StoreHandle",
+    "context_of",
+    "new_context",
+    "session_store_path",
+]
 
 
 def session_store_path(
@@ -124,3 +135,64 @@ CONTEXT_KEY = pytest.StashKey[SessionContext]()
 
 def context_of(config: pytest.Config) -> SessionContext:
     return config.stash[CONTEXT_KEY]
+
+
+def new_context(
+    config: pytest.Config,
+    settings: Settings,
+    state: SessionState,
+    *,
+    run_id: str,
+    started_at: datetime,
+    answered_ahead: bool = False,
+) -> SessionContext:
+    """The context of a session verdryx turns on in, around the state it kept so far.
+    `answered_ahead`: a worker whose controller calls the models for it."""
+    workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
+    rootdir = Path(config.rootpath)
+    inidir = config.inipath.parent if config.inipath else None
+    # A worker takes the controller's baseline (and, through the entry point, its run id and
+    # start): one run, however many processes score it.
+    given = (workerinput or {}).get(PAYLOAD_KEY) or {}
+    store = StoreHandle(
+        session_store_path(
+            config.getoption("verdryx_db"),
+            config.getini("verdryx_db"),
+            rootdir=rootdir,
+            inidir=inidir,
+        )
+    )
+    evaluation = Evaluation(
+        eval_settings(
+            settings,
+            inidir or rootdir,
+            rootdir,
+            answered_ahead=answered_ahead,
+        ),
+        # The evaluation opens the store only when a call needs the response cache.
+        store=store.open,
+        run_id=run_id,
+        started_at=started_at,
+        tally=state.calls,
+    )
+    context = SessionContext(
+        config=config,
+        settings=settings,
+        evaluation=evaluation,
+        store=store,
+        state=state,
+        is_worker=workerinput is not None,
+        # The environment is read once, when verdryx turns on (docs/events-and-otlp.md).
+        addons=AddonSession(
+            options=settings.addons,
+            agent_id=settings.agent_id,
+            exporting=workerinput is None,
+            environ=dict(os.environ),
+        ),
+    )
+    if given.get("baseline"):
+        context.gate_against(Baseline.from_dict(given["baseline"]))
+    if given.get(HANDOFF_KEY):
+        # The target outcomes the controller called for this run, if it called any.
+        evaluation.target_handoff = TargetHandoff(given[HANDOFF_KEY], writing=False)
+    return context

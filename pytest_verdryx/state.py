@@ -2,6 +2,10 @@
 
 Each worker sends `to_payload()` (builtins only, through xdist's workeroutput); the
 controller `merge`s them. Without xdist the one process fills it directly.
+
+Built at configure in every session (a file that fails to collect, a worker gone down, are
+recorded here before verdryx turns on, if it ever does), so it imports none of the core: the
+call tally is made at its first use, and a score's class when a worker's scores arrive.
 """
 
 from __future__ import annotations
@@ -9,10 +13,11 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from verdryx_core.evaluation import CallTally, stability
-from verdryx_core.runs import Score
+if TYPE_CHECKING:
+    from verdryx_core.evaluation import CallTally
+    from verdryx_core.runs import Score
 
 __all__ = ["SessionState"]
 
@@ -62,7 +67,7 @@ class SessionState:
     stopped_early: bool = False
     #: Workers that went down (controller only).
     worker_failures: list[str] = field(default_factory=list)
-    calls: CallTally = field(default_factory=CallTally)
+    _calls: CallTally | None = None
     #: Items that errored instead of scoring (a target that raised or timed out, a model
     #: call that failed): "node id: one-line reason", for the summary's count.
     errors: list[str] = field(default_factory=list)
@@ -94,6 +99,15 @@ class SessionState:
     notes: list[str] = field(default_factory=list)
 
     @property
+    def calls(self) -> CallTally:
+        """What the run's model calls did (the evaluation counts into it)."""
+        if self._calls is None:
+            from verdryx_core.evaluation.calls import CallTally
+
+            self._calls = CallTally()
+        return self._calls
+
+    @property
     def active(self) -> bool:
         """Inert unless this session has eval cases or verdryx-marked tests."""
         return bool(self.expected or self.scores or self.expected_count)
@@ -111,6 +125,8 @@ class SessionState:
 
     def stability(self) -> dict[str, str]:
         """stable-pass / stable-fail / flaky by case key, for scores sampled more than once."""
+        from verdryx_core.evaluation import stability
+
         labels = {}
         for _, score in self.scores.values():
             if score.samples and score.bar is not None:
@@ -154,6 +170,8 @@ class SessionState:
         }
 
     def merge(self, payload: Mapping[str, Any]) -> None:
+        from verdryx_core.runs import Score
+
         fields = payload["score_fields"]
         for into, rows in (
             (self.scores, payload["scores"]),

@@ -1,21 +1,21 @@
 """xdist: the controller tells workers the run id, start time, baseline and where this run's
 target outcomes are handed over; it makes the model and target calls ahead for them; workers
-send their `SessionState` back as a payload, merged here.
+send their `SessionState` back as a payload, merged here. The controller collects nothing:
+a worker's eval set items, or its verdryx payload, turn verdryx on there.
 
-Registered only when xdist is loaded, so a session without it never sees an unknown hook.
+Registered at configure, only when xdist is loaded, so a session without it never sees an
+unknown hook.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_verdryx.longrepr import CrashOverXdist
 from pytest_verdryx.run_folder import HANDOFF_KEY, run_folder
 
 if TYPE_CHECKING:
-    # Types only: the entry point reads PAYLOAD_KEY from here before anything is activated.
-    from pytest_verdryx.prefetch import PrefetchCalls
     from pytest_verdryx.state import SessionState
 
 __all__ = ["PAYLOAD_KEY", "XdistHooks"]
@@ -24,35 +24,53 @@ __all__ = ["PAYLOAD_KEY", "XdistHooks"]
 PAYLOAD_KEY = "verdryx"
 
 
+class _CallsAhead(Protocol):
+    def for_workers(self, ids: list[str]) -> None: ...
+
+
+class _Owner(Protocol):
+    """The session's plugin object (`plugin.VerdryxPlugin`), as these hooks see it."""
+
+    @property
+    def on(self) -> bool: ...
+    @property
+    def state(self) -> SessionState: ...
+    @property
+    def prefetch(self) -> _CallsAhead: ...
+    def is_evalset(self, name: str) -> bool: ...
+    def activate_now(self) -> object: ...
+    def controller_state(self) -> dict[str, Any]: ...
+
+
 class XdistHooks(CrashOverXdist):
     """xdist's hooks, and the crash line carried over its wire (`CrashOverXdist`)."""
 
-    def __init__(
-        self,
-        state: SessionState,
-        prefetch: PrefetchCalls,
-        controller_state: Callable[[], dict[str, Any]],
-    ) -> None:
-        self.state = state
-        self.prefetch = prefetch
-        self.controller_state = controller_state
+    def __init__(self, owner: _Owner) -> None:
+        self.owner = owner
 
     def pytest_configure_node(self, node: Any) -> None:
         node.workerinput[PAYLOAD_KEY] = {
-            **self.controller_state(),
+            **self.owner.controller_state(),
             HANDOFF_KEY: str(run_folder(node.config).handoff),
         }
 
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        owner = self.owner
+        if not owner.on:
+            if not any(owner.is_evalset(Path(nodeid.partition("::")[0]).name) for nodeid in ids):
+                return
+            owner.activate_now()
         # Before xdist schedules anything: the controller answers the model calls ahead.
-        self.prefetch.for_workers(ids)
+        owner.prefetch.for_workers(ids)
 
     def pytest_testnodedown(self, node: Any, error: object) -> None:
+        state = self.owner.state
         if error:
-            self.state.worker_failures.append(f"worker {getattr(node, 'gateway', node)}: {error}")
+            state.worker_failures.append(f"worker {getattr(node, 'gateway', node)}: {error}")
         # Taken out, not read: xdist keeps each node's workeroutput to the end of the session,
         # and a worker's payload (every score it graded, as builtins) is then held twice.
         payload = getattr(node, "workeroutput", {}).pop(PAYLOAD_KEY, None)
         if payload is not None:
-            self.state.merge(payload)
+            self.owner.activate_now()
+            state.merge(payload)
             del payload
