@@ -23,7 +23,6 @@ import pytest
 
 from pytest_verdryx.options import add_options, evalset_patterns, explicitly_asked, read_settings
 from pytest_verdryx.run_folder import remove_run_folder
-from pytest_verdryx.state import SessionState
 from pytest_verdryx.xdist import PAYLOAD_KEY, XdistHooks
 
 if TYPE_CHECKING:
@@ -35,6 +34,7 @@ if TYPE_CHECKING:
     from pytest_verdryx.options import Settings
     from pytest_verdryx.prefetch import PrefetchCalls
     from pytest_verdryx.scoring import ItemScoring
+    from pytest_verdryx.state import SessionState
 
 __all__ = [
     "VerdryxPlugin",
@@ -77,8 +77,7 @@ class VerdryxPlugin:
         self.run_id = run_id
         self.started_at = started_at
         self.patterns = patterns
-        #: What the session learns, from configure on (merged across xdist workers).
-        self.state = SessionState()
+        self._state: SessionState | None = None
         #: Configured while another session of this process runs (pytester's in-process
         #: runs): the process's exit is that other session's business.
         self.nested = nested
@@ -115,6 +114,16 @@ class VerdryxPlugin:
             manager.register(self.xdist, "verdryx-xdist")
 
     # -- turning on ----------------------------------------------------------------------------
+
+    @property
+    def state(self) -> SessionState:
+        """What the session learns, from configure on (merged across xdist workers): made
+        at its first use (a session of unit tests that all collect never needs it)."""
+        if self._state is None:
+            from pytest_verdryx.state import SessionState
+
+            self._state = SessionState()
+        return self._state
 
     @property
     def on(self) -> bool:

@@ -3,9 +3,10 @@
 Each worker sends `to_payload()` (builtins only, through xdist's workeroutput); the
 controller `merge`s them. Without xdist the one process fills it directly.
 
-Built at configure in every session (a file that fails to collect, a worker gone down, are
-recorded here before verdryx turns on, if it ever does), so it imports none of the core: the
-call tally is made at its first use, and a score's class when a worker's scores arrive.
+Made at its first use, which may come before verdryx turns on, if it ever does (a file
+that fails to collect, a worker gone down, are recorded here), so it imports none of the
+core: the call tally is made at its first use, and a score's class when a worker's scores
+arrive.
 """
 
 from __future__ import annotations
