@@ -174,6 +174,10 @@ def new_context(
         run_id=run_id,
         started_at=started_at,
         tally=state.calls,
+        # The target outcomes the controller called for this run, if it called any.
+        target_handoff=(
+            TargetHandoff(given[HANDOFF_KEY], writing=False) if given.get(HANDOFF_KEY) else None
+        ),
     )
     context = SessionContext(
         config=config,
@@ -192,7 +196,4 @@ def new_context(
     )
     if given.get("baseline"):
         context.gate_against(Baseline.from_dict(given["baseline"]))
-    if given.get(HANDOFF_KEY):
-        # The target outcomes the controller called for this run, if it called any.
-        evaluation.target_handoff = TargetHandoff(given[HANDOFF_KEY], writing=False)
     return context

@@ -32,7 +32,6 @@ from verdryx_core.errors import VerdryxError
 from verdryx_core.evalsets.formats import CSV_SIDECAR_SUFFIX
 from verdryx_core.evalsets.load import load_evalset
 from verdryx_core.evaluation import Prefetch, Work, prefetch_all, start_prefetch
-from verdryx_core.evaluation.target_prefetch import prefetch_targets
 from verdryx_core.runs import Score
 from verdryx_core.targets.handoff import TargetHandoff
 
@@ -239,24 +238,24 @@ class PrefetchCalls:
             self._write_line(WORKERS_CALL_TARGETS.format(why=why))
         if not handed:
             return []
-        evaluation.target_handoff = TargetHandoff(run_folder(self.config).handoff, writing=True)
-        try:
-            cases = [entry.case for entry in handed]
-            scorer = scorer_for(evaluation, cases)
-            challenger = None
-            if settings.challenger is not None and any(map(evaluation.challenged, cases)):
-                # The challenger's calls are handed too, from the same pool (docs/targets.md,
-                # "A challenger").
-                challenger = evaluation.scorer(cases, challenger=True)
-            self.seconds += prefetch_targets(
-                scorer,
-                handed,
-                concurrency=settings.concurrency,
-                stream=TerminalStream(self.config),
-                challenger=challenger,
-            )
-        finally:
-            evaluation.target_handoff = None
+        from verdryx_core.evaluation.target_prefetch import prefetch_targets  # under xdist only
+
+        # The scorers of these calls write their outcomes for the workers to read.
+        handoff = TargetHandoff(run_folder(self.config).handoff, writing=True)
+        cases = [entry.case for entry in handed]
+        scorer = scorer_for(evaluation, cases, handoff=handoff)
+        challenger = None
+        if settings.challenger is not None and any(map(evaluation.challenged, cases)):
+            # The challenger's calls are handed too, from the same pool (docs/targets.md,
+            # "A challenger").
+            challenger = evaluation.scorer(cases, challenger=True, handoff=handoff)
+        self.seconds += prefetch_targets(
+            scorer,
+            handed,
+            concurrency=settings.concurrency,
+            stream=TerminalStream(self.config),
+            challenger=challenger,
+        )
         self._called(("target calls",))
         return handed
 
@@ -291,8 +290,7 @@ class PrefetchCalls:
             return
         if called:
             reader = TargetHandoff(run_folder(self.config).handoff, writing=False)
-            evaluation.target_handoff = reader
-            scorer = scorer_for(evaluation, [entry.case for entry in remote])
+            scorer = scorer_for(evaluation, [entry.case for entry in remote], handoff=reader)
         try:
             ahead = prefetch_all(
                 scorer,
@@ -303,7 +301,6 @@ class PrefetchCalls:
             )
         finally:
             if called:
-                evaluation.target_handoff = None
                 reader.close()
         self.seconds += ahead.seconds
         self._called(ahead.kinds)

@@ -18,6 +18,7 @@ from verdryx_core.errors import VerdryxError
 from verdryx_core.evaluation import CaseScorer, Evaluation, Work, stability
 from verdryx_core.evaluation.attempts import pooled_attempts
 from verdryx_core.runs import Score
+from verdryx_core.targets.handoff import TargetHandoff
 from verdryx_core.untrusted.text import printable
 
 __all__ = ["SCORING_KEY", "ItemScoring", "case_of", "scorer_for", "scoring_of"]
@@ -207,11 +208,12 @@ def scorer_for(
     *,
     judge_wanted: bool = False,
     fresh: bool = False,
+    handoff: TargetHandoff | None = None,
 ) -> CaseScorer:
     """The evaluation's scorer; a model that cannot be set up (no SDK, a bad price file) is a
     usage error, exit 4, before anything is paid for."""
     try:
-        return evaluation.scorer(cases, judge_wanted=judge_wanted, fresh=fresh)
+        return evaluation.scorer(cases, judge_wanted=judge_wanted, fresh=fresh, handoff=handoff)
     except VerdryxError as exc:
         raise pytest.UsageError(f"verdryx: {worded(exc)}") from None
 

@@ -83,6 +83,7 @@ class Evaluation:
         run_id: str | None = None,
         started_at: datetime | None = None,
         tally: CallTally | None = None,
+        target_handoff: TargetHandoff | None = None,
     ) -> None:
         self.settings = EvalSettings() if settings is None else settings
         self.run_id = run_id or str(uuid.uuid4())
@@ -100,8 +101,9 @@ class Evaluation:
         #: The run's workspace folders (docs/workspaces-and-execution.md).
         self.workspaces = Workspaces(keep=self.settings.keep_workspaces)
         #: Target outcomes one process of the run calls for all of them (docs/targets.md,
-        #: "Under pytest-xdist"); a fresh scorer (a rerun's) never reads it.
-        self.target_handoff: TargetHandoff | None = None
+        #: "Under pytest-xdist"), read by every scorer; a fresh one (a rerun's) never reads
+        #: it.
+        self.target_handoff = target_handoff
 
     # -- the store -------------------------------------------------------------------------
 
@@ -146,8 +148,10 @@ class Evaluation:
         judge_wanted: bool = False,
         fresh: bool = False,
         challenger: bool = False,
+        handoff: TargetHandoff | None = None,
     ) -> CaseScorer:
-        """A scorer for `cases` (`judge_wanted`: a case outside them may ask for the judge).
+        """A scorer for `cases` (`judge_wanted`: a case outside them may ask for the judge;
+        `handoff`: the target outcomes this one writes or reads, instead of the run's).
         A `fresh` one (a rerun's) calls again whatever the cache holds, and remembers the new
         answers; a replay stays a replay. The `challenger`'s scores the cases a target
         answers (`challenged`) with the challenger instead, graded by the same graders."""
@@ -176,7 +180,7 @@ class Evaluation:
                 settings,
                 fallback=live,
                 users=users,
-                handoff=None if fresh else self.target_handoff,
+                handoff=None if fresh else handoff or self.target_handoff,
                 challenger=challenger,
             )
         judge = (
