@@ -240,7 +240,7 @@ class PrefetchCalls:
             return []
         from verdryx_core.evaluation.target_prefetch import prefetch_targets  # under xdist only
 
-        # The scorers of these calls write their outcomes for the workers to read.
+        # The scorers of these calls write their answers for the workers to read.
         handoff = TargetHandoff(run_folder(self.config).handoff, writing=True)
         cases = [entry.case for entry in handed]
         scorer = scorer_for(evaluation, cases, handoff=handoff)

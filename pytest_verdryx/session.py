@@ -23,7 +23,6 @@ from pytest_verdryx.items import EvalCaseItem
 from pytest_verdryx.options import FLAGS, Settings, evalset_patterns, worded
 from pytest_verdryx.prefetch import PrefetchCalls, TerminalStream
 from pytest_verdryx.quiet_phases import drop_unshown_phases
-from pytest_verdryx.shard import check_shard_settings
 from verdryx_core.conclusion.policy import MissingBaseline
 from verdryx_core.errors import UsageError, VerdryxError
 from verdryx_core.evaluation.exec_notes import run_notes
@@ -69,7 +68,10 @@ def check(config: pytest.Config, context: SessionContext) -> None:
     runs): the exports, the typed client and the baseline, so a typo is exit 4 before
     anything is collected (or run) or paid for."""
     settings = context.settings
-    check_shard_settings(settings)
+    if settings.shard is not None:
+        from pytest_verdryx.shard import check_shard_settings  # a shard's session only
+
+        check_shard_settings(settings)
     try:
         if settings.batch:
             check_batchable(settings.model, cache=settings.cache)

@@ -10,7 +10,6 @@ from typing import Any
 
 from pytest_verdryx.finish import SessionEnd
 from pytest_verdryx.options import FLAGS
-from pytest_verdryx.shard import gate_hint
 from verdryx_core.llm.progress import call_words
 from verdryx_core.reporting.breakdown import breakdown_lines, compute_breakdown
 from verdryx_core.reporting.summary import (
@@ -219,6 +218,8 @@ def next_step(end: SessionEnd, run: EvalRun) -> str:
     if end.conclusion.exit == "refused" and (end.gate is None or end.gate.refused is None):
         return f"next: the run was refused ({end.conclusion.exit_reason}); fix that and re-run"
     if end.settings.shard is not None:
+        from pytest_verdryx.shard import gate_hint  # a shard's session only
+
         return f"next: {gate_hint(end.settings)}"
     gate = end.gate
     result = gate.result if gate is not None else None

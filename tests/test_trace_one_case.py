@@ -98,7 +98,7 @@ def test_from_setup_to_outcome_a_case_visits_few_files(pytester: pytest.Pytester
 def test_from_collection_to_outcome(pytester: pytest.Pytester) -> None:
     files, _ = _walk(pytester, "collection")
     shown = _short(files)
-    assert len(shown) <= 30, shown
+    assert len(shown) <= 29, shown
     # An exact case never builds the graders it does not use.
     assert not any(name.endswith(("regex.py", "outcome_tag.py", "checks.py")) for name in shown)
     assert not any("/addons/" in name for name in shown), shown
@@ -110,6 +110,11 @@ def test_a_whole_session_of_one_case(pytester: pytest.Pytester) -> None:
     # the store is not walked; the conclusion is, as in every session.
     files, _ = _walk(pytester, "session")
     shown = _short(files)
-    # A ceiling at today's walk (158 files): the session imports every room whose names its
-    # modules use at import time, whether or not this case walks through it.
-    assert len(shown) <= 158, shown
+    # A ceiling at today's walk (153 files): the session imports every room whose names its
+    # modules use at import time, whether or not this case walks through it. The plugin
+    # imports what only some sessions use (a shard's, xdist's calls ahead) in the hooks
+    # that use it; the rest comes with the core's packages.
+    assert len(shown) <= 153, shown
+    assert not any(
+        name.endswith(("/shard.py", "/fixture.py", "/target_prefetch.py")) for name in shown
+    )
