@@ -1,7 +1,9 @@
-"""What one pytest session evaluates with, from configure to the end: its settings, the core
-`Evaluation` (run id, start, scorers, call tally), the store, the baseline it is gated
-against, and the state merged across xdist workers. One object, in `config.stash`, so the
-items, the fixture, the calls made ahead and the end of the session read the same things.
+"""What one pytest session evaluates with, from when verdryx turns on to the end: its
+settings, the core `Evaluation` (run id, start, scorers, call tally), the store, the baseline
+it is gated against, and the state merged across xdist workers. One object, held by the
+session's plugin object and reached from `config.stash` through its `ItemScoring`
+(`scoring_of`), so the items, the fixture, the calls made ahead and the end of the session
+read the same things.
 """
 
 from __future__ import annotations
@@ -29,10 +31,8 @@ if TYPE_CHECKING:
     from verdryx_core.evaluation.allocation import Allocation
 
 __all__ = [
-    "CONTEXT_KEY",
     "SessionContext",
     "StoreHandle",
-    "context_of",
     "new_context",
     "session_store_path",
 ]
@@ -128,13 +128,6 @@ class SessionContext:
             fail_on=self.settings.fail_on,
             gated=self.baseline is not None,
         )
-
-
-CONTEXT_KEY = pytest.StashKey[SessionContext]()
-
-
-def context_of(config: pytest.Config) -> SessionContext:
-    return config.stash[CONTEXT_KEY]
 
 
 def new_context(

@@ -151,12 +151,13 @@ class VerdryxPlugin:
         return any(fnmatch.fnmatch(name, pattern) for pattern in self.patterns)
 
     def activate(self) -> VerdryxPlugin:
-        """Turns verdryx on (once): the core imported, the context built and stashed (for
-        items and the fixture). After the session started, its checks wait for `start_late`
-        (a UsageError raised from a collector would be a collection error, not exit 4)."""
+        """Turns verdryx on (once): the core imported, the context built and stashed with
+        its `ItemScoring` (for the items and the fixture). After the session started, its
+        checks wait for `start_late` (a UsageError raised from a collector would be a
+        collection error, not exit 4)."""
         if self._context is not None:
             return self
-        from pytest_verdryx.context import CONTEXT_KEY, new_context
+        from pytest_verdryx.context import new_context
         from pytest_verdryx.prefetch import PrefetchCalls, models_called_ahead
         from pytest_verdryx.scoring import SCORING_KEY, ItemScoring
         from pytest_verdryx.session import ci_in_play
@@ -177,7 +178,6 @@ class VerdryxPlugin:
         self._context = context
         self._scoring = ItemScoring(context)
         self._prefetch = PrefetchCalls(self._scoring)
-        config.stash[CONTEXT_KEY] = context
         config.stash[SCORING_KEY] = self._scoring
         if not context.is_worker and ci_in_play(self.settings):
             # What CI sees is decided where the verdict is: on the controller.
