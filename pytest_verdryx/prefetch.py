@@ -243,12 +243,14 @@ class PrefetchCalls:
         # The scorers of these calls write their answers for the workers to read.
         handoff = TargetHandoff(run_folder(self.config).handoff, writing=True)
         cases = [entry.case for entry in handed]
-        scorer = scorer_for(evaluation, cases, handoff=handoff)
+        scorer = scorer_for(self.context, cases, handoff=handoff)
         challenger = None
         if settings.challenger is not None and any(map(evaluation.challenged, cases)):
             # The challenger's calls are handed too, from the same pool (docs/targets.md,
             # "A challenger").
-            challenger = evaluation.scorer(cases, challenger=True, handoff=handoff)
+            challenger = evaluation.scorer(
+                cases, challenger=True, handoff=handoff, repeats_for=self.context.allocation
+            )
         self.seconds += prefetch_targets(
             scorer,
             handed,
@@ -273,7 +275,7 @@ class PrefetchCalls:
             if entry.case.grader != "typed"
             and (not evaluation.uses_target(entry.case) or entry.key in called)
         ]
-        scorer = scorer_for(evaluation, [entry.case for entry in remote])
+        scorer = scorer_for(self.context, [entry.case for entry in remote])
         remote = [
             entry
             for entry in remote
@@ -290,7 +292,7 @@ class PrefetchCalls:
             return
         if called:
             reader = TargetHandoff(run_folder(self.config).handoff, writing=False)
-            scorer = scorer_for(evaluation, [entry.case for entry in remote], handoff=reader)
+            scorer = scorer_for(self.context, [entry.case for entry in remote], handoff=reader)
         try:
             ahead = prefetch_all(
                 scorer,

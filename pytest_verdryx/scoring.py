@@ -15,7 +15,7 @@ from pytest_verdryx.context import SessionContext
 from pytest_verdryx.options import worded
 from verdryx_core.cases import EvalCase
 from verdryx_core.errors import VerdryxError
-from verdryx_core.evaluation import CaseScorer, Evaluation, Work, stability
+from verdryx_core.evaluation import CaseScorer, Work, stability
 from verdryx_core.evaluation.attempts import pooled_attempts
 from verdryx_core.runs import Score
 from verdryx_core.targets.handoff import TargetHandoff
@@ -64,7 +64,11 @@ class ItemScoring:
             cases = [case for case in map(case_of, self.items) if case is not None]
             try:
                 self._challengers[fresh] = evaluation.scorer(
-                    cases, judge_wanted=self._custom_judge(), fresh=fresh, challenger=True
+                    cases,
+                    judge_wanted=self._custom_judge(),
+                    fresh=fresh,
+                    challenger=True,
+                    repeats_for=self.context.allocation,
                 )
             except VerdryxError as exc:
                 raise pytest.UsageError(f"verdryx: {worded(exc)}") from None
@@ -72,9 +76,7 @@ class ItemScoring:
 
     def _build(self, *, fresh: bool) -> CaseScorer:
         cases = [case for case in map(case_of, self.items) if case is not None]
-        return scorer_for(
-            self.context.evaluation, cases, judge_wanted=self._custom_judge(), fresh=fresh
-        )
+        return scorer_for(self.context, cases, judge_wanted=self._custom_judge(), fresh=fresh)
 
     def begin_attempt(self, item: pytest.Item) -> None:
         """An item's setup begins. On a rerun (pytest-rerunfailures runs the same item
@@ -203,7 +205,7 @@ class ItemScoring:
 
 
 def scorer_for(
-    evaluation: Evaluation,
+    context: SessionContext,
     cases: list[EvalCase],
     *,
     judge_wanted: bool = False,
@@ -213,7 +215,14 @@ def scorer_for(
     """The evaluation's scorer; a model that cannot be set up (no SDK, a bad price file) is a
     usage error, exit 4, before anything is paid for."""
     try:
-        return evaluation.scorer(cases, judge_wanted=judge_wanted, fresh=fresh, handoff=handoff)
+        return context.evaluation.scorer(
+            cases,
+            judge_wanted=judge_wanted,
+            fresh=fresh,
+            handoff=handoff,
+            # Samples per case under --verdryx-repeat=auto, allocated after collection.
+            repeats_for=context.allocation,
+        )
     except VerdryxError as exc:
         raise pytest.UsageError(f"verdryx: {worded(exc)}") from None
 

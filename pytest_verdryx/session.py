@@ -222,8 +222,9 @@ def _allocate(context: SessionContext, items: Sequence[EvalCaseItem]) -> None:
             fallback=allocation.fallback
             and "no baseline to allocate by: " + allocation.fallback.split(": ", 1)[-1],
         )
+    # Read by every scorer of the session (`scoring.scorer_for`): the evaluation is not
+    # changed after its construction.
     context.allocation = allocation
-    context.evaluation.repeats_for = allocation
 
 
 def _human_labels(items: Sequence[EvalCaseItem]) -> dict[tuple[str, str, str], str | float]:

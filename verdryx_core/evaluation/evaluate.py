@@ -84,6 +84,7 @@ class Evaluation:
         started_at: datetime | None = None,
         tally: CallTally | None = None,
         target_handoff: TargetHandoff | None = None,
+        repeats_for: Callable[[str], int] | None = None,
     ) -> None:
         self.settings = EvalSettings() if settings is None else settings
         self.run_id = run_id or str(uuid.uuid4())
@@ -97,7 +98,7 @@ class Evaluation:
         self._plug_lock = threading.Lock()
         #: Samples per case by key (`set::case`), when they differ (`--verdryx-repeat=auto`,
         #: verdryx_core/evaluation/allocation.py); None: `settings.repeat` for every case.
-        self.repeats_for: Callable[[str], int] | None = None
+        self.repeats_for = repeats_for
         #: The run's workspace folders (docs/workspaces-and-execution.md).
         self.workspaces = Workspaces(keep=self.settings.keep_workspaces)
         #: Target outcomes one process of the run calls for all of them (docs/targets.md,
@@ -149,9 +150,11 @@ class Evaluation:
         fresh: bool = False,
         challenger: bool = False,
         handoff: TargetHandoff | None = None,
+        repeats_for: Callable[[str], int] | None = None,
     ) -> CaseScorer:
         """A scorer for `cases` (`judge_wanted`: a case outside them may ask for the judge;
-        `handoff`: the target outcomes this one writes or reads, instead of the run's).
+        `handoff`: the target outcomes this one writes or reads, instead of the run's;
+        `repeats_for`: its samples per case key, instead of the run's).
         A `fresh` one (a rerun's) calls again whatever the cache holds, and remembers the new
         answers; a replay stays a replay. The `challenger`'s scores the cases a target
         answers (`challenged`) with the challenger instead, graded by the same graders."""
@@ -202,12 +205,16 @@ class Evaluation:
             repeat=settings.repeat,
             min_score=settings.min_score,
             flags=settings.flags,
-            repeats_for=self._repeats_for(),
+            repeats_for=self._repeats_for(
+                repeats_for if repeats_for is not None else self.repeats_for
+            ),
             workspaces=self.workspaces,
         )
 
-    def _repeats_for(self) -> Callable[[EvalCase, GradeContext], int] | None:
-        allocated = self.repeats_for
+    @staticmethod
+    def _repeats_for(
+        allocated: Callable[[str], int] | None,
+    ) -> Callable[[EvalCase, GradeContext], int] | None:
         if allocated is None:
             return None
         return lambda case, context: allocated(f"{context.eval_set_id}::{case.id}")
