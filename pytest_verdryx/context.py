@@ -2,7 +2,7 @@
 settings, the core `Evaluation` (run id, start, scorers, call tally), the store, the baseline
 it is gated against, and the state merged across xdist workers. One object, held by the
 session's plugin object and reached from `config.stash` through its `ItemScoring`
-(`scoring_of`), so the items, the fixture, the calls made ahead and the end of the session
+(`scoring_of`), so the items, the fixture, the prefetched calls and the end of the session
 read the same things.
 """
 
@@ -137,10 +137,10 @@ def new_context(
     *,
     run_id: str,
     started_at: datetime,
-    answered_ahead: bool = False,
+    answers_prefetched: bool = False,
 ) -> SessionContext:
     """The context of a session verdryx turns on in, around the state it kept so far.
-    `answered_ahead`: a worker whose controller calls the models for it."""
+    `answers_prefetched`: a worker whose controller calls the models for it."""
     workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
     rootdir = Path(config.rootpath)
     inidir = config.inipath.parent if config.inipath else None
@@ -160,7 +160,7 @@ def new_context(
             settings,
             inidir or rootdir,
             rootdir,
-            answered_ahead=answered_ahead,
+            answers_prefetched=answers_prefetched,
         ),
         # The evaluation opens the store only when a call needs the response cache.
         store=store.open,

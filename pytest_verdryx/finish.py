@@ -48,7 +48,7 @@ class SessionEnd:
     messages: list[str] = field(default_factory=list)
     #: The exit status pytest ends with (the conclusion may turn OK into TESTS_FAILED).
     exit_status: int | pytest.ExitCode = pytest.ExitCode.OK
-    #: Wall time spent waiting for calls made ahead.
+    #: Wall time spent waiting for prefetched calls.
     call_seconds: float = 0.0
     #: What those calls were, each kind once (`target calls`, `sandbox runs`).
     call_kinds: tuple[str, ...] = ()

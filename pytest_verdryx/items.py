@@ -1,7 +1,7 @@
 """`*.evalset.json` files as pytest collectors, their cases as items, and a score as an
 item's outcome.
 
-An item gets its score in `setup` (waiting for a call made ahead, or scoring inline), so an
+An item gets its score in `setup` (waiting for a prefetched call, or scoring inline), so an
 infrastructure failure is a pytest *error*; `runtest` then turns the score into an outcome:
 passed, failed (with a readable report), xfailed (below the bar in the baseline too) or
 skipped (unmeasured). Whether it passed was decided once, by the evaluation (`Score.passed`,

@@ -189,11 +189,11 @@ def eval_settings(
     prices_base: Path,
     target_root: Path | None = None,
     *,
-    answered_ahead: bool = False,
+    answers_prefetched: bool = False,
 ) -> EvalSettings:
     """What the pipeline needs; a relative price file is read from `prices_base` (the ini
-    file's folder, as pytest reads an ini key's relative path). `answered_ahead`: an xdist
-    worker whose model answers the controller calls ahead."""
+    file's folder, as pytest reads an ini key's relative path). `answers_prefetched`: an xdist
+    worker whose model answers the controller prefetched."""
     from verdryx_core.evaluation import EvalSettings
     from verdryx_core.hooks import grader_options
 
@@ -207,7 +207,7 @@ def eval_settings(
         prices=prices,
         grader_options=grader_options(settings.addons),
         target_root=target_root,
-        answers_prefetched=answered_ahead,
+        answers_prefetched=answers_prefetched,
         flags=FLAGS,
     )
 

@@ -3,7 +3,7 @@ at the end, once both agents have answered every case, each case's two replies a
 `--verdryx-pairwise-judge` in both orders. It reports; it does not gate.
 
 Under xdist the controller holds no items: the cases' prompts and criteria are read from
-their eval set files, as the calls made ahead read them.
+their eval set files, as the prefetched calls read them.
 """
 
 from __future__ import annotations

@@ -57,7 +57,7 @@ class VerdryxPlugin:
     """The session's plugin object, registered at configure in every session: its hooks
     record what the run needs from the start (the failed collection reports, in
     `SessionState`) and, once verdryx is on, hand each moment to the object whose job it is
-    (collection and the end -> `session.py`, calls ahead -> `PrefetchCalls`, scores ->
+    (collection and the end -> `session.py`, prefetch -> `PrefetchCalls`, scores ->
     `ItemScoring`, the summary -> `terminal`).
 
     A plain class, not a dataclass: building one of those costs every pytest session about
@@ -158,7 +158,7 @@ class VerdryxPlugin:
         if self._context is not None:
             return self
         from pytest_verdryx.context import new_context
-        from pytest_verdryx.prefetch import PrefetchCalls, models_called_ahead
+        from pytest_verdryx.prefetch import PrefetchCalls, models_prefetched
         from pytest_verdryx.scoring import SCORING_KEY, ItemScoring
         from pytest_verdryx.session import ci_in_play
         from verdryx_core.leftover_threads import threads_now
@@ -173,7 +173,7 @@ class VerdryxPlugin:
             self.state,
             run_id=self.run_id,
             started_at=self.started_at,
-            answered_ahead=is_worker and models_called_ahead(config, settings),
+            answers_prefetched=is_worker and models_prefetched(config, settings),
         )
         self._context = context
         self._scoring = ItemScoring(context)

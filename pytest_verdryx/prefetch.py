@@ -1,4 +1,4 @@
-"""Calls made ahead of the items (prefetched), in the bounded pool, with a progress line.
+"""Calls prefetched before the items, in the bounded pool, with a progress line.
 
 Without xdist: every call the selected items need starts before the first item runs; each
 item then waits on its own result. Normally the session waits for all of them behind a
@@ -41,7 +41,7 @@ __all__ = [
     "PrefetchCalls",
     "TerminalStream",
     "may_stop_early",
-    "models_called_ahead",
+    "models_prefetched",
     "workers_call_models",
 ]
 
@@ -90,7 +90,7 @@ def workers_call_models(config: pytest.Config, settings: Settings) -> tuple[str,
     return None
 
 
-def models_called_ahead(config: pytest.Config, settings: Settings) -> bool:
+def models_prefetched(config: pytest.Config, settings: Settings) -> bool:
     """Whether, under xdist, the controller makes the run's model calls for the workers (a
     replay's answers are all read from the store, so none is made anywhere)."""
     return settings.cache != "replay" and workers_call_models(config, settings) is None
@@ -101,14 +101,14 @@ class PrefetchCalls:
         self.scoring = scoring
         self.context = scoring.context
         self.config = scoring.context.config
-        #: Wall time spent waiting for calls made ahead (the summary shows it).
+        #: Wall time spent waiting for prefetched calls (the summary shows it).
         self.seconds = 0.0
         #: What those calls were (`target calls`, `sandbox runs`), in order, each once.
         self.kinds: list[str] = []
         self.session: pytest.Session | None = None
         self._for_workers_done = False
-        #: The items' calls made ahead, until `end` counts what no item took.
-        self._ahead: Prefetch | None = None
+        #: The items' prefetched calls, until `end` counts what no item took.
+        self._prefetch: Prefetch | None = None
         #: Whether those calls may still be running (items run as they end).
         self._in_flight = False
 
@@ -135,7 +135,7 @@ class PrefetchCalls:
         scoring, settings = self.scoring, self.context.settings
         work = [item.work() for item in session.items if isinstance(item, EvalCaseItem)]
         streaming = self._may_stop_early()
-        ahead = start_prefetch(
+        started = start_prefetch(
             scoring.scorer(),
             work,
             concurrency=settings.concurrency,
@@ -144,36 +144,36 @@ class PrefetchCalls:
             batch=settings.batch,
             challenger=scoring.challenger(),
         )
-        scoring.futures = ahead.futures  # the same dict: items take theirs out of it
-        scoring.challenger_futures = ahead.challenger
-        self._ahead, self._in_flight = ahead, True
+        scoring.futures = started.futures  # the same dict: items take theirs out of it
+        scoring.challenger_futures = started.challenger
+        self._prefetch, self._in_flight = started, True
         if not streaming:
-            ahead.wait()  # a Ctrl-C here aborts the calls; `end` then counts them
-            ahead.finish()
+            started.wait()  # a Ctrl-C here aborts the calls; `end` then counts them
+            started.finish()
             self._in_flight = False
-            self.seconds += ahead.seconds
-        self._called(ahead.kinds)
+            self.seconds += started.seconds
+        self._called(started.kinds)
 
     def end(self, *, interrupted: bool) -> None:
         """The items are done (or stopped): drop the calls not started and wait for those in
         flight, which are paid for; on Ctrl-C wait for nothing. Calls whose item never took
         them are counted apart (given up in flight, paid for, or never made)."""
-        ahead, self._ahead = self._ahead, None
-        if ahead is None:
+        started, self._prefetch = self._prefetch, None
+        if started is None:
             return
         if self._in_flight:
             self._in_flight = False
             if interrupted:
-                ahead.abort()
+                started.abort()
             else:
-                ahead.stop()
-            self.seconds += ahead.seconds
-        # Items take their futures out of `ahead.futures`: what is left, no item took.
-        paid = ahead.scores()
+                started.stop()
+            self.seconds += started.seconds
+        # Items take their futures out of `started.futures`: what is left, no item took.
+        paid = started.scores()
         state = self.context.state
-        state.calls_given_up += len(ahead.given_up)
+        state.calls_given_up += len(started.given_up)
         # The challenger's calls no item took (its item stopped or errored) count alike.
-        rivals = [future for future in ahead.challenger.values() if _scored(future)]
+        rivals = [future for future in started.challenger.values() if _scored(future)]
         state.unscored_calls += len(paid) + len(rivals)
         state.unscored_cost_usd += sum(s.cost_usd + s.judge_cost_usd for s in paid.values())
         state.unscored_cost_usd += sum(
@@ -181,14 +181,14 @@ class PrefetchCalls:
         )
         state.calls_not_made += sum(
             1
-            for key, future in ahead.futures.items()
-            if key not in ahead.given_up and (future.cancelled() or not future.done())
+            for key, future in started.futures.items()
+            if key not in started.given_up and (future.cancelled() or not future.done())
         )
         state.calls_not_made += sum(
-            1 for future in ahead.challenger.values() if future.cancelled() or not future.done()
+            1 for future in started.challenger.values() if future.cancelled() or not future.done()
         )
-        ahead.futures.clear()
-        ahead.challenger.clear()
+        started.futures.clear()
+        started.challenger.clear()
 
     def for_workers(self, node_ids: Sequence[str]) -> None:
         """On the xdist controller, once, before xdist schedules anything: every target call
@@ -199,17 +199,17 @@ class PrefetchCalls:
             return
         self._for_workers_done = True
         settings, evaluation = self.context.settings, self.context.evaluation
-        # With the stub model and judge only target cases can be called ahead: an eval set
+        # With the stub model and judge only target cases can be prefetched: an eval set
         # that cannot name a target is not even read (the controller holds none of it).
         free = settings.model == "stub" and settings.judge_model in (None, "stub")
         work = self._cases_of(node_ids, targets_only=free and settings.target is None)
         if not work:
             return
         targeted = [entry for entry in work if evaluation.uses_target(entry.case)]
-        handed = self._targets_ahead(targeted)
-        self._models_ahead(work, handed)
+        handed = self._prefetch_targets(targeted)
+        self._prefetch_models(work, handed)
 
-    def _targets_ahead(self, targeted: list[Work]) -> list[Work]:
+    def _prefetch_targets(self, targeted: list[Work]) -> list[Work]:
         """Call the targets of `targeted` here, for the workers; say in one line which ones
         the workers call themselves, and why. Returns the cases called here."""
         if not targeted:
@@ -261,7 +261,7 @@ class PrefetchCalls:
         self._called(("target calls",))
         return handed
 
-    def _models_ahead(self, work: list[Work], handed: list[Work]) -> None:
+    def _prefetch_models(self, work: list[Work], handed: list[Work]) -> None:
         """Every model and judge call of `work` (the judge's of the target cases called
         here too), into the store's response cache."""
         settings, evaluation = self.context.settings, self.context.evaluation
@@ -283,7 +283,7 @@ class PrefetchCalls:
         ]
         if not evaluation.paid or not remote:
             evaluation.finish_calls()
-            return  # the stub model and judge: free, nothing to call ahead
+            return  # the stub model and judge: free, nothing to prefetch
         kept = workers_call_models(self.config, self.context.settings)
         if kept is not None:
             given, because = kept
@@ -294,7 +294,7 @@ class PrefetchCalls:
             reader = TargetHandoff(run_folder(self.config).handoff, writing=False)
             scorer = scorer_for(self.context, [entry.case for entry in remote], handoff=reader)
         try:
-            ahead = prefetch_all(
+            started = prefetch_all(
                 scorer,
                 remote,
                 concurrency=settings.concurrency,
@@ -304,8 +304,8 @@ class PrefetchCalls:
         finally:
             if called:
                 reader.close()
-        self.seconds += ahead.seconds
-        self._called(ahead.kinds)
+        self.seconds += started.seconds
+        self._called(started.kinds)
         entries = evaluation.finish_calls().take_entries()
         if entries:
             self.context.store.open().cache_put_many(entries)
@@ -358,7 +358,7 @@ def _scored(future: Future[Score]) -> bool:
 def _may_name_a_target(path: Path) -> bool:
     """Whether the eval set file (or a CSV's sidecar) spells the word `target` anywhere: a
     file that does not names no target of its own. Only a shortcut: a file it passes over
-    wrongly would have its target called by the workers, as when nothing is called ahead."""
+    wrongly would have its target called by the workers, as when nothing is prefetched."""
     sidecar = path.with_name(path.name + CSV_SIDECAR_SUFFIX)
     for candidate in (path, sidecar):
         try:

@@ -1,4 +1,4 @@
-"""Items get their scores here: from a call made ahead, or scored now by the session's
+"""Items get their scores here: from a prefetched call, or scored now by the session's
 `Evaluation`; every score is recorded in the session state and in the item's JUnit
 properties.
 
@@ -27,13 +27,13 @@ __all__ = ["SCORING_KEY", "ItemScoring", "case_of", "scorer_for", "scoring_of"]
 class ItemScoring:
     def __init__(self, context: SessionContext) -> None:
         self.context = context
-        #: node id -> a score being computed ahead (see `pytest_verdryx.prefetch`).
+        #: node id -> a score being prefetched (see `pytest_verdryx.prefetch`).
         self.futures: dict[str, Future[Score]] = {}
         #: This session's items, once collected (the scorer is built for their cases).
         self.items: list[pytest.Item] = []
         self._scorer: CaseScorer | None = None
         self._fresh_scorer: CaseScorer | None = None
-        #: node id -> the challenger's score of the same case, computed ahead.
+        #: node id -> the challenger's score of the same case, prefetched.
         self.challenger_futures: dict[str, Future[Score]] = {}
         self._challengers: dict[bool, CaseScorer] = {}
         #: node id -> the challenger's score of its attempts so far (a rerun).
@@ -125,7 +125,7 @@ class ItemScoring:
         return False
 
     def score(self, item: pytest.Item, work: Work) -> Score:
-        """The item's score: its call made ahead, else scored now (afresh on a rerun). Raises
+        """The item's score: its prefetched call, else scored now (afresh on a rerun). Raises
         VerdryxError."""
         future = self.futures.get(item.nodeid)
         if future is not None and not future.cancelled():
@@ -144,7 +144,7 @@ class ItemScoring:
 
     def _challenge(self, item: pytest.Item, work: Work) -> None:
         """The challenger's score of the item's case, beside the target's: taken from its
-        call made ahead, else scored now. Its failure is the challenger's error (its run is
+        prefetched call, else scored now. Its failure is the challenger's error (its run is
         then incomplete and not gated), never the item's: the item is the target's."""
         evaluation = self.context.evaluation
         if evaluation.settings.challenger is None or not evaluation.challenged(work.case):

@@ -1,5 +1,5 @@
 """`--verdryx-sequential` (docs/statistics.md, "The sequential gate"; docs/options.md): the
-eval cases run in a seeded random order, their calls start ahead as usual (the concurrency
+eval cases run in a seeded random order, their calls are prefetched as usual (the concurrency
 is kept), and each graded case's paired difference feeds the core's `SequentialGate`. Once
 its confidence sequence settles the verdict, the calls not yet started are cancelled and
 the cases left are "not needed": skipped before they are scored, so never passed or failed

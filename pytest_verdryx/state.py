@@ -80,11 +80,11 @@ class SessionState:
     #: The agent under test of each eval set of this process's selected eval items that
     #: need an output (`module:callable`; None: the model alone), by eval set id.
     targets: dict[str, str | None] = field(default_factory=dict)
-    #: Calls made ahead that a stop (-x, --maxfail, Ctrl-C) left unmade.
+    #: Prefetched calls that a stop (-x, --maxfail, Ctrl-C) left unmade.
     calls_not_made: int = 0
     #: Calls in flight at a Ctrl-C, given up without waiting (paid for or not: unknown).
     calls_given_up: int = 0
-    #: Calls made ahead that ended after the stop: paid for, scored by no item.
+    #: Prefetched calls that ended after the stop: paid for, scored by no item.
     unscored_calls: int = 0
     unscored_cost_usd: float = 0.0
     #: The selected cases' `human_label`s: (eval set id, case id, output sha256) -> label.

@@ -194,7 +194,7 @@ def write_summary(tr: Any, end: SessionEnd) -> None:
 
 
 def _stopped_calls_line(end: SessionEnd) -> str | None:
-    """What a stop did to the calls made ahead: the cost line above counts scored cases
+    """What a stop did to the prefetched calls: the cost line above counts scored cases
     only, so calls paid for but scored by no item are priced here."""
     state = end.state
     parts = []

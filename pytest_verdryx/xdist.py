@@ -1,5 +1,5 @@
 """xdist: the controller tells workers the run id, start time, baseline and where this run's
-target outcomes are handed over; it makes the model and target calls ahead for them; workers
+target outcomes are handed over; it prefetches the model and target calls for them; workers
 send their `SessionState` back as a payload, merged here. The controller collects nothing:
 a worker's eval set items, or its verdryx payload, turn verdryx on there.
 
@@ -24,7 +24,7 @@ __all__ = ["PAYLOAD_KEY", "XdistHooks"]
 PAYLOAD_KEY = "verdryx"
 
 
-class _CallsAhead(Protocol):
+class _Prefetched(Protocol):
     def for_workers(self, ids: list[str]) -> None: ...
 
 
@@ -36,7 +36,7 @@ class _Owner(Protocol):
     @property
     def state(self) -> SessionState: ...
     @property
-    def prefetch(self) -> _CallsAhead: ...
+    def prefetch(self) -> _Prefetched: ...
     def is_evalset(self, name: str) -> bool: ...
     def activate_now(self) -> object: ...
     def controller_state(self) -> dict[str, Any]: ...
@@ -60,7 +60,7 @@ class XdistHooks(CrashOverXdist):
             if not any(owner.is_evalset(Path(nodeid.partition("::")[0]).name) for nodeid in ids):
                 return
             owner.activate_now()
-        # Before xdist schedules anything: the controller answers the model calls ahead.
+        # Before xdist schedules anything: the controller prefetches the model calls.
         owner.prefetch.for_workers(ids)
 
     def pytest_testnodedown(self, node: Any, error: object) -> None:

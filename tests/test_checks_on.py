@@ -188,7 +188,8 @@ def test_the_store_keeps_every_check_and_a_store_of_the_schema_before_keeps_its_
     with Store.open(path) as store:
         store.save_run(_run(()))
     # Back to the schema before checks were stored: no column, version 3 (and none of the
-    # later versions' columns: clusters, baseline samples, outputs that failed grading).
+    # later versions' columns: clusters, baseline samples, outputs that failed grading, each
+    # sample's pass).
     with sqlite3.connect(path) as db:
         db.execute("ALTER TABLE scores DROP COLUMN checks")
         db.execute("ALTER TABLE scores DROP COLUMN cluster")
@@ -197,6 +198,8 @@ def test_the_store_keeps_every_check_and_a_store_of_the_schema_before_keeps_its_
         db.execute("ALTER TABLE runs DROP COLUMN set_targets")
         db.execute("ALTER TABLE baselines DROP COLUMN set_targets")
         db.execute("ALTER TABLE scores DROP COLUMN failed_by_output")
+        db.execute("ALTER TABLE scores DROP COLUMN passes")
+        db.execute("ALTER TABLE baseline_cases DROP COLUMN passes")
         db.execute("PRAGMA user_version = 3")
     checks = (
         CheckResult(grader="tool_trace", weight=2.0, value=0.5, reason="a\nb", on="tool_calls"),
