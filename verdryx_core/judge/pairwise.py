@@ -23,7 +23,6 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from statistics import NormalDist
 from typing import Final
 
 from verdryx_core.errors import VerdryxError
@@ -31,6 +30,7 @@ from verdryx_core.llm.base import Judgement, ModelAdapter
 from verdryx_core.llm.pool import CallPool
 from verdryx_core.llm.progress import Progress, TextStream
 from verdryx_core.untrusted.text import printable
+from verdryx_core.wilson import wilson_interval
 
 __all__ = [
     "PAIRWISE_RUBRIC",
@@ -198,19 +198,6 @@ class PairwiseResult:
             f"pairwise judge {self.judge}: {shown}: {counts} of {len(self.verdicts)} case(s), "
             f"both orders each{bias}"
         )
-
-
-def wilson_interval(successes: int, total: int, confidence: float = 0.95) -> tuple[float, float]:
-    """The Wilson score interval of successes / total, clipped to [0, 1]."""
-    if total <= 0:
-        raise ValueError("a Wilson interval needs at least one trial")
-    z = NormalDist().inv_cdf(1 - (1 - confidence) / 2)
-    p = successes / total
-    z2 = z * z
-    denominator = 1 + z2 / total
-    centre = (p + z2 / (2 * total)) / denominator
-    margin = (z / denominator) * math.sqrt(p * (1 - p) / total + z2 / (4 * total * total))
-    return max(0.0, centre - margin), min(1.0, centre + margin)
 
 
 def pairwise_text(first: str, second: str) -> str:

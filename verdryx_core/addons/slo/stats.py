@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import math
-from statistics import NormalDist
 from typing import Final
 
 from verdryx_core.addons.errors import SloInputError
+from verdryx_core.wilson import wilson_interval as core_wilson_interval
 
 __all__ = [
     "FAST_BURN",
@@ -34,13 +34,7 @@ def wilson_interval(good: int, total: int, confidence: float = 0.95) -> tuple[fl
         )
     if total <= 0:
         return 0.0, 1.0
-    z = NormalDist().inv_cdf(1 - (1 - confidence) / 2)
-    p = good / total
-    z2 = z * z
-    denom = 1 + z2 / total
-    centre = (p + z2 / (2 * total)) / denom
-    margin = (z / denom) * math.sqrt(p * (1 - p) / total + z2 / (4 * total * total))
-    return max(0.0, centre - margin), min(1.0, centre + margin)
+    return core_wilson_interval(good, total, confidence)
 
 
 def budget_remaining(observed: float, target: float) -> float:
