@@ -27,8 +27,6 @@ that the hundreds of sessions cost their work and not each a Python start-up.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import json
 import os
 import random
@@ -41,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from bench_sessions import run_pytest, write_project_files
 from benchlib import verdict
 
 from verdryx_core.addons.slo.stats import wilson_interval
@@ -79,44 +78,18 @@ def agent_probabilities(cases: int, seed: str) -> list[float]:
 def write_project(directory: Path, probabilities: Sequence[float]) -> None:
     """A pytest rootdir with the target module and one eval set of exact cases: the answer
     "yes" passes, p_i in each case's metadata for the target to read."""
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / "pytest.ini").write_text("[pytest]\n")
-    (directory / "bench_agent.py").write_text(AGENT)
     cases = [
         {"id": f"c{i}", "prompt": f"q{i}", "expected": "yes", "metadata": {"p": p}}
         for i, p in enumerate(probabilities)
     ]
-    (directory / "agent.evalset.json").write_text(json.dumps({"id": "agent", "cases": cases}))
+    write_project_files(directory, "bench_agent", AGENT, cases)
 
 
 def run_session(directory: Path, session_seed: str, drop: float, *args: str) -> int:
-    """One pytest session in `directory`; its exit status. Anything but 0 or 1 (a usage error,
-    an internal error) would make every rate meaningless, so it stops the benchmark."""
+    """One pytest session in `directory`; its exit status (0 or 1, else the benchmark stops)."""
     os.environ[SEED_VAR] = session_seed
     os.environ[DROP_VAR] = repr(drop)
-    out = io.StringIO()
-    # Each session puts its rootdir in front of sys.path (the target is imported from there);
-    # restored, as pytester does, so a thousand sessions do not leave a thousand entries.
-    saved_path = list(sys.path)
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-        status = int(
-            pytest.main(
-                [
-                    "-q",
-                    "-p",
-                    "no:cacheprovider",
-                    f"--rootdir={directory}",
-                    "--verdryx-target=bench_agent:answer",
-                    f"--verdryx-db={directory / 'store.db'}",
-                    *args,
-                    str(directory),
-                ]
-            )
-        )
-    sys.path[:] = saved_path
-    if status not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
-        raise SystemExit(f"session exited {status}, not 0 or 1:\n{out.getvalue()[-3000:]}")
-    return status
+    return run_pytest(directory, "bench_agent:answer", *args)
 
 
 @dataclass

@@ -33,9 +33,6 @@ Sessions are real pytest sessions (`pytest.main`), run in this process one after
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
-import json
 import os
 import random
 import statistics
@@ -46,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pytest
+from bench_sessions import run_pytest, write_project_files
 
 from verdryx_core.addons.slo.stats import wilson_interval
 from verdryx_core.gating.baselines import find_baseline
@@ -138,39 +135,15 @@ def agent_cases(population: str, cases: int, seed: str, *, cluster: bool) -> lis
 
 
 def write_project(directory: Path, cases: list[dict[str, Any]]) -> None:
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / "pytest.ini").write_text("[pytest]\n")
-    (directory / "bench_power_agent.py").write_text(AGENT)
-    (directory / "agent.evalset.json").write_text(json.dumps({"id": "agent", "cases": cases}))
+    write_project_files(directory, "bench_power_agent", AGENT, cases)
 
 
 def run_session(directory: Path, session_seed: str, drop: float, *args: str) -> int:
     """One pytest session in `directory`; its exit status (0 or 1, else the benchmark stops)."""
     os.environ[SEED_VAR] = session_seed
     os.environ[DROP_VAR] = repr(drop)
-    out = io.StringIO()
-    saved_path = list(sys.path)
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-        status = int(
-            pytest.main(
-                [
-                    "-q",
-                    "-p",
-                    "no:cacheprovider",
-                    f"--rootdir={directory}",
-                    "--verdryx-target=bench_power_agent:answer",
-                    f"--verdryx-db={directory / 'store.db'}",
-                    # The verdict alone decides: a case below its bar does not fail the run.
-                    "--verdryx-fail-on=verdict",
-                    *args,
-                    str(directory),
-                ]
-            )
-        )
-    sys.path[:] = saved_path
-    if status not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
-        raise SystemExit(f"session exited {status}, not 0 or 1:\n{out.getvalue()[-3000:]}")
-    return status
+    # The verdict alone decides: a case below its bar does not fail the run.
+    return run_pytest(directory, "bench_power_agent:answer", "--verdryx-fail-on=verdict", *args)
 
 
 @dataclass

@@ -26,21 +26,17 @@ Sessions are real pytest sessions (`pytest.main`), run in this process one after
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
-import json
 import math
 import os
 import random
 import statistics
-import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pytest
+from bench_sessions import run_pytest, write_project_files
 from benchlib import load, verdict
 
 from verdryx_core.addons.slo.stats import wilson_interval
@@ -90,14 +86,11 @@ def agent_probabilities(cases: int, seed: str) -> list[float]:
 
 
 def write_project(directory: Path, probabilities: list[float]) -> None:
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / "pytest.ini").write_text("[pytest]\n")
-    (directory / "seq_bench_agent.py").write_text(AGENT)
     cases = [
         {"id": f"c{i}", "prompt": f"q{i}", "expected": "yes", "metadata": {"p": p}}
         for i, p in enumerate(probabilities)
     ]
-    (directory / "agent.evalset.json").write_text(json.dumps({"id": "agent", "cases": cases}))
+    write_project_files(directory, "seq_bench_agent", AGENT, cases)
 
 
 @dataclass(frozen=True)
@@ -122,27 +115,7 @@ def run_session(directory: Path, seed: str, drop: float, latency: float, *args: 
             LOG_VAR: str(calls_log),
         }
     )
-    out = io.StringIO()
-    saved_path = list(sys.path)  # each session puts its rootdir in front (the target's)
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-        status = int(
-            pytest.main(
-                [
-                    "-q",
-                    "-p",
-                    "no:cacheprovider",
-                    f"--rootdir={directory}",
-                    "--verdryx-target=seq_bench_agent:answer",
-                    f"--verdryx-db={directory / 'store.db'}",
-                    f"--junitxml={junit}",
-                    *args,
-                    str(directory),
-                ]
-            )
-        )
-    sys.path[:] = saved_path
-    if status not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
-        raise SystemExit(f"session exited {status}, not 0 or 1:\n{out.getvalue()[-3000:]}")
+    status = run_pytest(directory, "seq_bench_agent:answer", f"--junitxml={junit}", *args)
     properties = {
         prop.get("name"): prop.get("value") or ""
         for prop in ET.parse(junit).getroot().iter("property")
