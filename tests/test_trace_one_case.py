@@ -110,11 +110,11 @@ def test_a_whole_session_of_one_case(pytester: pytest.Pytester) -> None:
     # the store is not walked; the conclusion is, as in every session.
     files, _ = _walk(pytester, "session")
     shown = _short(files)
-    # A ceiling at today's walk (153 files): the session imports every room whose names its
+    # A ceiling at today's walk (144 files): the session imports every room whose names its
     # modules use at import time, whether or not this case walks through it. The plugin
     # imports what only some sessions use (a shard's, xdist's calls ahead) in the hooks
     # that use it; the rest comes with the core's packages.
-    assert len(shown) <= 153, shown
+    assert len(shown) <= 144, shown
     assert not any(
         name.endswith(("/shard.py", "/fixture.py", "/target_prefetch.py")) for name in shown
     )

@@ -26,16 +26,17 @@ import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Final, final
+from typing import TYPE_CHECKING, Any, ClassVar, Final, final
 
 from verdryx_core.cases import EvalCase, output_text
 from verdryx_core.errors import CLI_FLAGS, GraderError, word_hint
 from verdryx_core.graders.base import Grade, GradeContext
 from verdryx_core.graders.exec_view import build_view
 from verdryx_core.graders.junit import read_junit
-from verdryx_core.sandbox import Finished, Isolation, Limits, detect_isolation
-from verdryx_core.sandbox.isolation import SETUP_FAILED
-from verdryx_core.sandbox.paired import Places, run_paired
+
+if TYPE_CHECKING:
+    from verdryx_core.sandbox import Finished, Isolation, Limits
+    from verdryx_core.sandbox.paired import Places
 
 __all__ = [
     "DEFAULT_EXEC_DISK_MIB",
@@ -96,6 +97,10 @@ class ExecGrader:
         isolation: Isolation | None = None,
         disk_mib: int = DEFAULT_EXEC_DISK_MIB,
     ) -> None:
+        # The sandbox is imported by the first exec case, not by every session that loads
+        # the graders (docs/architecture.md, "The walk of one case").
+        from verdryx_core.sandbox import detect_isolation
+
         self.isolation = detect_isolation() if isolation is None else isolation
         self.unsafe = unsafe
         self.disk_mib = disk_mib
@@ -113,6 +118,8 @@ class ExecGrader:
             )
         options = case.options
         timeout = float(options.get("timeout", DEFAULT_EXEC_TIMEOUT_S))
+        from verdryx_core.sandbox import Limits
+
         limits = Limits(wall_s=timeout, cpu_s=math.ceil(timeout), disk_bytes=self.disk_mib << 20)
         own = context.workspace is None
         workdir = Path(tempfile.mkdtemp(prefix="verdryx-case-")) if own else context.workspace
@@ -141,6 +148,9 @@ class ExecGrader:
     def _run(self, job: _Job, argv: Callable[[Places], Sequence[str]]) -> Finished:
         # The run's own Python (and its console scripts) first: `python -m pytest` in a
         # command finds the packages verdryx runs with.
+        from verdryx_core.sandbox.isolation import SETUP_FAILED
+        from verdryx_core.sandbox.paired import run_paired
+
         path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
         try:
             finished, graded = run_paired(
@@ -248,6 +258,8 @@ def _why_ended(finished: Finished, what: str) -> str:
         return f"timed out after {finished.seconds:.1f} s (wall clock); stopped"
     name = finished.signal_name
     if name is None and finished.exit_code > 128:
+        from verdryx_core.sandbox import Finished
+
         # The namespace tools report the code's death by a signal as 128 + the signal.
         name = Finished(
             exit_code=128 - finished.exit_code, timed_out=False, output="", seconds=0
