@@ -97,8 +97,9 @@ class ExecGrader:
         isolation: Isolation | None = None,
         disk_mib: int = DEFAULT_EXEC_DISK_MIB,
     ) -> None:
-        # The sandbox is imported by the first exec case, not by every session that loads
-        # the graders (docs/architecture.md, "The walk of one case").
+        # The sandbox is imported when an exec grader is made (a session with exec cases),
+        # not by every session that loads the graders (docs/architecture.md, "The walk of
+        # one case").
         from verdryx_core.sandbox import detect_isolation
 
         self.isolation = detect_isolation() if isolation is None else isolation
