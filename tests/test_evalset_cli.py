@@ -119,3 +119,31 @@ def test_a_bad_jsonl_line_is_one_line_from_the_cli(
     assert code != 0
     line = err.strip().splitlines()[-1]
     assert f"{path}:2: case 'a' (#1): field 'expected'" in line
+
+
+def test_eval_takes_a_folder_as_pytest_does(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    evals = tmp_path / "evals"
+    (evals / "nested").mkdir(parents=True)
+    _jsonl(evals / "nested" / "he.evalset.jsonl")
+    (evals / "qa.evalset.csv").write_text("id,prompt,grader,expected,output\nq/1,p,exact,a,a\n")
+    (evals / "notes.json").write_text("{}")
+    # Hidden folders and environments are never searched: a copy there is not graded twice.
+    (evals / ".venv").mkdir()
+    (evals / ".venv" / "qa.evalset.csv").write_text("not, an eval set\n")
+    (evals / "node_modules").mkdir()
+    _jsonl(evals / "node_modules" / "dep.evalset.jsonl")
+    db = str(tmp_path / "v.db")
+    code, out, err = run_cli(capsys, "eval", str(evals), "--db", db, "--json")
+    assert code == 0, err
+    graded = sorted({(s["case_id"]) for s in json.loads(out)["scores"]})
+    assert graded == sorted([*IDS, "calls/1", "q/1"])
+
+    (tmp_path / "empty").mkdir()
+    code, _, err = run_cli(capsys, "eval", str(tmp_path / "empty"), "--db", db)
+    assert code == 2
+    assert err.strip() == (
+        f"error: {str(tmp_path / 'empty')!r} holds no eval set file "
+        "(named *.evalset.json, *.evalset.jsonl, *.evalset.csv)"
+    )

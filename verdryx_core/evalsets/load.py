@@ -14,11 +14,11 @@ import copy
 import difflib
 import os
 import unicodedata
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Final, cast
 
 import fastjsonschema
 
@@ -39,6 +39,7 @@ __all__ = [
     "EvalSet",
     "check_unique_ids",
     "checked_evalset",
+    "evalset_files",
     "evalset_schema",
     "file_name_problem",
     "load_evalset",
@@ -412,25 +413,50 @@ def _describe(error: jsonschema.ValidationError, field: str | None) -> str:
     return error.message
 
 
-def load_evalsets(paths: Iterable[str | os.PathLike[str]]) -> list[EvalSet]:
-    """Every eval set under `paths`: a file is loaded as is; a folder gives each file below
-    it named like an eval set (`*.evalset.json`, `.jsonl`, `.csv`), in path order. Raises
-    `EvalSetError` for the first file that does not load, `UsageError` for a missing path."""
-    sets: list[EvalSet] = []
+#: Folders a search for eval sets never enters, as pytest's `norecursedirs` does not: hidden
+#: ones (`.git`, `.venv`, `.verdryx`), virtual environments, builds and dependencies.
+_SKIPPED_FOLDERS: Final = frozenset({"node_modules", "venv", "build", "dist", "__pycache__"})
+
+
+def evalset_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """The eval set files `paths` name: a file as given; a folder, each file below it named like
+    an eval set (`*.evalset.json`, `.jsonl`, `.csv`), in path order, hidden folders and
+    environments left out (docs/python-api.md). Raises `UsageError` for a missing path and
+    for a folder holding no eval set."""
+    files: list[Path] = []
     for given in paths:
         path = Path(given)
         if path.is_dir():
-            found = sorted(
-                candidate
-                for candidate in path.rglob("*")
-                if candidate.name.endswith(EVALSET_SUFFIXES) and candidate.is_file()
-            )
-            sets.extend(load_evalset(candidate) for candidate in found)
+            found = sorted(_evalsets_below(path))
+            if not found:
+                raise UsageError(
+                    f"{str(path)!r} holds no eval set file (named *{', *'.join(EVALSET_SUFFIXES)})"
+                )
+            files.extend(found)
         elif path.exists():
-            sets.append(load_evalset(path))
+            files.append(path)
         else:
             raise UsageError(f"no eval set file or folder at {str(path)!r}")
-    return sets
+    return files
+
+
+def _evalsets_below(folder: Path) -> Iterator[Path]:
+    # os.walk does not follow links to folders: a link cannot make a search loop or leave
+    # the tree it was given.
+    for root, folders, names in os.walk(folder):
+        folders[:] = [
+            name for name in folders if not name.startswith(".") and name not in _SKIPPED_FOLDERS
+        ]
+        for name in names:
+            candidate = Path(root, name)
+            if name.endswith(EVALSET_SUFFIXES) and candidate.is_file():
+                yield candidate
+
+
+def load_evalsets(paths: Iterable[str | os.PathLike[str]]) -> list[EvalSet]:
+    """Every eval set under `paths` (`evalset_files`), loaded. Raises `EvalSetError` for the
+    first file that does not load, `UsageError` for a missing path or an empty folder."""
+    return [load_evalset(path) for path in evalset_files(paths)]
 
 
 def check_unique_ids(sets: Sequence[EvalSet]) -> None:

@@ -36,7 +36,7 @@ from verdryx_core.cli.commands._gating import (
 from verdryx_core.cli.commands._settings import add_setting_arguments, setting_fields
 from verdryx_core.conclusion import Conclusion, Selection, conclude
 from verdryx_core.errors import CLI_FLAGS, AfterSaveError, VerdryxError
-from verdryx_core.evalsets.load import EvalSet, check_unique_ids, load_evalset
+from verdryx_core.evalsets.load import EvalSet, check_unique_ids, evalset_files, load_evalset
 from verdryx_core.evaluation import (
     EvalSettings,
     EvaluationInterrupted,
@@ -62,7 +62,12 @@ HELP = "grade eval sets against a model, store the run, print the scores"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("evalsets", nargs="+", metavar="SET", help="*.evalset.json files")
+    parser.add_argument(
+        "evalsets",
+        nargs="+",
+        metavar="SET",
+        help="eval set files, or folders to search for *.evalset.json, .jsonl and .csv files",
+    )
     # --model, --judge, --concurrency, --repeat, --timeout, the gate's settings...: the table.
     add_setting_arguments(parser, NAME)
     parser.add_argument(
@@ -233,12 +238,12 @@ EXIT_INTERRUPTED = 130
 
 def _load_sets(paths: list[str]) -> tuple[list[EvalSet], list[str]]:
     """The eval sets that load, and one line for each that does not; none loading at all is
-    the first file's error."""
+    the first file's error. A folder stands for the eval set files below it, as under pytest."""
     sets: list[EvalSet] = []
     problems: list[VerdryxError] = []
-    for path in paths:
+    for path in evalset_files(paths):
         try:
-            sets.append(load_evalset(Path(path)))
+            sets.append(load_evalset(path))
         except VerdryxError as exc:
             problems.append(exc)
     if not sets:
