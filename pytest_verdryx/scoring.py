@@ -8,6 +8,7 @@ Kept in `config.stash` so items and the fixture reach it without importing the p
 from __future__ import annotations
 
 from concurrent.futures import Future
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -18,8 +19,10 @@ from verdryx_core.errors import VerdryxError
 from verdryx_core.evaluation import CaseScorer, Work, stability
 from verdryx_core.evaluation.attempts import pooled_attempts
 from verdryx_core.runs import Score
-from verdryx_core.targets.handoff import TargetHandoff
 from verdryx_core.untrusted.text import printable
+
+if TYPE_CHECKING:
+    from verdryx_core.targets.handoff import TargetHandoff
 
 __all__ = ["SCORING_KEY", "ItemScoring", "case_of", "scorer_for", "scoring_of"]
 

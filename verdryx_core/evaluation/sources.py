@@ -17,7 +17,7 @@ from verdryx_core.graders.base import GradeContext
 from verdryx_core.llm.base import ModelAdapter
 from verdryx_core.llm.call_request import conversation_arguments
 
-__all__ = ["ModelOutput", "OutputSource", "Produced", "RecordedOutput", "source_for"]
+__all__ = ["ModelOutput", "OutputSource", "Produced", "RecordedOutput", "source_for", "target_of"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -136,3 +136,10 @@ def source_for(case: EvalCase, live: OutputSource | None) -> OutputSource:
     if live is None:
         raise RuntimeError(f"case {case.id!r} needs a model and none is configured")
     return live
+
+
+def target_of(case: EvalCase, default: str | None) -> str | None:
+    """The target in effect for `case`: its eval set's own, else the run's (whose output
+    `TargetOutput` asks the agent for)."""
+    own = getattr(case, "target", None)
+    return own or default
