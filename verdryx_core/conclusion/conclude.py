@@ -399,7 +399,7 @@ class _Work:
         the face set (a shard's run group)."""
         if root is None:
             return
-        from verdryx_core.reporting.ci import ci_provenance, default_run_group
+        from verdryx_core.reporting.ci.provenance import ci_provenance, default_run_group
 
         found = ci_provenance(cwd=root)
         run = self.run

@@ -267,6 +267,8 @@ class Evaluation:
         TargetLoadError of one line, before anything is collected or called). Without `load`
         (a process whose calls another one makes, having checked it) only the settings."""
         settings = self.settings
+        if settings.challenger is None and settings.target is None:
+            return  # no agent under test: the targets are never imported
         from verdryx_core.targets import Target, TargetCache
 
         if settings.challenger is not None:
