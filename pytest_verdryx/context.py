@@ -24,11 +24,12 @@ from verdryx_core.conclusion.policy import MissingBaseline, Standing, standing
 from verdryx_core.evaluation import Evaluation
 from verdryx_core.hooks import AddonSession
 from verdryx_core.runs import Baseline, BaselineCase, Score
-from verdryx_core.store import Store, StoreTarget, resolve_store_path
-from verdryx_core.targets.handoff import TargetHandoff
+from verdryx_core.store import StoreTarget, resolve_store_path
 
 if TYPE_CHECKING:
     from verdryx_core.evaluation.allocation import Allocation
+    from verdryx_core.store import Store
+    from verdryx_core.targets.handoff import TargetHandoff
 
 __all__ = [
     "SessionContext",
@@ -71,6 +72,10 @@ class StoreHandle:
 
     def open(self) -> Store:
         if self._store is None:
+            # Imported with the first store opened: a session that stores nothing and calls
+            # no cached model never imports a backend.
+            from verdryx_core.store import Store
+
             self._store = Store.open(self.path)
         return self._store
 
@@ -168,9 +173,7 @@ def new_context(
         started_at=started_at,
         tally=state.calls,
         # The target outcomes the controller called for this run, if it called any.
-        target_handoff=(
-            TargetHandoff(given[HANDOFF_KEY], writing=False) if given.get(HANDOFF_KEY) else None
-        ),
+        target_handoff=_handoff(given.get(HANDOFF_KEY)),
     )
     context = SessionContext(
         config=config,
@@ -190,3 +193,12 @@ def new_context(
     if given.get("baseline"):
         context.gate_against(Baseline.from_dict(given["baseline"]))
     return context
+
+
+def _handoff(path: str | None) -> TargetHandoff | None:
+    """The controller's target outcomes, read on a worker (a run without targets has none)."""
+    if not path:
+        return None
+    from verdryx_core.targets.handoff import TargetHandoff
+
+    return TargetHandoff(path, writing=False)

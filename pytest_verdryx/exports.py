@@ -15,12 +15,12 @@ import pytest
 from pytest_verdryx.options import Settings
 from verdryx_core.errors import UsageError
 from verdryx_core.runs import Baseline, EvalRun
-from verdryx_core.store import Store
 
 if TYPE_CHECKING:
     from verdryx_core.gating.compare import GateOutcome
     from verdryx_core.gating.comparison import GateResult
     from verdryx_core.judge.pairwise import PairwiseResult
+    from verdryx_core.store import Store
 
 __all__ = [
     "add_junit_properties",

@@ -33,7 +33,6 @@ from verdryx_core.evalsets.formats import CSV_SIDECAR_SUFFIX
 from verdryx_core.evalsets.load import load_evalset
 from verdryx_core.evaluation import Prefetch, Work, prefetch_all, start_prefetch
 from verdryx_core.runs import Score
-from verdryx_core.targets.handoff import TargetHandoff
 
 __all__ = [
     "WORKERS_CALL_MODELS",
@@ -239,6 +238,7 @@ class PrefetchCalls:
         if not handed:
             return []
         from verdryx_core.evaluation.target_prefetch import prefetch_targets  # under xdist only
+        from verdryx_core.targets.handoff import TargetHandoff
 
         # The scorers of these calls write their answers for the workers to read.
         handoff = TargetHandoff(run_folder(self.config).handoff, writing=True)
@@ -291,6 +291,8 @@ class PrefetchCalls:
             evaluation.finish_calls()
             return
         if called:
+            from verdryx_core.targets.handoff import TargetHandoff
+
             reader = TargetHandoff(run_folder(self.config).handoff, writing=False)
             scorer = scorer_for(self.context, [entry.case for entry in remote], handoff=reader)
         try:

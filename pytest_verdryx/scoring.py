@@ -8,6 +8,7 @@ Kept in `config.stash` so items and the fixture reach it without importing the p
 from __future__ import annotations
 
 from concurrent.futures import Future
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -16,10 +17,11 @@ from pytest_verdryx.options import worded
 from verdryx_core.cases import EvalCase
 from verdryx_core.errors import VerdryxError
 from verdryx_core.evaluation import CaseScorer, Work, stability
-from verdryx_core.evaluation.attempts import pooled_attempts
 from verdryx_core.runs import Score
-from verdryx_core.targets.handoff import TargetHandoff
 from verdryx_core.untrusted.text import printable
+
+if TYPE_CHECKING:
+    from verdryx_core.targets.handoff import TargetHandoff
 
 __all__ = ["SCORING_KEY", "ItemScoring", "case_of", "scorer_for", "scoring_of"]
 
@@ -164,6 +166,8 @@ class ItemScoring:
             return
         earlier = self._earlier_challenger.pop(item.nodeid, None)
         if earlier is not None:
+            from verdryx_core.evaluation.attempts import pooled_attempts  # a rerun's
+
             score = pooled_attempts(earlier, score, rule=work.case.aggregate)
         state.challenger_scores[item.nodeid] = (state.order.get(item.nodeid, 0), score)
         value = "" if score.value is None else f"{score.value:.6g}"
@@ -174,6 +178,8 @@ class ItemScoring:
         what was recorded: the score its outcome is decided by."""
         earlier = self._earlier.pop(item.nodeid, None)
         if earlier is not None:
+            from verdryx_core.evaluation.attempts import pooled_attempts  # a rerun's
+
             case = case_of(item)  # None for a custom case: its attempts' mean
             score = pooled_attempts(earlier, score, rule=case.aggregate if case else None)
         state = self.context.state

@@ -29,9 +29,7 @@ from verdryx_core.evaluation.exec_notes import run_notes
 from verdryx_core.gating.baselines import check_label, find_baseline
 from verdryx_core.hooks import configure as configure_addons
 from verdryx_core.leftover_threads import exit_past_leftover_threads
-from verdryx_core.llm.batch import check_batchable
 from verdryx_core.runs import EvalRun
-from verdryx_core.targets import Target
 
 if TYPE_CHECKING:
     from verdryx_core.judge.pairwise import PairwiseResult
@@ -74,6 +72,8 @@ def check(config: pytest.Config, context: SessionContext) -> None:
         check_shard_settings(settings)
     try:
         if settings.batch:
+            from verdryx_core.llm.batch import check_batchable  # a batch session's only
+
             check_batchable(settings.model, cache=settings.cache)
         # The add-ons check their own settings (--verdryx-events...): verdryx_core.hooks.
         configure_addons(context.addons)
@@ -151,6 +151,8 @@ def build_target(config: pytest.Config, context: SessionContext, hook: Callable[
             "not a callable; return the function (or async function, or bound method) "
             "verdryx calls with each case"
         )
+    from verdryx_core.targets import Target
+
     target = Target.of(built)
     evaluation = context.evaluation
     evaluation.settings = dataclasses.replace(

@@ -10,7 +10,6 @@ from typing import Any
 
 from pytest_verdryx.finish import SessionEnd
 from pytest_verdryx.options import FLAGS
-from verdryx_core.llm.progress import call_words
 from verdryx_core.reporting.breakdown import breakdown_lines, compute_breakdown
 from verdryx_core.reporting.summary import (
     fmt_score,
@@ -79,6 +78,9 @@ def write_summary(tr: Any, end: SessionEnd) -> None:
     if spans:
         tr.write_line(spans)
     if end.call_seconds >= 0.1:
+        # Imported for a session whose calls took a while (its calls imported it already).
+        from verdryx_core.llm.progress import call_words
+
         # Named by what was called: a sandbox run on a recorded output is no model call.
         tr.write_line(
             f"{call_words(end.call_kinds)}: {end.call_seconds:.2f}s "

@@ -1,5 +1,6 @@
-"""A package's public names imported on first use (PEP 562), for `verdryx_core` and
-`verdryx_core.face`: importing either costs nothing until a name is asked for."""
+"""A package's public names imported on first use (PEP 562), for `verdryx_core`,
+`verdryx_core.face` and the core's packages that re-export many names: importing one costs
+nothing until a name is asked for."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Final, Literal, TypeAlias
 
 from verdryx_core.conclusion.policy import MissingBaseline, RunPolicy, Selection, standing
 from verdryx_core.errors import (
@@ -29,13 +29,13 @@ from verdryx_core.errors import (
 )
 from verdryx_core.gating.baselines import check_label, write_baseline_file
 from verdryx_core.runs import Baseline, EvalRun
-from verdryx_core.store import CacheEntry, Store
 from verdryx_core.untrusted.text import printable
 
 if TYPE_CHECKING:
     from verdryx_core.gating.compare import GateOutcome
     from verdryx_core.judge.calibration.judge_check import JudgeCheck
     from verdryx_core.judge.calibration.labels import Label
+    from verdryx_core.store import CacheEntry, Store
 
 __all__ = [
     "EXITS",
@@ -60,7 +60,7 @@ Keep = Literal["save", "stored", "read"]
 
 #: A store, how to open it on first use (opening may fail: that is the run's error), or a
 #: SQLite path or `postgresql://` URL, opened and closed by `conclude`.
-StoreSource = Store | Callable[[], Store] | str | os.PathLike[str] | None
+StoreSource: TypeAlias = "Store | Callable[[], Store] | str | os.PathLike[str] | None"
 
 
 #: What a partial run measured, when the face cannot say more.
@@ -336,6 +336,9 @@ class _History:
 
     def get(self) -> Store | None:
         if self._store is None and self.source is not None:
+            # A run that never reaches its store never imports one.
+            from verdryx_core.store import Store
+
             if isinstance(self.source, Store):
                 self._store = self.source
             elif callable(self.source):
@@ -396,7 +399,7 @@ class _Work:
         the face set (a shard's run group)."""
         if root is None:
             return
-        from verdryx_core.reporting.ci import ci_provenance, default_run_group
+        from verdryx_core.reporting.ci.provenance import ci_provenance, default_run_group
 
         found = ci_provenance(cwd=root)
         run = self.run

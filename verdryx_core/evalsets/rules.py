@@ -20,10 +20,7 @@ from verdryx_core.cases import GRADER_KINDS, OPTION_FIELDS
 from verdryx_core.errors import EvalSetError
 from verdryx_core.evalsets.conversation import check_messages, check_user
 from verdryx_core.evalsets.workspace import resolve_workspace
-from verdryx_core.graders.check_parts import on_problem
-from verdryx_core.graders.execution import is_test_path
 from verdryx_core.graders.plugins import case_problem, field_owners, usable_in_checks
-from verdryx_core.graders.regex import compile_pattern
 from verdryx_core.graders.registry import (
     installed_grader_names,
     is_grader,
@@ -364,6 +361,9 @@ def _check_grading(
     if spec["expected"] is None:
         del spec["expected"]
     if grader == "regex":
+        # A grader's module comes with the first case naming it (verdryx_core.graders).
+        from verdryx_core.graders.regex import compile_pattern
+
         try:
             pattern = compile_pattern(spec["expected"])
         except ValueError as exc:
@@ -410,6 +410,8 @@ def _check_exec(spec: Mapping[str, Any], fail: Any, prefix: str, *, in_check: bo
         tests = spec["tests"]
         if not isinstance(tests, str) or not tests.strip():
             raise fail(f"{prefix}tests", "expected non-empty text: test code, or a .py path")
+        from verdryx_core.graders.execution import is_test_path
+
         if is_test_path(tests):
             if "workspace" not in spec and not in_check:
                 raise fail(
@@ -583,6 +585,8 @@ def _check_on(
     on = check.get("on")
     if on is None:
         return
+    from verdryx_core.graders.check_parts import on_problem
+
     problem = on_problem(on)
     if problem is None and kind == "tool_trace" and on != "tool_calls":
         problem = f"a tool_trace check reads the tool calls ('on': 'tool_calls'), not {on!r}"

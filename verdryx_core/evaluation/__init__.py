@@ -8,6 +8,8 @@ Which cases a run measures (its shard, `sharding.py`) and how many samples each 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from verdryx_core.errors import TargetCallError
 from verdryx_core.evaluation.calls import CallTally, ModelCalls
 from verdryx_core.evaluation.evaluate import Evaluation, EvaluationInterrupted, evaluate
@@ -26,8 +28,12 @@ from verdryx_core.evaluation.sources import (
     Produced,
     RecordedOutput,
     source_for,
+    target_of,
 )
-from verdryx_core.evaluation.target_output import TargetOutput, target_of
+from verdryx_core.lazy_names import first_use
+
+if TYPE_CHECKING:
+    from verdryx_core.evaluation.target_output import TargetOutput
 
 __all__ = [
     "DEFAULT_MIN_SCORE",
@@ -56,3 +62,6 @@ __all__ = [
     "stored_output",
     "target_of",
 ]
+
+# The agent under test's source comes on first use: a run without targets never imports them.
+__getattr__ = first_use(__name__, {"TargetOutput": "verdryx_core.evaluation.target_output"})

@@ -9,14 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from verdryx_core.evaluation.settings import EvalSettings
-from verdryx_core.llm.base import ModelAdapter
-from verdryx_core.llm.cache import CachedAdapter
-from verdryx_core.llm.prices import PriceBook
-from verdryx_core.store import CacheEntry, Store
 from verdryx_core.timeouts import DEFAULT_TIMEOUT_S
+
+if TYPE_CHECKING:
+    # The cache, the price book and the store come with the first model that is not the
+    # stub: a run of stored outputs and stub calls never imports them.
+    from verdryx_core.evaluation.settings import EvalSettings
+    from verdryx_core.llm.base import ModelAdapter
+    from verdryx_core.llm.cache import CachedAdapter
+    from verdryx_core.llm.prices import PriceBook
+    from verdryx_core.store import CacheEntry, Store
 
 __all__ = ["CallTally", "ModelCalls"]
 
@@ -48,6 +52,8 @@ class CallTally:
         }
 
     def merge(self, payload: Mapping[str, Any]) -> None:
+        from verdryx_core.store import CacheEntry
+
         self.hits += int(payload.get("hits", 0))
         self.misses += int(payload.get("misses", 0))
         self.saved_usd += float(payload.get("saved_usd", 0.0))
@@ -100,6 +106,8 @@ class ModelCalls:
         )
         if adapter.model == "stub":  # free and deterministic: nothing to save by caching it
             return adapter
+        from verdryx_core.llm.cache import CachedAdapter
+
         cached = CachedAdapter(adapter, self._open_store(), self.settings.cache)
         self._cached.append(cached)
         return cached
@@ -108,6 +116,8 @@ class ModelCalls:
         if self.settings.prices is None:
             return None
         if self._prices is None:
+            from verdryx_core.llm.prices import PriceBook
+
             self._prices = PriceBook.from_file(self.settings.prices)
         return self._prices
 

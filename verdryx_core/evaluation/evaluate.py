@@ -20,7 +20,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from verdryx_core.cases import EvalCase
 from verdryx_core.errors import (
@@ -36,11 +36,9 @@ from verdryx_core.evalsets.load import EvalSet, check_unique_ids, checked_evalse
 from verdryx_core.evaluation.aggregate import aggregate_k, samples_problem
 from verdryx_core.evaluation.calls import CallTally, ModelCalls
 from verdryx_core.evaluation.prefetch import Work, start_prefetch
-from verdryx_core.evaluation.saving import save_run
 from verdryx_core.evaluation.scoring import CaseScorer
 from verdryx_core.evaluation.settings import EvalSettings
-from verdryx_core.evaluation.sources import ModelOutput, OutputSource
-from verdryx_core.evaluation.target_output import TargetOutput, target_of
+from verdryx_core.evaluation.sources import ModelOutput, OutputSource, target_of
 from verdryx_core.evaluation.workspaces import Workspaces
 from verdryx_core.graders import GradeContext, Grader, build_graders
 from verdryx_core.graders.plugins import GraderUnavailable, plugin
@@ -49,15 +47,19 @@ from verdryx_core.graders.registry import (
     checked_grader,
     load_custom_grader,
 )
-from verdryx_core.llm.cache import REFRESH
-from verdryx_core.llm.prices import PriceBook
-from verdryx_core.llm.progress import TextStream
 from verdryx_core.runs import EvalRun, Score, joined_targets
-from verdryx_core.store import CacheEntry, Store
-from verdryx_core.targets.handoff import TargetHandoff
-from verdryx_core.targets.users import STUB_USER_MODEL, SimulatedUsers
 from verdryx_core.untrusted.text import printable
 from verdryx_core.version import __version__
+
+if TYPE_CHECKING:
+    # What only some runs use comes with the first that does: the targets (a case a target
+    # answers), the store (a run saved, a model's answers cached) and the model calls'
+    # cache and prices (a model other than the stub).
+    from verdryx_core.evaluation.target_output import TargetOutput
+    from verdryx_core.llm.progress import TextStream
+    from verdryx_core.store import CacheEntry, Store
+    from verdryx_core.targets.handoff import TargetHandoff
+    from verdryx_core.targets.users import SimulatedUsers
 
 __all__ = ["Evaluation", "EvaluationInterrupted", "evaluate"]
 
@@ -111,6 +113,8 @@ class Evaluation:
     def open_store(self) -> Store | None:
         """The store the response cache goes to; None when caching is off and no store was
         given (nothing is read from it or written to it then)."""
+        from verdryx_core.store import Store
+
         if isinstance(self._store, Store):
             return self._store
         if self._store is None:
@@ -160,6 +164,8 @@ class Evaluation:
         answers (`challenged`) with the challenger instead, graded by the same graders."""
         settings = self.settings
         if fresh and settings.cache == "on":
+            from verdryx_core.llm.cache import REFRESH
+
             settings = dataclasses.replace(settings, cache=REFRESH)
         if challenger:
             cases = [case for case in cases if self.challenged(case)]
@@ -176,6 +182,8 @@ class Evaluation:
         if needs_model:
             live = ModelOutput(calls.adapter(settings.model, cache_checked_first=True))
         if targeted:
+            from verdryx_core.targets.users import STUB_USER_MODEL, SimulatedUsers
+
             users = None
             if settings.user_model != STUB_USER_MODEL and any(c.user for c in cases):
                 users = SimulatedUsers(settings.user_model, calls.adapter(settings.user_model))
@@ -259,6 +267,8 @@ class Evaluation:
         TargetLoadError of one line, before anything is collected or called). Without `load`
         (a process whose calls another one makes, having checked it) only the settings."""
         settings = self.settings
+        if settings.challenger is None and settings.target is None:
+            return  # no agent under test: the targets are never imported
         from verdryx_core.targets import Target, TargetCache
 
         if settings.challenger is not None:
@@ -337,6 +347,9 @@ class Evaluation:
         handoff: TargetHandoff | None = None,
         challenger: bool = False,
     ) -> TargetOutput:
+        from verdryx_core.evaluation.target_output import TargetOutput
+        from verdryx_core.llm.prices import PriceBook
+
         version = settings.challenger_version if challenger else settings.target_version
         source = TargetOutput(
             default=settings.target,
@@ -422,6 +435,8 @@ class Evaluation:
         default). Raises RunNotStoredError; the answers go first, so a run that is stored never
         misses them. Raises AfterSaveError when the run is stored but a plugged-in grader's
         `after_save` failed (verdryx_core.evaluation.saving)."""
+        from verdryx_core.evaluation.saving import save_run
+
         entries = self.tally.take_entries() if cache_entries is None else cache_entries
         try:
             save_run(store, run, cache_entries=entries)
@@ -460,6 +475,8 @@ def evaluate(
     grader whose `after_save` fails leaves the run stored without what it keeps, and raises
     `AfterSaveError` (its `run` is the run).
     """
+    from verdryx_core.store import Store
+
     settings = _with_target(EvalSettings() if settings is None else settings, target)
     try:
         sets: list[EvalSet] = []

@@ -16,16 +16,18 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from verdryx_core.cases import EvalCase
-from verdryx_core.evaluation.batching import send_batches
 from verdryx_core.evaluation.scoring import CaseScorer
-from verdryx_core.evaluation.sdk_import import import_sdks_if_calling
-from verdryx_core.evaluation.target_output import TargetOutput
 from verdryx_core.graders.base import GradeContext
-from verdryx_core.llm.pool import CallPool
-from verdryx_core.llm.progress import Progress, TextStream, call_words
 from verdryx_core.runs import Score
+
+if TYPE_CHECKING:
+    # The pool and what goes out before it starts come with the first remote case: a run
+    # of recorded outputs is scored inline and never imports them.
+    from verdryx_core.llm.pool import CallPool
+    from verdryx_core.llm.progress import TextStream
 
 __all__ = ["Prefetch", "Work", "prefetch_all", "start_prefetch"]
 
@@ -138,13 +140,20 @@ def start_prefetch(
     )
     if not remote and not rivals:
         return Prefetch()
+    from verdryx_core.llm.pool import CallPool
+    from verdryx_core.llm.progress import Progress, call_words
+
     if batch:
+        from verdryx_core.evaluation.batching import send_batches
+
         send_batches(
             scorer,
             [(entry.context.eval_set_id, entry.case) for entry in remote],
             stream=stream if stream is not None else io.StringIO(),
         )
     else:
+        from verdryx_core.evaluation.sdk_import import import_sdks_if_calling
+
         # A model SDK is imported here when a call will go out, before any call is timed.
         import_sdks_if_calling(scorer, [entry.case for entry in remote])
     # The agent under test is not "the model", nor is a sandbox run on a recorded output:
@@ -185,6 +194,8 @@ def start_prefetch(
 
 def challenged(challenger: CaseScorer, case: EvalCase) -> bool:
     """Whether the challenger's scorer answers `case` (a case a target answers)."""
+    from verdryx_core.evaluation.target_output import TargetOutput
+
     live = challenger.live
     return isinstance(live, TargetOutput) and live.uses_target(case)
 

@@ -9,15 +9,16 @@ the model).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from verdryx_core.cases import CaseOutput, EvalCase
 from verdryx_core.errors import UsageError
 from verdryx_core.graders.base import GradeContext
-from verdryx_core.llm.base import ModelAdapter
-from verdryx_core.llm.call_request import conversation_arguments
 
-__all__ = ["ModelOutput", "OutputSource", "Produced", "RecordedOutput", "source_for"]
+if TYPE_CHECKING:
+    from verdryx_core.llm.base import ModelAdapter
+
+__all__ = ["ModelOutput", "OutputSource", "Produced", "RecordedOutput", "source_for", "target_of"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -78,6 +79,9 @@ class ModelOutput:
                 'test, and no target is in effect (docs/scenarios.md, "Simulated users")',
                 hint="name the agent under test with {target}",
             )
+        # Imported with the first case the model answers: recorded outputs never ask it.
+        from verdryx_core.llm.call_request import conversation_arguments
+
         # The case's system prompt and conversation go as written (docs/evalset-reference.md).
         conversation = conversation_arguments(case.system, case.messages)
         if case.calls_tools:
@@ -136,3 +140,10 @@ def source_for(case: EvalCase, live: OutputSource | None) -> OutputSource:
     if live is None:
         raise RuntimeError(f"case {case.id!r} needs a model and none is configured")
     return live
+
+
+def target_of(case: EvalCase, default: str | None) -> str | None:
+    """The target in effect for `case`: its eval set's own, else the run's (whose output
+    `TargetOutput` asks the agent for)."""
+    own = getattr(case, "target", None)
+    return own or default

@@ -17,7 +17,7 @@ from typing import Any, Final
 
 from verdryx_core.cases import CaseOutput, EvalCase
 from verdryx_core.errors import TargetCallError, VerdryxError
-from verdryx_core.evaluation.sources import OutputSource, Produced
+from verdryx_core.evaluation.sources import OutputSource, Produced, target_of
 from verdryx_core.graders.base import GradeContext
 from verdryx_core.llm.prices import PriceBook
 from verdryx_core.store import Store
@@ -27,7 +27,7 @@ from verdryx_core.targets.dialogue import dialogue_target
 from verdryx_core.targets.handoff import TargetHandoff, handoff_key
 from verdryx_core.targets.users import SimulatedUsers
 
-__all__ = ["TargetOutput", "target_of"]
+__all__ = ["TargetOutput"]
 
 
 #: What to do, by kind of failure, in the face's own flags.
@@ -37,12 +37,6 @@ _HINTS: Final[Mapping[str, str]] = {
     "workspace_replay": "run it with {cache} on or off",
     "bad_spans": "pass {otel} off to grade only what it returns",
 }
-
-
-def target_of(case: EvalCase, default: str | None) -> str | None:
-    """The target in effect for `case`: its eval set's own, else the run's."""
-    own = getattr(case, "target", None)
-    return own or default
 
 
 class TargetOutput:

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any, Final
 from verdryx_core.atomic import write_text_atomic
 from verdryx_core.errors import PYTHON_FLAGS, BaselineFileError, UsageError, VerdryxError
 from verdryx_core.runs import Baseline, BaselineCase, Score
-from verdryx_core.store import Store
 from verdryx_core.untrusted.files import read_regular_text
 from verdryx_core.untrusted.json_input import NonFiniteNumber, item_label, json_kind, parse_json
 from verdryx_core.untrusted.text import (
@@ -30,6 +29,8 @@ from verdryx_core.untrusted.text import (
 
 if TYPE_CHECKING:
     import jsonschema
+
+    from verdryx_core.store import Store
 
 __all__ = [
     "BASELINE_DIR",

@@ -23,9 +23,6 @@ from typing import Any, ClassVar, Final, final
 from verdryx_core.cases import CHECKS_GRADER, GRADER_KINDS, EvalCase, declare_model_free
 from verdryx_core.errors import GraderError, VerdryxError
 from verdryx_core.graders.base import Grade, GradeContext, Grader
-from verdryx_core.graders.bounded import CallTimedOut, call_within
-from verdryx_core.graders.final_state import FinalStateGrader
-from verdryx_core.graders.tool_trace import ToolTraceGrader
 from verdryx_core.limits import cost_problem, token_problem
 
 __all__ = [
@@ -46,14 +43,6 @@ __all__ = [
 
 ENTRY_POINT_GROUP: Final = "verdryx.graders"
 
-#: Each built-in grader's own pass bar, where it has one (the grader's `default_min_score`);
-#: other graders use the run's `--verdryx-min-score`.
-_BUILTIN_MIN_SCORES: Final[Mapping[str, float]] = {
-    "tool_trace": ToolTraceGrader.default_min_score,
-    # A solution passes when every test passes (verdryx_core.graders.execution).
-    "exec": 1.0,
-    "final_state": FinalStateGrader.default_min_score,
-}
 
 _NAME: Final = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")
 
@@ -151,7 +140,7 @@ def default_min_score(grader: str) -> float | None:
     A custom grader's is the `default_min_score` it was registered with, or its
     `default_min_score` attribute (entry points)."""
     if grader in GRADER_KINDS or grader == CHECKS_GRADER:
-        return _BUILTIN_MIN_SCORES.get(grader)
+        return _builtin_min_score(grader)
     with _lock:
         entry = _registered.get(grader)
     if entry is not None and entry.default_min_score is not None:
@@ -165,6 +154,21 @@ def default_min_score(grader: str) -> float | None:
     if bar is None and not hasattr(source, "for_run"):
         bar = getattr(load_custom_grader(grader), "default_min_score", None)
     return float(bar) if bar is not None and _unit(bar) else None
+
+
+def _builtin_min_score(grader: str) -> float | None:
+    """A built-in grader's own pass bar (its `default_min_score`), where it has one. A
+    grader's module is imported when asked about that grader, whose cases import it anyway."""
+    if grader == "tool_trace":
+        from verdryx_core.graders.tool_trace import ToolTraceGrader
+
+        return ToolTraceGrader.default_min_score
+    if grader == "final_state":
+        from verdryx_core.graders.final_state import FinalStateGrader
+
+        return FinalStateGrader.default_min_score
+    # A solution passes when every test passes (verdryx_core.graders.execution).
+    return 1.0 if grader == "exec" else None
 
 
 def load_custom_grader(name: str) -> Grader:
@@ -341,6 +345,9 @@ class _Checked:
         return f"custom grader {self.name!r} ({self.grader!r})"
 
     def grade(self, case: EvalCase, output: Any, context: GradeContext) -> Grade:
+        # Imported with the first custom grade: a run of built-in graders never bounds a call.
+        from verdryx_core.graders.bounded import CallTimedOut, call_within
+
         call = contextvars.copy_context().run
         try:
             answer = call_within(

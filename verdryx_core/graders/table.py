@@ -10,19 +10,8 @@ from typing import TYPE_CHECKING
 from verdryx_core.cases import CHECKS_GRADER, GRADER_KINDS
 from verdryx_core.errors import CLI_FLAGS, VerdryxError
 from verdryx_core.graders.base import Grader
-from verdryx_core.graders.checks import ChecksGrader
-from verdryx_core.graders.contains import ContainsGrader, IContainsGrader
-from verdryx_core.graders.exact import ExactGrader
-from verdryx_core.graders.f1 import F1Grader
-from verdryx_core.graders.final_state import FinalStateGrader
-from verdryx_core.graders.json_output import JsonGrader
-from verdryx_core.graders.missing import missing_grader_reason
-from verdryx_core.graders.numeric import NumericGrader
-from verdryx_core.graders.outcome_tag import OutcomeTagGrader
 from verdryx_core.graders.plugins import GraderUnavailable
-from verdryx_core.graders.regex import RegexGrader
 from verdryx_core.graders.registry import is_grader, load_custom_grader
-from verdryx_core.graders.tool_trace import ToolTraceGrader
 
 if TYPE_CHECKING:
     from verdryx_core.llm.base import ModelAdapter
@@ -53,11 +42,16 @@ class GraderTable(dict[str, Grader]):
         plug_in: PlugIn = load_custom_grader,
     ) -> None:
         super().__init__()
-        self._builtins = {**builtins, CHECKS_GRADER: lambda: ChecksGrader(self, flags)}
+        self._builtins = {**builtins, CHECKS_GRADER: self._checks}
         self._plug_in = plug_in
         self._flags = flags
         #: Plugged-in graders this run cannot use, and why (in the face's words).
         self._unavailable: dict[str, str] = {}
+
+    def _checks(self) -> Grader:
+        from verdryx_core.graders.checks import ChecksGrader
+
+        return ChecksGrader(self, self._flags)
 
     def __missing__(self, name: str) -> Grader:
         make = self._builtins.get(name)
@@ -100,6 +94,8 @@ class GraderTable(dict[str, Grader]):
 
     def missing_reason(self, name: str) -> str:
         """Why a case naming `name` is skipped, naming the face's flag that enables it."""
+        from verdryx_core.graders.missing import missing_grader_reason
+
         return self._unavailable.get(name) or missing_grader_reason(name, self._flags)
 
 
@@ -115,18 +111,19 @@ def build_graders(
     """The graders for one run. Graders that cost money (the LLM judge; plugged-in ones such
     as the typed verdict service) are present only when configured: nothing is paid by
     default. `plug_in` builds the graders that plug in (default: as registered)."""
+    # Each kind's module is imported when a case first uses the kind (`GraderTable`).
     graders: dict[str, Callable[[], Grader]] = {
-        "exact": ExactGrader,
-        "regex": RegexGrader,
-        "outcome_tag": lambda: OutcomeTagGrader(outcome_map),
-        "tool_trace": ToolTraceGrader,
-        "contains": ContainsGrader,
-        "icontains": IContainsGrader,
-        "json": JsonGrader,
-        "numeric": NumericGrader,
-        "f1": F1Grader,
+        "exact": _exact,
+        "regex": _regex,
+        "outcome_tag": lambda: _outcome_tag(outcome_map),
+        "tool_trace": _tool_trace,
+        "contains": _contains,
+        "icontains": _icontains,
+        "json": _json,
+        "numeric": _numeric,
+        "f1": _f1,
         "exec": lambda: _exec_grader(unsafe_exec, flags, exec_disk_mib),
-        "final_state": FinalStateGrader,
+        "final_state": _final_state,
     }
     if judge is not None:
 
@@ -139,8 +136,68 @@ def build_graders(
     return GraderTable(graders, flags, plug_in=plug_in)
 
 
+def _exact() -> Grader:
+    from verdryx_core.graders.exact import ExactGrader
+
+    return ExactGrader()
+
+
+def _regex() -> Grader:
+    from verdryx_core.graders.regex import RegexGrader
+
+    return RegexGrader()
+
+
+def _outcome_tag(outcome_map: Mapping[str, float] | None) -> Grader:
+    from verdryx_core.graders.outcome_tag import OutcomeTagGrader
+
+    return OutcomeTagGrader(outcome_map)
+
+
+def _tool_trace() -> Grader:
+    from verdryx_core.graders.tool_trace import ToolTraceGrader
+
+    return ToolTraceGrader()
+
+
+def _contains() -> Grader:
+    from verdryx_core.graders.contains import ContainsGrader
+
+    return ContainsGrader()
+
+
+def _icontains() -> Grader:
+    from verdryx_core.graders.contains import IContainsGrader
+
+    return IContainsGrader()
+
+
+def _json() -> Grader:
+    from verdryx_core.graders.json_output import JsonGrader
+
+    return JsonGrader()
+
+
+def _numeric() -> Grader:
+    from verdryx_core.graders.numeric import NumericGrader
+
+    return NumericGrader()
+
+
+def _f1() -> Grader:
+    from verdryx_core.graders.f1 import F1Grader
+
+    return F1Grader()
+
+
+def _final_state() -> Grader:
+    from verdryx_core.graders.final_state import FinalStateGrader
+
+    return FinalStateGrader()
+
+
 def _exec_grader(unsafe: bool, flags: Mapping[str, str], disk_mib: int) -> Grader:
-    # Imported on first use: a run without exec cases never looks for a sandbox.
+    # A run without exec cases never looks for a sandbox either.
     from verdryx_core.graders.execution import ExecGrader
 
     return ExecGrader(unsafe=unsafe, flags=flags, disk_mib=disk_mib)

@@ -6,19 +6,40 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Final
 
-from verdryx_core.llm.anthropic_adapter import AnthropicAdapter, check_sdk, import_sdk
-from verdryx_core.llm.base import CALL_KINDS, Completion, Judgement, ModelAdapter
-from verdryx_core.llm.cache import CACHE_MODES, CachedAdapter, CacheStats
-from verdryx_core.llm.openai_adapter import MODEL_PREFIX as OPENAI_PREFIX
-from verdryx_core.llm.openai_adapter import OpenAIAdapter
-from verdryx_core.llm.openai_adapter import check_sdk as check_openai_sdk
-from verdryx_core.llm.openai_adapter import import_sdk as import_openai_sdk
-from verdryx_core.llm.pool import CallPool
-from verdryx_core.llm.prices import ModelPrice, PriceBook
-from verdryx_core.llm.progress import Progress
-from verdryx_core.llm.stub import StubAdapter, StubCall
+from verdryx_core.lazy_names import first_use
 from verdryx_core.timeouts import DEFAULT_TIMEOUT_S
+
+if TYPE_CHECKING:
+    from verdryx_core.llm.anthropic_adapter import AnthropicAdapter
+    from verdryx_core.llm.base import CALL_KINDS, Completion, Judgement, ModelAdapter
+    from verdryx_core.llm.cache import CACHE_MODES, CachedAdapter, CacheStats
+    from verdryx_core.llm.openai_adapter import OpenAIAdapter
+    from verdryx_core.llm.pool import CallPool
+    from verdryx_core.llm.prices import ModelPrice, PriceBook
+    from verdryx_core.llm.progress import Progress
+    from verdryx_core.llm.stub import StubAdapter, StubCall
+
+#: Public name -> the module that defines it. A session of the stub model imports neither
+#: provider's adapter.
+_HOMES: Final = {
+    "CACHE_MODES": "verdryx_core.llm.cache",
+    "CALL_KINDS": "verdryx_core.llm.base",
+    "AnthropicAdapter": "verdryx_core.llm.anthropic_adapter",
+    "CacheStats": "verdryx_core.llm.cache",
+    "CachedAdapter": "verdryx_core.llm.cache",
+    "CallPool": "verdryx_core.llm.pool",
+    "Completion": "verdryx_core.llm.base",
+    "Judgement": "verdryx_core.llm.base",
+    "ModelAdapter": "verdryx_core.llm.base",
+    "ModelPrice": "verdryx_core.llm.prices",
+    "OpenAIAdapter": "verdryx_core.llm.openai_adapter",
+    "PriceBook": "verdryx_core.llm.prices",
+    "Progress": "verdryx_core.llm.progress",
+    "StubAdapter": "verdryx_core.llm.stub",
+    "StubCall": "verdryx_core.llm.stub",
+}
 
 __all__ = [
     "CACHE_MODES",
@@ -38,6 +59,12 @@ __all__ = [
     "StubCall",
     "make_adapter",
 ]
+
+__getattr__ = first_use(__name__, _HOMES)
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
 
 
 def make_adapter(
@@ -65,9 +92,17 @@ def make_adapter(
     it the first call imports it, which a run answered from the response cache never makes.
     """
     if model == "stub":
+        from verdryx_core.llm.stub import StubAdapter
+
         return StubAdapter()
     env = os.environ if env is None else env
+    from verdryx_core.llm.openai_adapter import MODEL_PREFIX as OPENAI_PREFIX
+
     if model.startswith(OPENAI_PREFIX):
+        from verdryx_core.llm.openai_adapter import OpenAIAdapter
+        from verdryx_core.llm.openai_adapter import check_sdk as check_openai_sdk
+        from verdryx_core.llm.openai_adapter import import_sdk as import_openai_sdk
+
         (import_openai_sdk if sdk_now else check_openai_sdk)()
         return OpenAIAdapter(
             model,
@@ -79,6 +114,8 @@ def make_adapter(
             timeout=timeout,
             connections=connections,
         )
+    from verdryx_core.llm.anthropic_adapter import AnthropicAdapter, check_sdk, import_sdk
+
     (import_sdk if sdk_now else check_sdk)()
     return AnthropicAdapter(
         model,

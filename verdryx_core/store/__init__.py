@@ -9,18 +9,50 @@ own in the store (`Store.db`). See docs/store.md.
 
 from __future__ import annotations
 
-from verdryx_core.store import postgres as _postgres  # noqa: F401  (registers the backend)
-from verdryx_core.store import sqlite as _sqlite  # noqa: F401  (registers the backend)
-from verdryx_core.store.base import SCHEMA_VERSION, CacheEntry, RunSummary, Store, describe
-from verdryx_core.store.rows import StoreRowError
-from verdryx_core.store.target import (
-    StoreTarget,
-    StoreUrl,
-    is_store_url,
-    parse_store_target,
-    redact,
-    resolve_store_path,
-)
+from typing import TYPE_CHECKING, Any, Final
+
+from verdryx_core.lazy_names import first_use
+
+if TYPE_CHECKING:
+    from verdryx_core.store.base import SCHEMA_VERSION, CacheEntry, RunSummary, Store, describe
+    from verdryx_core.store.rows import StoreRowError
+    from verdryx_core.store.target import (
+        StoreTarget,
+        StoreUrl,
+        is_store_url,
+        parse_store_target,
+        redact,
+        resolve_store_path,
+    )
+
+#: Public name -> the module that defines it: naming where a store is (`store/target.py`)
+#: imports no backend.
+_HOMES: Final = {
+    "SCHEMA_VERSION": "verdryx_core.store.base",
+    "CacheEntry": "verdryx_core.store.base",
+    "RunSummary": "verdryx_core.store.base",
+    "Store": "verdryx_core.store.base",
+    "StoreRowError": "verdryx_core.store.rows",
+    "StoreTarget": "verdryx_core.store.target",
+    "StoreUrl": "verdryx_core.store.target",
+    "describe": "verdryx_core.store.base",
+    "is_store_url": "verdryx_core.store.target",
+    "parse_store_target": "verdryx_core.store.target",
+    "redact": "verdryx_core.store.target",
+    "resolve_store_path": "verdryx_core.store.target",
+}
+
+_first_use = first_use(__name__, _HOMES)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Store":
+        # The backends register themselves as they are imported (`Store.open` picks one):
+        # whoever is handed `Store` can open either.
+        from verdryx_core.store import postgres, sqlite  # noqa: F401
+
+    return _first_use(name)
+
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -36,3 +68,7 @@ __all__ = [
     "redact",
     "resolve_store_path",
 ]
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -169,8 +169,8 @@ class Store(abc.ABC):
                 raise TypeError(f"{cls.__name__} is not a backend: subclass SqliteStore")
             return cls._open(target, read_only=read_only)
         kind = "postgresql" if is_store_url(target) else "sqlite"
-        # Backends register themselves (`backend = "..."`); the package imports both, so the
-        # interface never imports an implementation (no import cycle).
+        # Backends register themselves (`backend = "..."`); the package imports both with
+        # its `Store`, so the interface never imports an implementation (no import cycle).
         return _BACKENDS[kind]._open(target, read_only=read_only)
 
     @classmethod

@@ -2,13 +2,35 @@
 
 from __future__ import annotations
 
-from verdryx_core.errors import TargetLoadError, TargetResultError
-from verdryx_core.targets.cache import TargetCache
-from verdryx_core.targets.case import TargetCase
-from verdryx_core.targets.loader import load_target, parse_spec
-from verdryx_core.targets.result import TargetResult, TargetUsage, normalise_result
-from verdryx_core.targets.runner import ERROR_KINDS, TargetAnswer, TargetRunner
-from verdryx_core.targets.target import Target
+from typing import TYPE_CHECKING, Final
+
+from verdryx_core.lazy_names import first_use
+
+if TYPE_CHECKING:
+    from verdryx_core.errors import TargetLoadError, TargetResultError
+    from verdryx_core.targets.cache import TargetCache
+    from verdryx_core.targets.case import TargetCase
+    from verdryx_core.targets.loader import load_target, parse_spec
+    from verdryx_core.targets.result import TargetResult, TargetUsage, normalise_result
+    from verdryx_core.targets.runner import ERROR_KINDS, TargetAnswer, TargetRunner
+    from verdryx_core.targets.target import Target
+
+#: Public name -> the module that defines it: a run without a target imports none of them.
+_HOMES: Final = {
+    "ERROR_KINDS": "verdryx_core.targets.runner",
+    "Target": "verdryx_core.targets.target",
+    "TargetAnswer": "verdryx_core.targets.runner",
+    "TargetCache": "verdryx_core.targets.cache",
+    "TargetCase": "verdryx_core.targets.case",
+    "TargetLoadError": "verdryx_core.errors",
+    "TargetResult": "verdryx_core.targets.result",
+    "TargetResultError": "verdryx_core.errors",
+    "TargetRunner": "verdryx_core.targets.runner",
+    "TargetUsage": "verdryx_core.targets.result",
+    "load_target": "verdryx_core.targets.loader",
+    "normalise_result": "verdryx_core.targets.result",
+    "parse_spec": "verdryx_core.targets.loader",
+}
 
 __all__ = [
     "ERROR_KINDS",
@@ -25,3 +47,9 @@ __all__ = [
     "normalise_result",
     "parse_spec",
 ]
+
+__getattr__ = first_use(__name__, _HOMES)
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
