@@ -2,10 +2,11 @@
 implement, and the session's plugin object, registered at configure.
 
 pytest imports this module in every session of an environment where verdryx is installed,
-a plain unit-test suite included, so it imports only pytest, the option table and the
-session object's light module (`session.py`): the core is imported when verdryx turns on
-(docs/options.md, "When verdryx turns on"). The run id and start exist from configure on
-(workers must be told them before anything is collected).
+a plain unit-test suite included, so it imports only pytest, the option table (with the
+add-ons' options, through `verdryx_core.hooks`), the conftest hooks (`hookspecs.py`) and
+xdist's light hooks (`xdist.py`, `run_folder.py`): the rest of the core is imported when
+verdryx turns on (docs/options.md, "When verdryx turns on"). The run id and start exist from
+configure on (workers must be told them before anything is collected).
 """
 
 from __future__ import annotations

@@ -22,7 +22,9 @@ PAGE: Final = ROOT / "docs" / "architecture.md"
 PACKAGES: Final = ("verdryx_core", "pytest_verdryx")
 BEGIN: Final = "<!-- modules:begin -->"
 END: Final = "<!-- modules:end -->"
-_SENTENCE: Final = re.compile(r"^(.*?[.!?])(\s|$)", re.DOTALL)
+#: A sentence ends at `.`, `!` or `?` before a space, never inside `code` (`verdryx eval
+#: SET... --model M`) nor at an ellipsis's dots (`0, 1, 2, ... in order`).
+_SENTENCE: Final = re.compile(r"^((?:`[^`]*`|[^`])*?(?<!\.)[.!?])(?!\.)(\s|$)", re.DOTALL)
 
 
 def first_sentence(path: Path) -> str:

@@ -1,4 +1,5 @@
-"""Loading and validating eval set files: `*.evalset.json`, `*.evalset.jsonl`, `*.evalset.csv`.
+"""Finding (in the folders given), loading and validating eval set files: `*.evalset.json`,
+`*.evalset.jsonl`, `*.evalset.csv`.
 
 All three formats become the same document (`{"id", "defaults"?, "target"?, "cases"}`) and
 are validated the same way, in two passes: the published JSON Schema (shape and types), then
