@@ -41,12 +41,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--evalset",
-        metavar="FILE",
+        metavar="PATH",
         nargs="+",
         default=[],
         type=Path,
         dest="evalsets",
-        help="eval set files whose cases carry a human_label of their recorded output",
+        help=(
+            "eval set files (or folders of them) whose cases carry a human_label of their "
+            "recorded output"
+        ),
     )
     parser.add_argument(
         "--save",

@@ -38,7 +38,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         type=Path,
         dest="evalsets",
-        help="the run's eval set files, to show each case's prompt or conversation",
+        help=(
+            "the run's eval set files (or folders of them), to show each case's prompt or "
+            "conversation"
+        ),
     )
     parser.add_argument("--labeler", help="who labels (default: the login name)")
     add_db_argument(parser)
