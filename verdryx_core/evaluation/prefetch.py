@@ -1,5 +1,6 @@
-"""Prefetching: every case that talks to the network (a model, a judge, a target, the typed
-service) is started in the bounded pool before the first result is needed; the rest are
+"""Prefetching: every case that waits on something outside the process (a model, a judge, a
+target, the typed service, an exec case's sandbox runs) is started in the bounded pool before
+the first result is needed; the rest are
 scored inline, where a pool would only add overhead. Results are kept by work key, whatever
 order calls finish in.
 
