@@ -21,13 +21,14 @@ from verdryx_core.evaluation.scoring import (
 )
 from verdryx_core.evaluation.settings import DEFAULT_MIN_SCORE, EvalSettings, judge_in_effect
 from verdryx_core.evaluation.sources import (
-    ModelOutput,
+    ModelSource,
     OutputSource,
     Produced,
-    RecordedOutput,
+    RecordedSource,
     source_for,
 )
-from verdryx_core.evaluation.target_output import TargetOutput, target_of
+from verdryx_core.evaluation.target_output import TargetSource, target_of
+from verdryx_core.lazy_names import renamed
 
 __all__ = [
     "DEFAULT_MIN_SCORE",
@@ -37,13 +38,13 @@ __all__ = [
     "Evaluation",
     "EvaluationInterrupted",
     "ModelCalls",
-    "ModelOutput",
+    "ModelSource",
     "OutputSource",
     "Prefetch",
     "Produced",
-    "RecordedOutput",
+    "RecordedSource",
     "TargetCallError",
-    "TargetOutput",
+    "TargetSource",
     "Work",
     "decided",
     "evaluate",
@@ -56,3 +57,7 @@ __all__ = [
     "stored_output",
     "target_of",
 ]
+
+
+#: Old names, kept resolvable with a DeprecationWarning (docs/python-api.md, "Renamed").
+__getattr__ = renamed(__name__, {"TargetOutput": "TargetSource"})

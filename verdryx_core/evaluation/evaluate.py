@@ -39,8 +39,8 @@ from verdryx_core.evaluation.prefetch import Work, start_prefetch
 from verdryx_core.evaluation.saving import save_run
 from verdryx_core.evaluation.scoring import CaseScorer
 from verdryx_core.evaluation.settings import EvalSettings
-from verdryx_core.evaluation.sources import ModelOutput, OutputSource
-from verdryx_core.evaluation.target_output import TargetOutput, target_of
+from verdryx_core.evaluation.sources import ModelSource, OutputSource
+from verdryx_core.evaluation.target_output import TargetSource, target_of
 from verdryx_core.evaluation.workspaces import Workspaces
 from verdryx_core.graders import GradeContext, Grader, build_graders
 from verdryx_core.graders.plugins import GraderUnavailable, plugin
@@ -92,7 +92,7 @@ class Evaluation:
         self.tally = CallTally() if tally is None else tally
         self._store = store
         self._calls: list[ModelCalls] = []
-        self._targets: list[TargetOutput] = []
+        self._targets: list[TargetSource] = []
         #: Plugged-in graders built for this run (or why they cannot be), by name.
         self._plugged: dict[str, Grader | GraderUnavailable] = {}
         self._plug_lock = threading.Lock()
@@ -174,7 +174,7 @@ class Evaluation:
         self._calls.append(calls)
         live: OutputSource | None = None
         if needs_model:
-            live = ModelOutput(calls.adapter(settings.model, cache_checked_first=True))
+            live = ModelSource(calls.adapter(settings.model, cache_checked_first=True))
         if targeted:
             users = None
             if settings.user_model != STUB_USER_MODEL and any(c.user for c in cases):
@@ -336,9 +336,9 @@ class Evaluation:
         users: SimulatedUsers | None = None,
         handoff: TargetHandoff | None = None,
         challenger: bool = False,
-    ) -> TargetOutput:
+    ) -> TargetSource:
         version = settings.challenger_version if challenger else settings.target_version
-        source = TargetOutput(
+        source = TargetSource(
             default=settings.target,
             built=settings.built_target,
             replaced_by=settings.challenger if challenger else None,

@@ -21,7 +21,7 @@ from verdryx_core.cases import EvalCase
 from verdryx_core.evaluation.batching import send_batches
 from verdryx_core.evaluation.scoring import CaseScorer
 from verdryx_core.evaluation.sdk_import import import_sdks_if_calling
-from verdryx_core.evaluation.target_output import TargetOutput
+from verdryx_core.evaluation.target_output import TargetSource
 from verdryx_core.graders.base import GradeContext
 from verdryx_core.llm.pool import CallPool
 from verdryx_core.llm.progress import Progress, TextStream, call_words
@@ -186,7 +186,7 @@ def start_prefetch(
 def challenged(challenger: CaseScorer, case: EvalCase) -> bool:
     """Whether the challenger's scorer answers `case` (a case a target answers)."""
     live = challenger.live
-    return isinstance(live, TargetOutput) and live.uses_target(case)
+    return isinstance(live, TargetSource) and live.uses_target(case)
 
 
 def prefetch_all(

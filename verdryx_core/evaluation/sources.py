@@ -1,8 +1,8 @@
 """Where a case's output comes from: one seam, several sources.
 
 A case with a recorded output is graded on that output (one fixed measurement); any other
-case asks a live source: the model under evaluation (`ModelOutput`), or the agent under test
-(`verdryx_core.evaluation.target_output.TargetOutput`, which hands cases without a target to
+case asks a live source: the model under evaluation (`ModelSource`), or the agent under test
+(`verdryx_core.evaluation.target_output.TargetSource`, which hands cases without a target to
 the model).
 """
 
@@ -17,7 +17,7 @@ from verdryx_core.graders.base import GradeContext
 from verdryx_core.llm.base import ModelAdapter
 from verdryx_core.llm.call_request import conversation_arguments
 
-__all__ = ["ModelOutput", "OutputSource", "Produced", "RecordedOutput", "source_for"]
+__all__ = ["ModelSource", "OutputSource", "Produced", "RecordedSource", "source_for"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -42,7 +42,7 @@ class OutputSource(Protocol):
     ) -> Produced: ...
 
 
-class RecordedOutput:
+class RecordedSource:
     """The output written in the eval set (an outcome_tag case's prompt is its outcome; a
     contract case reads its workspace itself)."""
 
@@ -59,7 +59,7 @@ class RecordedOutput:
         return Produced(output=None)
 
 
-class ModelOutput:
+class ModelSource:
     """The model under evaluation's completion: its text; its tool calls for a tool_trace
     case; both (`CaseOutput`) for a multi-check case with a tool_trace check."""
 
@@ -126,7 +126,7 @@ def _refuse_dotted_names(case: EvalCase) -> None:
             )
 
 
-_RECORDED = RecordedOutput()
+_RECORDED = RecordedSource()
 
 
 def source_for(case: EvalCase, live: OutputSource | None) -> OutputSource:
