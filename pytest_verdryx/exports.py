@@ -18,7 +18,7 @@ from verdryx_core.runs import Baseline, EvalRun
 
 if TYPE_CHECKING:
     from verdryx_core.gating.compare import GateOutcome
-    from verdryx_core.gating.comparison import GateResult
+    from verdryx_core.gating.comparison import Comparison
     from verdryx_core.judge.pairwise import PairwiseResult
     from verdryx_core.store import Store
 
@@ -43,7 +43,7 @@ def check_report(settings: Settings) -> None:
 def add_junit_properties(
     config: pytest.Config,
     run: EvalRun,
-    result: GateResult | None,
+    result: Comparison | None,
     baseline_name: str,
     extra: Mapping[str, object] | None = None,
 ) -> None:
@@ -53,7 +53,7 @@ def add_junit_properties(
     xml = _junit_xml(config)
     if xml is None:
         return
-    drift = result.report if result else None
+    drift = result.stats if result else None
     # The interval the verdict used: paired when cases paired (docs/ci.md).
     from verdryx_core.reporting.ci import verdict_interval  # the gate's: numpy with it
 
@@ -82,7 +82,7 @@ def add_junit_properties(
 
 
 def add_case_regressed(
-    config: pytest.Config, nodeids: Mapping[str, str], result: GateResult | None
+    config: pytest.Config, nodeids: Mapping[str, str], result: Comparison | None
 ) -> None:
     """Each compared case's testcase gets `verdryx.case_regressed`: `true` when its drop is
     significant after the false discovery correction (docs/statistics.md, "Which cases
@@ -91,7 +91,7 @@ def add_case_regressed(
     samples). `nodeids`: case key -> node id. The testcases were written when each item
     ended, before the gate: the properties are added to what junitxml holds."""
     xml = _junit_xml(config)
-    if xml is None or result is None or result.report is None:
+    if xml is None or result is None or result.stats is None:
         return
     try:  # guarded private import, as `_junit_xml`
         from _pytest.junitxml import mangle_test_address
@@ -130,7 +130,7 @@ def write_html_report(
     path: str,
     run: EvalRun,
     baseline: Baseline | None,
-    result: GateResult | None,
+    result: Comparison | None,
     *,
     challenger: tuple[EvalRun, GateOutcome, PairwiseResult | None] | None = None,
 ) -> str:

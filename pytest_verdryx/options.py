@@ -88,12 +88,9 @@ class _Flags(Mapping[str, str]):
     @cached_property
     def _flags(self) -> dict[str, str]:
         return {
-            **{
-                option.name.removeprefix("verdryx_"): option.flag
-                for option in all_options()
-                if option.name.startswith("verdryx_")
-            },
-            "save_baseline": "--verdryx-save-baseline=LABEL",
+            option.name.removeprefix("verdryx_"): option.hint_pytest or option.flag
+            for option in all_options()
+            if option.name.startswith("verdryx_")
         }
 
     def __getitem__(self, key: str) -> str:

@@ -247,7 +247,7 @@ def next_step(end: SessionEnd, run: EvalRun) -> str:
             "next: save this run as a baseline with --verdryx-save-baseline=v1, commit "
             ".verdryx/baselines/v1.json, then gate CI with --verdryx-baseline=v1"
         )
-    drift = result.report if result is not None else None
+    drift = result.stats if result is not None else None
     if drift is not None and drift.inconclusive:
         if end.state.live_cases:
             return "next: add cases or use --verdryx-repeat N until the drop is decided"

@@ -23,7 +23,7 @@ from statsmodels.stats.proportion import proportion_confint
 from verdryx_core.cli import main
 from verdryx_core.evaluation.sharding import shard_of
 from verdryx_core.gating.case_drops import CaseDrop, case_drop_tests
-from verdryx_core.gating.comparison import GateResult
+from verdryx_core.gating.comparison import Comparison
 from verdryx_core.runs import Baseline, EvalRun, Score
 from verdryx_core.store import Store
 
@@ -100,11 +100,11 @@ def test_a_case_that_fell_from_three_of_three_to_none_is_flagged_among_fifty_sta
     assert not reject.any() and q[-1] == pytest.approx(1.0)
     stable = drops["s::c0"]
     assert not stable.counted and stable.q_value is None and stable.min_p == 1.0
-    result = GateResult(
+    result = Comparison(
         baseline=Baseline(
             id="b", label="v1", run_id="r", mean=1.0, created_at=datetime.now(UTC), model="m"
         ),
-        report=None,
+        stats=None,
         matched=51,
         added=(),
         removed=(),

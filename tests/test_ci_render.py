@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from verdryx_core.evalsets.lines import case_lines_by_id, read_case_lines_by_id
 from verdryx_core.gating.compare import GateOutcome
-from verdryx_core.gating.comparison import CaseDelta, GateResult, compare_to_baseline
-from verdryx_core.gating.drift import DriftReport, PairedStats
+from verdryx_core.gating.comparison import CaseDelta, Comparison, compare_to_baseline
+from verdryx_core.gating.drift import DriftStats, PairedStats
 from verdryx_core.reporting.ci import (
     CaseFailure,
     escape_data,
@@ -53,7 +53,7 @@ def _baseline(values: dict[str, float]) -> Baseline:
     return Baseline.from_run(_run(values), id="b-1", label="v1", created_at=WHEN)
 
 
-def _report(**overrides: object) -> DriftReport:
+def _report(**overrides: object) -> DriftStats:
     fields: dict[str, object] = {
         "verdict": "regressed",
         "gate": "significant",
@@ -75,13 +75,13 @@ def _report(**overrides: object) -> DriftReport:
         "paired": PairedStats(n=4, mean_diff=-0.15, t_statistic=-3.0, ci_low=-0.3, ci_high=-0.02),
     }
     fields.update(overrides)
-    return DriftReport(**fields)  # type: ignore[arg-type]
+    return DriftStats(**fields)  # type: ignore[arg-type]
 
 
-def _gate(report: DriftReport | None = None, **extra: object) -> GateOutcome:
-    result = GateResult(
+def _gate(report: DriftStats | None = None, **extra: object) -> GateOutcome:
+    result = Comparison(
         baseline=_baseline({"a": 1.0, "b": 1.0, "c": 0.6, "d": 1.0}),
-        report=report if report is not None else _report(),
+        stats=report if report is not None else _report(),
         matched=4,
         added=(),
         removed=(),
@@ -158,10 +158,10 @@ def test_the_verdict_interval_is_the_one_compute_drift_decided_on() -> None:
     base = {f"c{i}": 1.0 for i in range(30)}
     now = {f"c{i}": (0.0 if i < 12 else 1.0) for i in range(30)}
     result = compare_to_baseline([_run(now)], _baseline(base))
-    assert result.report is not None and result.regressed
-    interval = verdict_interval(result.report)
+    assert result.stats is not None and result.regressed
+    interval = verdict_interval(result.stats)
     assert interval is not None and interval.paired and interval.high < 0
-    assert interval.low == result.report.paired.ci_low  # type: ignore[union-attr]
+    assert interval.low == result.stats.paired.ci_low  # type: ignore[union-attr]
     line = verdict_line(GateOutcome(baseline="v1", result=result))
     assert line.startswith("verdryx gate: REGRESSED against baseline v1: mean 0.600")
     assert f"[{interval.low:+.3f}, {interval.high:+.3f}]" in line
@@ -228,9 +228,9 @@ def test_the_step_summary_without_a_baseline_and_when_refused() -> None:
 def test_long_lists_are_cut_with_a_count() -> None:
     run = _run({f"c{i}": 0.0 for i in range(15)})
     deltas = tuple(CaseDelta(key=f"s::c{i}", baseline=1.0, current=0.0) for i in range(15))
-    result = GateResult(
+    result = Comparison(
         baseline=_baseline({f"c{i}": 1.0 for i in range(15)}),
-        report=_report(),
+        stats=_report(),
         matched=15,
         added=(),
         removed=(),

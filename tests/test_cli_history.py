@@ -85,7 +85,7 @@ def test_runs_verdicts_are_those_of_the_gate(capsys: pytest.CaptureFixture[str],
         for row in document["runs"]:
             run = store.load_run(row["run_id"])
             assert run is not None
-            report = compare_to_baseline([run], baseline).report
+            report = compare_to_baseline([run], baseline).stats
             assert report is not None and row["verdict"] == report.verdict
 
 

@@ -25,7 +25,7 @@ from verdryx_core.gating.drift import (
     DEFAULT_ITERATIONS,
     DEFAULT_THRESHOLD,
     GATES,
-    DriftReport,
+    DriftStats,
     _bootstrap_means,
     compute_drift,
 )
@@ -433,7 +433,7 @@ def test_no_matched_cases_falls_back_to_the_two_sample_comparison() -> None:
 
 def test_drift_report_is_frozen() -> None:
     report = compute_drift([0.5, 0.6], [0.5, 0.6])
-    assert isinstance(report, DriftReport)
+    assert isinstance(report, DriftStats)
     with pytest.raises(AttributeError):
         report.verdict = "regressed"  # type: ignore[misc]
 

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from verdryx_core.errors import CLI_FLAGS
 from verdryx_core.evalsets.load import evalset_from_data, load_evalset
 from verdryx_core.evaluation import CaseScorer
-from verdryx_core.evaluation.sources import ModelOutput
+from verdryx_core.evaluation.sources import ModelSource
 from verdryx_core.graders import GradeContext, build_graders
 from verdryx_core.graders.checks import weighted_mean
 from verdryx_core.graders.contains import contains_score
@@ -283,7 +283,7 @@ def test_a_multi_check_case_through_the_runner_with_a_judge(tmp_path: Path) -> N
     assert loaded.grader == "checks"
     model = StubAdapter(completion='{"answer": 42}', judge_value=0.5)
     evaluator = CaseScorer(
-        graders=build_graders(judge=model), live=ModelOutput(model), min_score=0.5, flags=CLI_FLAGS
+        graders=build_graders(judge=model), live=ModelSource(model), min_score=0.5, flags=CLI_FLAGS
     )
     score = evaluator.score(loaded, CONTEXT)
     # json 1.0 (w 2), icontains 0.0 (w 1), judge 0.5 (w 1): 2.5 / 4.

@@ -247,14 +247,14 @@ def test_build_graders_adds_the_judge_only_when_given() -> None:
 def test_each_repeat_of_a_judged_model_case_is_a_separate_verdict(server: FakeAnthropic) -> None:
     # The model answers the same text every time (the fake echoes the prompt): the verdicts
     # must still be N separate judge calls, since the cache keys each sample index apart.
-    from verdryx_core.evaluation import CaseScorer, EvalSettings, ModelOutput
+    from verdryx_core.evaluation import CaseScorer, EvalSettings, ModelSource
     from verdryx_core.llm import CachedAdapter
 
     model = CachedAdapter(make_adapter(MODEL, env=server.env()), None)
     judge = CachedAdapter(make_adapter(MODEL, env=server.env()), None)
     scorer = CaseScorer(
         graders=build_graders(judge=judge),
-        live=ModelOutput(model),
+        live=ModelSource(model),
         repeat=3,
         min_score=0.5,
         flags=EvalSettings().flags,

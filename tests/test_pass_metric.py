@@ -80,7 +80,7 @@ def test_an_unchanged_sampled_agent_is_not_moved_by_the_pass_metric() -> None:
         baseline = Baseline.from_run(draw(f"b{trial}"), id=f"b{trial}", label="v1")
         now = draw(f"r{trial}")
         for metric, found in deltas.items():
-            report = compare_to_baseline([now], baseline, metric=metric, iterations=200).report
+            report = compare_to_baseline([now], baseline, metric=metric, iterations=200).stats
             assert report is not None
             found.append(report.delta)
     assert abs(statistics.fmean(deltas["pass"])) < 0.03

@@ -160,7 +160,7 @@ def test_nothing_measured_and_bad_settings_are_usage_errors() -> None:
 
 
 def test_the_gate_s_noise_reproduces_its_own_mde() -> None:
-    """From a drift report, the plan's MDE at a mean of 0.5 (where a drop moves a pass/fail's
+    """From drift statistics, the plan's MDE at a mean of 0.5 (where a drop moves a pass/fail's
     variance only by -D^2) is the report's `mde` within 1%: one standard error, read two
     ways."""
     rng = np.random.default_rng(11)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from verdryx_core.cases import EvalCase
-from verdryx_core.evaluation import CaseScorer, EvalSettings, ModelOutput
+from verdryx_core.evaluation import CaseScorer, EvalSettings, ModelSource
 from verdryx_core.evaluation.sdk_import import import_sdks_if_calling
 from verdryx_core.graders import build_graders
 from verdryx_core.graders.base import GradeContext
@@ -67,7 +67,7 @@ class _Run:
         self.judge = CachedAdapter(self.judge_inner, store, mode)
         self.scorer = CaseScorer(
             graders=build_graders(judge=self.judge),
-            live=ModelOutput(self.model),
+            live=ModelSource(self.model),
             repeat=repeat,
             min_score=0.5,
             flags=EvalSettings().flags,

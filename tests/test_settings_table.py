@@ -5,19 +5,24 @@ Python API's dataclasses all take it from there (docs/options.md, docs/cli.md)."
 from __future__ import annotations
 
 import argparse
+import ast
 import dataclasses
 import re
+from pathlib import Path
 
 import pytest
 
-from pytest_verdryx.options import OPTIONS, Settings
+import pytest_verdryx.options
+import verdryx_core.addons.typed
+import verdryx_core.errors
+from pytest_verdryx.options import FLAGS, OPTIONS, Settings
 from verdryx_core.cli.main import build_parser
 from verdryx_core.conclusion import RunPolicy
-from verdryx_core.errors import CLI_FLAGS
+from verdryx_core.errors import CLI_FLAGS, PYTHON_FLAGS
 from verdryx_core.evaluation import EvalSettings
 from verdryx_core.gating.planning import DEFAULT_DETECT
 from verdryx_core.gating.policy import GatePolicy
-from verdryx_core.settings_table import SETTINGS, Setting, default_of, fields_for
+from verdryx_core.settings_table import SETTINGS, Setting, default_of, fields_for, hint_words
 
 #: Hand-written arguments with a default that share a setting's flag name but not its
 #: meaning (or, for `plan --detect`, its help and range): each is allowed one reason here.
@@ -109,6 +114,46 @@ def test_the_command_lines_hints_name_the_tables_flags() -> None:
     for entry in SETTINGS:
         if entry.commands and entry.key in CLI_FLAGS:
             assert CLI_FLAGS[entry.key] == entry.command_flag, entry.key
+
+
+def test_each_faces_hint_words_are_the_tables() -> None:
+    faces = {"cli": CLI_FLAGS, "python": PYTHON_FLAGS, "pytest": FLAGS}
+    for face, words in faces.items():
+        table = hint_words(face)
+        assert {key: words[key] for key in table} == table, face
+    assert set(CLI_FLAGS) == set(PYTHON_FLAGS)
+    # The words a field or a flag does not say are written in the table, once.
+    assert CLI_FLAGS["save_baseline"] == "`verdryx baseline RUN_ID --label LABEL`"
+    assert FLAGS["save_baseline"] == "--verdryx-save-baseline=LABEL"
+    assert PYTHON_FLAGS["save_baseline"] == "save_baseline(run, LABEL)"
+    assert (CLI_FLAGS["db"], PYTHON_FLAGS["db"]) == ("--db", "store=")
+    assert PYTHON_FLAGS["timeout"] == "EvalSettings.call_timeout"
+    assert PYTHON_FLAGS["allow_model_change"] == "GatePolicy(allow_model_change=True)"
+    assert PYTHON_FLAGS["baseline_runs"] == "RunPolicy.baseline_runs"
+    # An add-on's option: the command line's `--NAME`, the Python words the add-on declares.
+    assert verdryx_core.addons.typed.typed_options("u", None, None)["typed"]["url"] == "u"
+    assert CLI_FLAGS["typed_key_file"] == "--typed-key-file"
+    assert PYTHON_FLAGS["typed_url"] == "EvalSettings.grader_options['typed']['url']"
+
+
+def test_no_face_words_a_setting_by_hand() -> None:
+    """No module keeps a map of settings to flags or fields beside the table: no dict keyed
+    by settings or holding a flag or a Python field as text, and the error family writes
+    none at all."""
+    keys = {entry.key for entry in SETTINGS}
+    words = re.compile(r"--[a-z]|(EvalSettings|GatePolicy|RunPolicy)\b")
+    for module in (verdryx_core.errors, pytest_verdryx.options):
+        tree = ast.parse(Path(str(module.__file__)).read_text(encoding="utf-8"))
+        texts = []
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Dict):
+                named = {k.value for k in node.keys if isinstance(k, ast.Constant)}
+                assert not named & keys, (module.__name__, sorted(named & keys))
+                texts += [v.value for v in node.values if isinstance(v, ast.Constant)]
+            elif module is verdryx_core.errors and isinstance(node, ast.Constant):
+                texts.append(node.value)
+        flags = [text for text in texts if isinstance(text, str) and words.match(text)]
+        assert flags == [], module.__name__
 
 
 @pytest.mark.parametrize(

@@ -22,7 +22,7 @@ from verdryx_core.cases import EvalCase, ToolCall
 from verdryx_core.errors import CLI_FLAGS
 from verdryx_core.evalsets.load import load_evalset
 from verdryx_core.evaluation import CaseScorer
-from verdryx_core.evaluation.sources import ModelOutput
+from verdryx_core.evaluation.sources import ModelSource
 from verdryx_core.graders import GradeContext, build_graders
 from verdryx_core.graders.tool_trace import (
     ToolTraceGrader,
@@ -476,7 +476,7 @@ def test_the_runner_grades_the_models_calls_with_their_arguments() -> None:
     for made, value in (({"id": 7}, 1.0), ({"id": 8}, 0.0)):
         model = StubAdapter(tool_calls=[{"name": "lookup", "arguments": made}])
         evaluator = CaseScorer(
-            graders=build_graders(), live=ModelOutput(model), min_score=0.5, flags=CLI_FLAGS
+            graders=build_graders(), live=ModelSource(model), min_score=0.5, flags=CLI_FLAGS
         )
         score = evaluator.score(case, CONTEXT)
         assert score.value == value

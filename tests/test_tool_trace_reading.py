@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from verdryx_core.cases import EvalCase
 from verdryx_core.errors import TargetResultError, UsageError
 from verdryx_core.evalsets.load import evalset_from_data
-from verdryx_core.evaluation.sources import ModelOutput
+from verdryx_core.evaluation.sources import ModelSource
 from verdryx_core.graders import GradeContext
 from verdryx_core.graders.tool_trace import ToolTraceGrader
 from verdryx_core.llm import StubAdapter
@@ -200,7 +200,7 @@ def test_dotted_tool_names_load_and_grade_but_the_model_is_never_asked_with_one(
     )
     assert _grade(case, [_call("math.factorial", count=5)]).value == 1.0
     with pytest.raises(UsageError) as caught:
-        ModelOutput(StubAdapter()).produce(case, repeat=0)
+        ModelSource(StubAdapter()).produce(case, repeat=0)
     message = str(caught.value)
     assert "\n" not in message and "'tools[2].name'" in message and "'math.factorial'" in message
     assert re.search(r"holds a '\.'", message)

@@ -196,8 +196,8 @@ def test_a_window_pools_no_sample_of_a_case_graded_otherwise_than_now() -> None:
         return EvalRun(id=run_id, model="stub", started_at=baseline.created_at, scores=scores)
 
     result = compare_to_baseline([run("now", 0.0, "edited"), run("before", 1.0, "old")], baseline)
-    assert result.report is not None
-    assert result.report.mean_score == 0.0  # the current run alone
+    assert result.stats is not None
+    assert result.stats.mean_score == 0.0  # the current run alone
 
 
 # -- reruns ------------------------------------------------------------------------------------

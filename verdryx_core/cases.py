@@ -24,6 +24,7 @@ __all__ = [
     "GRADER_KINDS",
     "MODEL_FREE_GRADERS",
     "OPTION_FIELDS",
+    "TOOL_EXPECTATIONS",
     "CaseOutput",
     "Check",
     "EvalCase",
@@ -78,6 +79,9 @@ OPTION_FIELDS: Final = (
     "check_types",
     "options",
 )
+
+#: The fields a tool_trace case (or check) gives its expectation in, one of them.
+TOOL_EXPECTATIONS: Final = ("expected_tools", "expected_tool_calls", "expected_tool_calls_any")
 
 #: Graders whose output never comes from the model under evaluation: the built-in
 #: `outcome_tag`, and plugged-in graders that declare it (`declare_model_free`, called when

@@ -36,7 +36,7 @@ caller always words as one of these, naming the file or the call.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Final
 
 from verdryx_core.untrusted.text import printable
@@ -58,77 +58,63 @@ __all__ = [
     "TargetResultError",
     "UsageError",
     "VerdryxError",
+    "declare_addon_words",
     "located",
     "word_hint",
 ]
 
-#: How the command line spells the settings a hint may name.
-CLI_FLAGS: Final[Mapping[str, str]] = {
-    "allow_model_change": "--allow-model-change",
-    "allow_partial_baseline": "--allow-partial",
-    "baseline_runs": "--runs",
-    "batch": "--batch",
-    "cache": "--cache",
-    "concurrency": "--concurrency",
-    "db": "--db",
-    "detect": "--detect",
-    "fail_on": "--fail-on",
-    "gate_metric": "--gate-metric",
-    "judge": "--judge",
-    "labels": "--labels",
-    "min_coverage": "--min-coverage",
-    "model": "--model",
-    "repeat": "--repeat",
-    "require_power": "--require-power",
-    "save_baseline": "`verdryx baseline RUN_ID --label LABEL`",
-    "target": "--target",
-    "target_version": "--target-version",
-    "timeout": "--timeout",
-    "typed_key_file": "--typed-key-file",
-    "typed_template": "--typed-template",
-    "typed_url": "--typed-url",
-    "unsafe_exec": "--unsafe-exec",
-    "exec_disk": "--exec-disk",
-    "user_model": "--user-model",
-    "otel": "--otel",
-}
 
+class _HintWords(Mapping[str, str]):
+    """How one face names each setting a hint may point at: the table's settings
+    (verdryx_core.settings_table, read on first use: this module is imported before
+    anything else of the core, the table only when a hint is worded), then the options of
+    the add-ons that declared their words (`declare_addon_words`)."""
+
+    def __init__(self, face: str) -> None:
+        self._face = face
+        self._table: dict[str, str] | None = None
+
+    def _settings(self) -> Mapping[str, str]:
+        if self._table is None:
+            from verdryx_core.settings_table import hint_words
+
+            self._table = hint_words(self._face)
+        return self._table
+
+    def _words(self) -> Mapping[str, str]:
+        return {**self._settings(), **_ADDON_WORDS[self._face]}
+
+    def __getitem__(self, key: str) -> str:
+        found = self._settings().get(key)
+        return found if found is not None else _ADDON_WORDS[self._face][key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._words())
+
+    def __len__(self) -> int:
+        return len(self._words())
+
+
+#: The add-on options a hint may name, by face (`declare_addon_words`).
+_ADDON_WORDS: Final[Mapping[str, dict[str, str]]] = {"cli": {}, "python": {}}
+
+
+def declare_addon_words(name: str, *, python: str) -> None:
+    """An add-on's option `name`, which its hints name as `{name}`: the command line spells
+    it `--NAME` (verdryx_core.hooks, `AddonOption`), the Python API as `python` says (pytest
+    lists the add-ons' options itself)."""
+    _ADDON_WORDS["cli"][name] = "--" + name.replace("_", "-")
+    _ADDON_WORDS["python"][name] = python
+
+
+#: How the command line spells the settings a hint may name (the table's `--KEY` flags).
+CLI_FLAGS: Final[Mapping[str, str]] = _HintWords("cli")
 
 #: How the Python API spells the same settings (docs/python-api.md): a keyword argument of
 #: the object or call that takes it, never a command-line flag. Hints read "pass {setting}
 #: to ..." or "{setting} MODEL", so a switch is the argument set to True and a value is the
 #: field it goes in.
-PYTHON_FLAGS: Final[Mapping[str, str]] = {
-    "allow_model_change": "GatePolicy(allow_model_change=True)",
-    "allow_partial_baseline": (
-        "allow_partial=True to save_baseline (RunPolicy(allow_partial_baseline=True) to conclude)"
-    ),
-    "baseline_runs": "RunPolicy.baseline_runs",
-    "batch": "EvalSettings(batch=True)",
-    "cache": "EvalSettings.cache",
-    "concurrency": "EvalSettings.concurrency",
-    "db": "store=",
-    "detect": "GatePolicy.detect",
-    "fail_on": "RunPolicy.fail_on",
-    "gate_metric": "GatePolicy.metric",
-    "judge": "EvalSettings.judge",
-    "labels": "RunPolicy.labels",
-    "min_coverage": "GatePolicy.min_coverage",
-    "model": "EvalSettings.model",
-    "repeat": "EvalSettings.repeat",
-    "require_power": "GatePolicy(require_power=True)",
-    "save_baseline": "save_baseline(run, LABEL)",
-    "target": "evaluate(..., target=...)",
-    "target_version": "EvalSettings.target_version",
-    "timeout": "EvalSettings.call_timeout",
-    "typed_key_file": "EvalSettings.grader_options['typed']['key_file']",
-    "typed_template": "EvalSettings.grader_options['typed']['template']",
-    "typed_url": "EvalSettings.grader_options['typed']['url']",
-    "unsafe_exec": "EvalSettings(unsafe_exec=True)",
-    "exec_disk": "EvalSettings.exec_disk_mib",
-    "user_model": "EvalSettings.user_model",
-    "otel": "EvalSettings.otel",
-}
+PYTHON_FLAGS: Final[Mapping[str, str]] = _HintWords("python")
 
 
 def located(

@@ -13,23 +13,23 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from verdryx_core.lazy_names import first_use
+from verdryx_core.lazy_names import first_use, renamed
 
 if TYPE_CHECKING:
     from verdryx_core.conclusion import MissingBaseline, SavedBaseline
     from verdryx_core.errors import CLI_FLAGS, PYTHON_FLAGS, word_hint
     from verdryx_core.evaluation.evaluate import Evaluation
     from verdryx_core.evaluation.prefetch import Prefetch, Work, prefetch_all, start_prefetch
-    from verdryx_core.gating.comparison import GateResult
-    from verdryx_core.gating.drift import DriftReport
+    from verdryx_core.gating.comparison import Comparison
+    from verdryx_core.gating.drift import DriftStats
     from verdryx_core.untrusted.text import printable
 
 #: Public name -> the module that defines it.
 _HOMES: Final = {
     "CLI_FLAGS": "verdryx_core.errors",
-    "DriftReport": "verdryx_core.gating.drift",
+    "Comparison": "verdryx_core.gating.comparison",
+    "DriftStats": "verdryx_core.gating.drift",
     "Evaluation": "verdryx_core.evaluation.evaluate",
-    "GateResult": "verdryx_core.gating.comparison",
     "MissingBaseline": "verdryx_core.conclusion",
     "PYTHON_FLAGS": "verdryx_core.errors",
     "Prefetch": "verdryx_core.evaluation.prefetch",
@@ -44,9 +44,9 @@ _HOMES: Final = {
 __all__ = [
     "CLI_FLAGS",
     "PYTHON_FLAGS",
-    "DriftReport",
+    "Comparison",
+    "DriftStats",
     "Evaluation",
-    "GateResult",
     "MissingBaseline",
     "Prefetch",
     "SavedBaseline",
@@ -58,7 +58,10 @@ __all__ = [
 ]
 
 
-__getattr__ = first_use(__name__, _HOMES)
+#: Old names, kept resolvable with a DeprecationWarning (docs/python-api.md, "Renamed").
+__getattr__ = renamed(
+    __name__, {"DriftReport": "DriftStats", "GateResult": "Comparison"}, first_use(__name__, _HOMES)
+)
 
 
 def __dir__() -> list[str]:

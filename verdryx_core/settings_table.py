@@ -2,7 +2,8 @@
 key), kind, default, range, help, the `verdryx` commands that take it too (with their flag),
 and the fields it fills (pytest_verdryx's `Settings`, `EvalSettings`, `GatePolicy`,
 `RunPolicy`). The pytest options and ini keys and the shared command-line arguments are
-generated from it, so each default is written here once (docs/options.md, docs/cli.md).
+generated from it, so each default is written here once (docs/options.md, docs/cli.md); so
+are the words each face's hints name a setting in (`hint_words`, verdryx_core.errors).
 
 It imports nothing but the defaults module: the pytest plugin defines its options in every
 session, eval cases or not, and must not pay for the core to do it (docs/options.md, "When
@@ -29,6 +30,7 @@ __all__ = [
     "Setting",
     "default_of",
     "fields_for",
+    "hint_words",
     "setting",
 ]
 
@@ -58,6 +60,13 @@ class Setting:
     evaluation: str | None = None
     gate: str | None = None
     run: str | None = None
+    #: How a hint names it in a face where that is not its flag (the command line's
+    #: `--KEY`, pytest's `--verdryx-KEY`) or its field (the Python API's `EvalSettings.FIELD`,
+    #: `GatePolicy(FIELD=True)` for a switch). A setting no command takes is in the hints
+    #: only when it has the command line's words here.
+    hint_cli: str | None = None
+    hint_pytest: str | None = None
+    hint_python: str | None = None
 
     @property
     def key(self) -> str:
@@ -77,6 +86,20 @@ class Setting:
     @property
     def command_flag(self) -> str:
         return self.cli_flag or "--" + self.key.replace("_", "-")
+
+    @property
+    def python_words(self) -> str | None:
+        """How a hint names it to a Python caller: the field it fills, a switch set to True."""
+        if self.hint_python is not None:
+            return self.hint_python
+        for owner, field in (
+            ("EvalSettings", self.evaluation),
+            ("GatePolicy", self.gate),
+            ("RunPolicy", self.run),
+        ):
+            if field is not None:
+                return f"{owner}({field}=True)" if self.kind == "bool" else f"{owner}.{field}"
+        return None
 
     @property
     def command_dest(self) -> str:
@@ -151,6 +174,8 @@ SETTINGS: Final = (
         "the store; default $VERDRYX_DB, else $TAIPAN_HOME/verdryx.db when that folder "
         "exists, else ./verdryx.db",
         metavar="PATH",
+        hint_cli="--db",
+        hint_python="store=",
     ),
     Setting("verdryx_baseline", "gate this run against the baseline LABEL", metavar="LABEL"),
     Setting(
@@ -158,6 +183,9 @@ SETTINGS: Final = (
         "save this run as baseline LABEL in the store and in .verdryx/baselines/LABEL.json",
         metavar="LABEL",
         run="save_baseline",
+        hint_cli="`verdryx baseline RUN_ID --label LABEL`",
+        hint_pytest="--verdryx-save-baseline=LABEL",
+        hint_python="save_baseline(run, LABEL)",
     ),
     Setting(
         "verdryx_baseline_runs",
@@ -296,6 +324,8 @@ SETTINGS: Final = (
         "human labels of judged outputs: a *.labels.jsonl file, or a folder of them; the "
         "summary then shows how well the judge agrees with them",
         metavar="PATH",
+        hint_cli="--labels",
+        hint_python="RunPolicy.labels",
     ),
     Setting(
         "verdryx_judge_correction",
@@ -419,6 +449,7 @@ SETTINGS: Final = (
             "imported from the current folder first)"
         ),
         evaluation="target",
+        hint_python="evaluate(..., target=...)",
     ),
     Setting(
         "verdryx_target_version",
@@ -584,6 +615,10 @@ SETTINGS: Final = (
             "anyway; a baseline of a selection gates later full runs on it alone"
         ),
         run="allow_partial_baseline",
+        hint_python=(
+            "allow_partial=True to save_baseline (RunPolicy(allow_partial_baseline=True) to "
+            "conclude)"
+        ),
     ),
 )
 
@@ -598,6 +633,30 @@ def setting(name: str) -> Setting:
 def default_of(name: str) -> Any:
     """The default of the setting named `name`, for the Python API's dataclass fields."""
     return _BY_NAME[name].default
+
+
+def hint_words(face: str) -> dict[str, str]:
+    """How the face `cli`, `pytest` or `python` names each setting a hint may point at
+    (`{cache}` in a hint reads `--cache`, `--verdryx-cache`, `EvalSettings.cache`): every
+    setting a `verdryx` command takes (or that has the command line's words), in the command
+    line's and the Python API's words; every setting, in pytest's."""
+    if face not in ("cli", "pytest", "python"):
+        raise ValueError(f"no face {face!r}")
+    words: dict[str, str] = {}
+    for entry in SETTINGS:
+        if face == "pytest":
+            if entry.name.startswith("verdryx_"):
+                words[entry.key] = entry.hint_pytest or entry.flag
+            continue
+        if not entry.commands and entry.hint_cli is None:
+            continue
+        if face == "cli":
+            words[entry.key] = entry.hint_cli or entry.command_flag
+        elif entry.python_words is not None:
+            words[entry.key] = entry.python_words
+        else:
+            raise ValueError(f"setting {entry.name}: no words for the Python API's hints")
+    return words
 
 
 def fields_for(

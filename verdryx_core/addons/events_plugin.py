@@ -13,7 +13,7 @@ from verdryx_core.hooks import AddonCommand, AddonOption, AddonSession, hookimpl
 
 if TYPE_CHECKING:
     from verdryx_core.conclusion import Conclusion
-    from verdryx_core.gating.drift import DriftReport
+    from verdryx_core.gating.drift import DriftStats
     from verdryx_core.runs import EvalRun
 
 __all__ = [
@@ -91,7 +91,7 @@ def verdryx_run_concluded(conclusion: Conclusion, session: AddonSession) -> Sequ
     return lines
 
 
-def emit_events(path: str, run: EvalRun, drift: DriftReport | None) -> list[str]:
+def emit_events(path: str, run: EvalRun, drift: DriftStats | None) -> list[str]:
     """Append the run's events (and a drift event when regressed); returns summary lines."""
     from verdryx_core.addons.events.log import EventLog, drift_events, run_events
 
@@ -117,7 +117,7 @@ def emit_events(path: str, run: EvalRun, drift: DriftReport | None) -> list[str]
     return [*lines, line]
 
 
-def export_spans(exporter: object, endpoint: str, run: EvalRun, drift: DriftReport | None) -> str:
+def export_spans(exporter: object, endpoint: str, run: EvalRun, drift: DriftStats | None) -> str:
     """One span for the run and one for its drift check, in the run's trace; waits at most
     the exporter's timeout. Returns the summary line."""
     from verdryx_core.addons.events.otlp import SpanExporter, run_span_attributes

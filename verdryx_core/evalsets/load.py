@@ -420,25 +420,30 @@ _SKIPPED_FOLDERS: Final = frozenset({"node_modules", "venv", "build", "dist", "_
 
 
 def evalset_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
-    """The eval set files `paths` name: a file as given; a folder, each file below it named like
-    an eval set (`*.evalset.json`, `.jsonl`, `.csv`), in path order, hidden folders and
-    environments left out (docs/python-api.md). Raises `UsageError` for a missing path and
-    for a folder holding no eval set."""
+    """The eval set files `paths` name: a folder stands for each file below it named like an
+    eval set (`*.evalset.json`, `.jsonl`, `.csv`), in path order, hidden folders and
+    environments left out (docs/python-api.md); anything else is taken as a file, for its
+    loader to read or refuse. Raises `UsageError` for a folder holding no eval set."""
     files: list[Path] = []
     for given in paths:
         path = Path(given)
-        if path.is_dir():
-            found = sorted(_evalsets_below(path))
-            if not found:
-                raise UsageError(
-                    f"{str(path)!r} holds no eval set file (named *{', *'.join(EVALSET_SUFFIXES)})"
-                )
-            files.extend(found)
-        elif path.exists():
+        if not _is_folder(path):
             files.append(path)
-        else:
-            raise UsageError(f"no eval set file or folder at {str(path)!r}")
+            continue
+        found = sorted(_evalsets_below(path))
+        if not found:
+            raise UsageError(
+                f"{str(path)!r} holds no eval set file (named *{', *'.join(EVALSET_SUFFIXES)})"
+            )
+        files.extend(found)
     return files
+
+
+def _is_folder(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:  # a name too long to look up is no folder: its loader says what it is
+        return False
 
 
 def _evalsets_below(folder: Path) -> Iterator[Path]:
@@ -457,7 +462,12 @@ def _evalsets_below(folder: Path) -> Iterator[Path]:
 def load_evalsets(paths: Iterable[str | os.PathLike[str]]) -> list[EvalSet]:
     """Every eval set under `paths` (`evalset_files`), loaded. Raises `EvalSetError` for the
     first file that does not load, `UsageError` for a missing path or an empty folder."""
-    return [load_evalset(path) for path in evalset_files(paths)]
+    sets: list[EvalSet] = []
+    for path in evalset_files(paths):
+        if not path.exists():
+            raise UsageError(f"no eval set file or folder at {str(path)!r}")
+        sets.append(load_evalset(path))
+    return sets
 
 
 def check_unique_ids(sets: Sequence[EvalSet]) -> None:

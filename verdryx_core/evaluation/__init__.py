@@ -23,17 +23,17 @@ from verdryx_core.evaluation.scoring import (
 )
 from verdryx_core.evaluation.settings import DEFAULT_MIN_SCORE, EvalSettings, judge_in_effect
 from verdryx_core.evaluation.sources import (
-    ModelOutput,
+    ModelSource,
     OutputSource,
     Produced,
-    RecordedOutput,
+    RecordedSource,
     source_for,
     target_of,
 )
-from verdryx_core.lazy_names import first_use
+from verdryx_core.lazy_names import first_use, renamed
 
 if TYPE_CHECKING:
-    from verdryx_core.evaluation.target_output import TargetOutput
+    from verdryx_core.evaluation.target_output import TargetSource
 
 __all__ = [
     "DEFAULT_MIN_SCORE",
@@ -43,13 +43,13 @@ __all__ = [
     "Evaluation",
     "EvaluationInterrupted",
     "ModelCalls",
-    "ModelOutput",
+    "ModelSource",
     "OutputSource",
     "Prefetch",
     "Produced",
-    "RecordedOutput",
+    "RecordedSource",
     "TargetCallError",
-    "TargetOutput",
+    "TargetSource",
     "Work",
     "decided",
     "evaluate",
@@ -63,5 +63,10 @@ __all__ = [
     "target_of",
 ]
 
-# The agent under test's source comes on first use: a run without targets never imports them.
-__getattr__ = first_use(__name__, {"TargetOutput": "verdryx_core.evaluation.target_output"})
+# The agent under test's source comes on first use: a run without targets never imports it.
+# Old names stay resolvable with a DeprecationWarning (docs/python-api.md, "Renamed").
+__getattr__ = renamed(
+    __name__,
+    {"TargetOutput": "TargetSource"},
+    first_use(__name__, {"TargetSource": "verdryx_core.evaluation.target_output"}),
+)

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from verdryx_core.cases import EvalCase
 from verdryx_core.evaluation.scoring import CaseScorer
-from verdryx_core.evaluation.sources import ModelOutput
+from verdryx_core.evaluation.sources import ModelSource
 from verdryx_core.llm.batch import BatchResult
 from verdryx_core.llm.batch_plan import batch_run_calls
 from verdryx_core.llm.cache import CachedAdapter
@@ -27,7 +27,7 @@ def send_batches(
     """Batch what scoring `cases` ((eval set id, case) pairs) will ask of the model and the
     judge. The stub (never cached, free) is left alone."""
     live = scorer.live
-    model = _cached(live.adapter) if isinstance(live, ModelOutput) else None
+    model = _cached(live.adapter) if isinstance(live, ModelSource) else None
     judge = _cached(getattr(scorer.graders.find("llm_judge"), "judge", None))
     if model is None and judge is None:
         return []

@@ -38,7 +38,7 @@ from verdryx_core.evaluation.calls import CallTally, ModelCalls
 from verdryx_core.evaluation.prefetch import Work, start_prefetch
 from verdryx_core.evaluation.scoring import CaseScorer
 from verdryx_core.evaluation.settings import EvalSettings
-from verdryx_core.evaluation.sources import ModelOutput, OutputSource, target_of
+from verdryx_core.evaluation.sources import ModelSource, OutputSource, target_of
 from verdryx_core.evaluation.workspaces import Workspaces
 from verdryx_core.graders import GradeContext, Grader, build_graders
 from verdryx_core.graders.plugins import GraderUnavailable, plugin
@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     # What only some runs use comes with the first that does: the targets (a case a target
     # answers), the store (a run saved, a model's answers cached) and the model calls'
     # cache and prices (a model other than the stub).
-    from verdryx_core.evaluation.target_output import TargetOutput
+    from verdryx_core.evaluation.target_output import TargetSource
     from verdryx_core.llm.progress import TextStream
     from verdryx_core.store import CacheEntry, Store
     from verdryx_core.targets.handoff import TargetHandoff
@@ -94,7 +94,7 @@ class Evaluation:
         self.tally = CallTally() if tally is None else tally
         self._store = store
         self._calls: list[ModelCalls] = []
-        self._targets: list[TargetOutput] = []
+        self._targets: list[TargetSource] = []
         #: Plugged-in graders built for this run (or why they cannot be), by name.
         self._plugged: dict[str, Grader | GraderUnavailable] = {}
         self._plug_lock = threading.Lock()
@@ -180,7 +180,7 @@ class Evaluation:
         self._calls.append(calls)
         live: OutputSource | None = None
         if needs_model:
-            live = ModelOutput(calls.adapter(settings.model, cache_checked_first=True))
+            live = ModelSource(calls.adapter(settings.model, cache_checked_first=True))
         if targeted:
             from verdryx_core.targets.users import STUB_USER_MODEL, SimulatedUsers
 
@@ -346,12 +346,12 @@ class Evaluation:
         users: SimulatedUsers | None = None,
         handoff: TargetHandoff | None = None,
         challenger: bool = False,
-    ) -> TargetOutput:
-        from verdryx_core.evaluation.target_output import TargetOutput
+    ) -> TargetSource:
+        from verdryx_core.evaluation.target_output import TargetSource
         from verdryx_core.llm.prices import PriceBook
 
         version = settings.challenger_version if challenger else settings.target_version
-        source = TargetOutput(
+        source = TargetSource(
             default=settings.target,
             built=settings.built_target,
             replaced_by=settings.challenger if challenger else None,

@@ -195,10 +195,10 @@ def start_prefetch(
 
 def challenged(challenger: CaseScorer, case: EvalCase) -> bool:
     """Whether the challenger's scorer answers `case` (a case a target answers)."""
-    from verdryx_core.evaluation.target_output import TargetOutput
+    from verdryx_core.evaluation.target_output import TargetSource
 
     live = challenger.live
-    return isinstance(live, TargetOutput) and live.uses_target(case)
+    return isinstance(live, TargetSource) and live.uses_target(case)
 
 
 def prefetch_all(

@@ -17,8 +17,8 @@ from itertools import islice
 
 from verdryx_core.cases import EvalCase
 from verdryx_core.evaluation.scoring import CaseScorer
-from verdryx_core.evaluation.sources import ModelOutput
-from verdryx_core.evaluation.target_output import TargetOutput
+from verdryx_core.evaluation.sources import ModelSource
+from verdryx_core.evaluation.target_output import TargetSource
 from verdryx_core.judge.prompt import judged_task
 from verdryx_core.llm.batch_plan import known_model_output, model_call_key
 from verdryx_core.llm.cache import CachedAdapter
@@ -35,12 +35,12 @@ def import_sdks_if_calling(scorer: CaseScorer, cases: Sequence[EvalCase]) -> Non
     be made (the adapters were built without importing it: `make_adapter(sdk_now=False)`)."""
     live = scorer.live
     asked, agent_answers = list(cases), []
-    if isinstance(live, TargetOutput):
+    if isinstance(live, TargetSource):
         # The agent answers the cases with a target in effect; the others still ask the model.
         asked = [case for case in cases if not live.uses_target(case)]
         agent_answers = [case for case in cases if live.uses_target(case)]
         live = live.fallback
-    model = _cached(live.adapter) if isinstance(live, ModelOutput) else None
+    model = _cached(live.adapter) if isinstance(live, ModelSource) else None
     judge = _cached(getattr(scorer.graders.find("llm_judge"), "judge", None))
     repeat = None if scorer.repeats_for is not None else scorer.repeat
     if model is not None and _will_call(model, _model_keys(model, asked, repeat)):

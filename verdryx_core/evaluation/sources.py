@@ -1,8 +1,8 @@
 """Where a case's output comes from: one seam, several sources.
 
 A case with a recorded output is graded on that output (one fixed measurement); any other
-case asks a live source: the model under evaluation (`ModelOutput`), or the agent under test
-(`verdryx_core.evaluation.target_output.TargetOutput`, which hands cases without a target to
+case asks a live source: the model under evaluation (`ModelSource`), or the agent under test
+(`verdryx_core.evaluation.target_output.TargetSource`, which hands cases without a target to
 the model).
 """
 
@@ -18,7 +18,7 @@ from verdryx_core.graders.base import GradeContext
 if TYPE_CHECKING:
     from verdryx_core.llm.base import ModelAdapter
 
-__all__ = ["ModelOutput", "OutputSource", "Produced", "RecordedOutput", "source_for", "target_of"]
+__all__ = ["ModelSource", "OutputSource", "Produced", "RecordedSource", "source_for", "target_of"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -43,7 +43,7 @@ class OutputSource(Protocol):
     ) -> Produced: ...
 
 
-class RecordedOutput:
+class RecordedSource:
     """The output written in the eval set (an outcome_tag case's prompt is its outcome; a
     contract case reads its workspace itself)."""
 
@@ -60,7 +60,7 @@ class RecordedOutput:
         return Produced(output=None)
 
 
-class ModelOutput:
+class ModelSource:
     """The model under evaluation's completion: its text; its tool calls for a tool_trace
     case; both (`CaseOutput`) for a multi-check case with a tool_trace check."""
 
@@ -130,7 +130,7 @@ def _refuse_dotted_names(case: EvalCase) -> None:
             )
 
 
-_RECORDED = RecordedOutput()
+_RECORDED = RecordedSource()
 
 
 def source_for(case: EvalCase, live: OutputSource | None) -> OutputSource:
@@ -144,6 +144,6 @@ def source_for(case: EvalCase, live: OutputSource | None) -> OutputSource:
 
 def target_of(case: EvalCase, default: str | None) -> str | None:
     """The target in effect for `case`: its eval set's own, else the run's (whose output
-    `TargetOutput` asks the agent for)."""
+    `TargetSource` asks the agent for)."""
     own = getattr(case, "target", None)
     return own or default

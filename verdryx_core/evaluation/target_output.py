@@ -19,6 +19,7 @@ from verdryx_core.cases import CaseOutput, EvalCase
 from verdryx_core.errors import TargetCallError, VerdryxError
 from verdryx_core.evaluation.sources import OutputSource, Produced, target_of
 from verdryx_core.graders.base import GradeContext
+from verdryx_core.lazy_names import renamed
 from verdryx_core.llm.prices import PriceBook
 from verdryx_core.store import Store
 from verdryx_core.targets import Target, TargetCache, TargetCase, TargetRunner
@@ -27,7 +28,7 @@ from verdryx_core.targets.dialogue import dialogue_target
 from verdryx_core.targets.handoff import TargetHandoff, handoff_key
 from verdryx_core.targets.users import SimulatedUsers
 
-__all__ = ["TargetOutput"]
+__all__ = ["TargetSource"]
 
 
 #: What to do, by kind of failure, in the face's own flags.
@@ -39,9 +40,11 @@ _HINTS: Final[Mapping[str, str]] = {
 }
 
 
-class TargetOutput:
-    """Thread-safe: the pool's threads call `produce` concurrently; each waits on its own
-    call while the runner keeps at most `concurrency` in flight."""
+class TargetSource:
+    """The output source that calls the target in effect for each case (the fallback, the
+    model's `ModelSource`, for cases without one). Thread-safe: the pool's threads call
+    `produce` concurrently; each waits on its own call while the runner keeps at most
+    `concurrency` in flight."""
 
     samples = True
     remote = True
@@ -198,3 +201,7 @@ class TargetOutput:
     def stats(self) -> dict[str, Any]:
         cache = self.cache
         return {"hits": cache.hits, "misses": cache.misses, "saved_usd": cache.saved_usd}
+
+
+#: Old names, kept resolvable with a DeprecationWarning (docs/python-api.md, "Renamed").
+__getattr__ = renamed(__name__, {"TargetOutput": "TargetSource"})

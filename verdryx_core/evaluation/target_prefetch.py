@@ -13,7 +13,7 @@ from concurrent.futures import Future
 
 from verdryx_core.evaluation.prefetch import Work
 from verdryx_core.evaluation.scoring import CaseScorer
-from verdryx_core.evaluation.target_output import TargetOutput
+from verdryx_core.evaluation.target_output import TargetSource
 from verdryx_core.llm.pool import CallPool
 from verdryx_core.llm.progress import Progress, TextStream
 
@@ -30,17 +30,17 @@ def prefetch_targets(
 ) -> float:
     """Call the target of each case of `work` for every sample it will take (no workspace
     cases: their result is the folder the call changed); returns the wall seconds. The
-    scorer's live source must be a `TargetOutput` writing to a handoff. A `challenger`'s
+    scorer's live source must be a `TargetSource` writing to a handoff. A `challenger`'s
     calls of the same cases go to the same handoff from the same pool, each case's two
     side by side, the one made first alternating (as `start_prefetch` does)."""
     scorers = [scorer] if challenger is None else [scorer, challenger]
-    sources: list[TargetOutput] = []
+    sources: list[TargetSource] = []
     for each in scorers:
         source = each.live
-        if not isinstance(source, TargetOutput) or source.handoff is None:
+        if not isinstance(source, TargetSource) or source.handoff is None:
             raise RuntimeError("prefetching targets needs a target source with a handoff")
         sources.append(source)
-    calls: list[tuple[TargetOutput, Work, int]] = []
+    calls: list[tuple[TargetSource, Work, int]] = []
     for position, entry in enumerate(work):
         order = list(zip(scorers, sources, strict=True))
         if position % 2:
@@ -75,7 +75,7 @@ def prefetch_targets(
     return time.perf_counter() - started
 
 
-def _call(source: TargetOutput, entry: Work, index: int) -> None:
+def _call(source: TargetSource, entry: Work, index: int) -> None:
     try:
         source.produce(entry.case, repeat=index, context=entry.context)
     except Exception:  # the answer is handed, errors too: the item reports it

@@ -18,8 +18,8 @@ from verdryx_core.errors import (
     VerdryxError,
     word_hint,
 )
-from verdryx_core.gating.comparison import GateResult, Window, compare_to_baseline, window_runs
-from verdryx_core.gating.drift import DriftReport, power_words
+from verdryx_core.gating.comparison import Comparison, Window, compare_to_baseline, window_runs
+from verdryx_core.gating.drift import DriftStats, power_words
 from verdryx_core.gating.policy import GatePolicy
 from verdryx_core.gating.verdict_footing import footing_problem
 from verdryx_core.runs import Baseline, EvalRun
@@ -47,7 +47,7 @@ class GateOutcome:
     (`result`), refused (why), or not gated at all (`not_gated`: why)."""
 
     baseline: str
-    result: GateResult | None = None
+    result: Comparison | None = None
     refused: str | None = None
     #: Why the run was not compared (an incomplete run is never gated); None when it was.
     not_gated: str | None = None
@@ -58,9 +58,9 @@ class GateOutcome:
     sequential: SequentialVerdict | None = None
 
     @property
-    def drift(self) -> DriftReport | None:
+    def drift(self) -> DriftStats | None:
         """The statistics of the comparison; None when nothing was compared."""
-        return self.result.report if self.result is not None else None
+        return self.result.stats if self.result is not None else None
 
     @property
     def regressed(self) -> bool:
@@ -180,7 +180,7 @@ def compare(
 
 def checked(
     name: str,
-    result: GateResult,
+    result: Comparison,
     gate: GatePolicy,
     *,
     flags: Mapping[str, str] = CLI_FLAGS,
@@ -192,7 +192,7 @@ def checked(
     (the judge correction, when asked, is `compare`'s)."""
     # Nothing unmeasured passes: a gate that compared nothing, or too little of the
     # baseline, refuses to call the run on track (docs/statistics.md, "Coverage").
-    if result.report is None:
+    if result.stats is None:
         words = (
             result.coverage_words()
             if result.expected
@@ -209,7 +209,7 @@ def checked(
                 + word_hint(" ({min_coverage} sets it)", flags)
             ),
         )
-    report = result.report
+    report = result.stats
     footing = footing_problem(report)
     if footing is not None:  # no interval, or too few clusters to draw one from
         return GateOutcome(baseline=name, result=result, refused=footing)
@@ -240,7 +240,7 @@ def below_floor(coverage: float, floor: float) -> bool:
 
 def _corrected(
     name: str,
-    result: GateResult,
+    result: Comparison,
     run: EvalRun,
     baseline: Baseline,
     calibration: Calibration | None,

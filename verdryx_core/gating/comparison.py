@@ -18,12 +18,13 @@ from verdryx_core.gating.case_drops import DEFAULT_FDR, CaseDrop, case_drop_test
 from verdryx_core.gating.drift import (
     DEFAULT_ITERATIONS,
     DEFAULT_THRESHOLD,
-    DriftReport,
+    DriftStats,
     Scores,
     compute_drift,
 )
 from verdryx_core.gating.pass_metric import baseline_pass_value, pass_value
 from verdryx_core.gating.set_targets import same_targets, target_differences, version_change
+from verdryx_core.lazy_names import renamed, warn_renamed
 from verdryx_core.runs import Baseline, EvalRun, iso_utc
 from verdryx_core.settings_table import setting
 from verdryx_core.store import RunSummary, Store
@@ -31,7 +32,7 @@ from verdryx_core.store import RunSummary, Store
 __all__ = [
     "METRICS",
     "CaseDelta",
-    "GateResult",
+    "Comparison",
     "Window",
     "check_models",
     "compare_to_baseline",
@@ -56,16 +57,20 @@ class CaseDelta:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class GateResult:
+class Comparison:
+    """A run's cases matched with its baseline's: what was added, removed or changed, each
+    matched case's delta and drop test, and the drift statistics of the matched cases
+    (`stats`). The gate's decision on it is a `GateOutcome` (verdryx_core.gating.compare)."""
+
     baseline: Baseline
-    report: DriftReport | None
+    stats: DriftStats | None
     matched: int
     added: tuple[str, ...]
     removed: tuple[str, ...]
     changed: tuple[str, ...]
     #: Matched cases, worst change first.
     deltas: tuple[CaseDelta, ...]
-    #: Why there is no report (nothing matched), in words.
+    #: Why there are no statistics (nothing matched), in words.
     note: str | None = None
     model_change: str | None = None
     #: Baseline cases this run has but did not measure (unmeasured now).
@@ -86,6 +91,12 @@ class GateResult:
     pooled: tuple[str, ...] = ()
     #: The earlier runs a window passed over as not comparable: (run id, why).
     window_skipped: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def report(self) -> DriftStats | None:
+        """The old name of `stats`."""
+        warn_renamed("Comparison.report", "Comparison.stats")
+        return self.stats
 
     def significant(self, key: str) -> bool:
         """Whether this case's drop is significant after the false discovery correction."""
@@ -147,7 +158,7 @@ class GateResult:
 
     @property
     def regressed(self) -> bool:
-        return self.report is not None and self.report.verdict == "regressed"
+        return self.stats is not None and self.stats.verdict == "regressed"
 
 
 def check_models(
@@ -203,7 +214,7 @@ def compare_to_baseline(
     metric: str = "score",
     two_sample_interval: bool = False,
     fdr: float = DEFAULT_FDR,
-) -> GateResult:
+) -> Comparison:
     """Judge `window` (newest first; `window[0]` is the current run) against `baseline`, on
     mean scores (`metric="score"`) or pass rates per case (`"pass"`); `two_sample_interval`:
     bootstrap the two-sample interval too when cases pair (see `compute_drift`)."""
@@ -335,11 +346,11 @@ def unmatched_result(
     model_change: str | None,
     target_change: str | None,
     metric: str,
-) -> GateResult:
+) -> Comparison:
     """The result when no measured case of the run matches the baseline."""
-    return GateResult(
+    return Comparison(
         baseline=baseline,
-        report=None,
+        stats=None,
         matched=0,
         added=tuple(added),
         removed=tuple(removed),
@@ -381,14 +392,14 @@ def matched_result(
     metric: str,
     two_sample_interval: bool,
     fdr: float,
-) -> GateResult:
+) -> Comparison:
     """The statistics of the matched cases, in the baseline's case order: `pooled` every
     current score of the window, `base_values` (by the metric), `base_scores` and
     `case_means` one per matched case (its `keys`; None: not read, and `deltas` are then
     left empty), `labels` their clusters,
     `samples` the (baseline, current) samples of those sampled twice a side. What
     `compare_to_baseline` gives for the same cases, however they were read."""
-    report = compute_drift(
+    stats = compute_drift(
         pooled,
         base_values,
         paired_current=case_means,
@@ -418,9 +429,9 @@ def matched_result(
         deltas = [
             CaseDelta(key=key, baseline=value, current=mean) for _, key, value, mean in ordered
         ]
-    return GateResult(
+    return Comparison(
         baseline=baseline,
-        report=report,
+        stats=stats,
         matched=len(base_values),
         added=tuple(added),
         removed=tuple(removed),
@@ -501,3 +512,7 @@ def window_runs(store: Store, current: EvalRun, size: int) -> Window:
 def select_window(store: Store, current: EvalRun, size: int) -> list[EvalRun]:
     """`window_runs(store, current, size).runs` as a list."""
     return list(window_runs(store, current, size).runs)
+
+
+#: Old names, kept resolvable with a DeprecationWarning (docs/python-api.md, "Renamed").
+__getattr__ = renamed(__name__, {"GateResult": "Comparison"})

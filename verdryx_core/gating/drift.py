@@ -29,13 +29,14 @@ from verdryx_core.gating.clusters import (
     cluster_se,
     cluster_stats,
 )
+from verdryx_core.lazy_names import renamed
 
 __all__ = [
     "DEFAULT_CONFIDENCE",
     "DEFAULT_ITERATIONS",
     "DEFAULT_THRESHOLD",
     "GATES",
-    "DriftReport",
+    "DriftStats",
     "PairedStats",
     "compute_drift",
     "power_words",
@@ -90,8 +91,9 @@ class PairedStats:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class DriftReport:
-    """One drift check. `t_statistic`/`ci_*` are two-sample (Welch, bootstrap; `ci_*` None
+class DriftStats:
+    """The drift statistics of one comparison's matched cases, and the verdict the gate's
+    rule reads off them. `t_statistic`/`ci_*` are two-sample (Welch, bootstrap; `ci_*` None
     when cases pair and the interval was not asked for); `paired` is the matched-case
     comparison. `chance` is the one-sided probability, under no change and
     the normal approximation of the test the verdict used, of a delta at most this low."""
@@ -215,7 +217,7 @@ def compute_drift(
     detect: float | None = None,
     two_sample_interval: bool = False,
     paired_clusters: Sequence[str | None] | None = None,
-) -> DriftReport:
+) -> DriftStats:
     """Compare the pooled `current` scores with `baseline` and decide a verdict by `gate`.
 
     `paired_current[i]` and `paired_baseline[i]` are the same case in both runs (matched by
@@ -294,7 +296,7 @@ def compute_drift(
     else:
         regressed = past_threshold or below_zero
 
-    return DriftReport(
+    return DriftStats(
         verdict="regressed" if regressed else "on-track",
         gate=gate,
         # Any drop the test cannot tell from chance is said so, past the threshold or not.
@@ -494,3 +496,7 @@ def _json_float(value: float | None) -> float | None:
     if value is None or not math.isfinite(value):
         return None
     return float(value)
+
+
+#: Old names, kept resolvable with a DeprecationWarning (docs/python-api.md, "Renamed").
+__getattr__ = renamed(__name__, {"DriftReport": "DriftStats"})

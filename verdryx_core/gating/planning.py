@@ -33,7 +33,7 @@ from typing import Any, Final, Literal
 
 from verdryx_core.errors import UsageError
 from verdryx_core.gating.clusters import Clusters, ClusterStats, icc
-from verdryx_core.gating.drift import DEFAULT_CONFIDENCE, DriftReport
+from verdryx_core.gating.drift import DEFAULT_CONFIDENCE, DriftStats
 from verdryx_core.runs import Baseline, EvalRun, Score
 from verdryx_core.settings_table import default_of
 
@@ -56,7 +56,7 @@ __all__ = [
 
 DEFAULT_DETECT: Final[float] = default_of("verdryx_detect")
 DEFAULT_POWER: Final = 0.8
-#: The power the drift report's `mde` is quoted at (verdryx_core/gating/drift.py).
+#: The power the drift statistics' `mde` is quoted at (verdryx_core/gating/drift.py).
 _MDE_POWER: Final = 0.8
 #: The paired test needs at least two matched cases.
 _MIN_CASES: Final = 2
@@ -365,14 +365,14 @@ def _mde(noise: Noise, side: float, z_sum: float) -> float:
 
 
 def plan_for_gate(
-    report: DriftReport,
+    report: DriftStats,
     run: EvalRun,
     baseline_run: EvalRun | None,
     *,
     power: float = DEFAULT_POWER,
 ) -> Plan | None:
     """The plan a summary shows for an on-track verdict that could not see the drop asked
-    for (`DriftReport.underpowered`), from the noise the gate measured; None otherwise.
+    for (`DriftStats.underpowered`), from the noise the gate measured; None otherwise.
     `baseline_run`: the baseline's run when the store holds it (its samples per case), else
     the baseline is taken to have been measured as this run was."""
     if not report.underpowered or report.detect is None:
@@ -388,7 +388,7 @@ def plan_for_gate(
 
 
 def noise_of_pair(
-    report: DriftReport, run: EvalRun, *, baseline_samples: float | None
+    report: DriftStats, run: EvalRun, *, baseline_samples: float | None
 ) -> Noise | None:
     """The noise of a run's paired comparison with its baseline (`noise_of_gate`), the
     run's own repeats splitting a case's session shock from its per-sample noise;
@@ -545,7 +545,7 @@ def noise_of_values(values: Sequence[float], *, one_sample: bool, note: str | No
 
 
 def noise_of_gate(
-    report: DriftReport,
+    report: DriftStats,
     *,
     current_samples: float,
     baseline_samples: float,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from verdryx_core.gating.drift import DriftReport
+from verdryx_core.gating.drift import DriftStats
 
 __all__ = ["MIN_CLUSTERS", "footing_problem"]
 
@@ -22,7 +22,7 @@ __all__ = ["MIN_CLUSTERS", "footing_problem"]
 MIN_CLUSTERS: Final = 10
 
 
-def footing_problem(report: DriftReport) -> str | None:
+def footing_problem(report: DriftStats) -> str | None:
     """Why `report`'s verdict cannot decide the gate, in words; None when it can."""
     clusters = report.clusters
     if clusters is not None and clusters.count < MIN_CLUSTERS:
@@ -41,7 +41,7 @@ def footing_problem(report: DriftReport) -> str | None:
     return None
 
 
-def _has_interval(report: DriftReport) -> bool:
+def _has_interval(report: DriftStats) -> bool:
     """Whether the verdict rested on an interval: the paired one when cases matched, else
     the two-sample one."""
     paired = report.paired

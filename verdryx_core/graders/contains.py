@@ -8,7 +8,8 @@ from typing import Any, ClassVar, final
 
 from verdryx_core.cases import EvalCase
 from verdryx_core.graders.base import Grade, GradeContext
-from verdryx_core.graders.text import normalize
+from verdryx_core.graders.case_rules import CaseProblem, require_expected, text_expectation
+from verdryx_core.graders.text import TEXT_OPTIONS, normalize
 
 __all__ = ["ContainsGrader", "IContainsGrader", "contains_score"]
 
@@ -28,9 +29,28 @@ def _grade(kind: str, case: EvalCase, output: Any, options: Mapping[str, Any]) -
     return Grade(value=value, reason=None if value else f"{case.expected!r} not in the output")
 
 
+def _check_case(kind: str, case: Mapping[str, Any]) -> None:
+    require_expected(case, kind)
+    text_expectation(case, kind)
+    options = case if kind == "contains" else {**case, "ignore_case": True}
+    if normalize(case["expected"], options) == "":
+        shown = repr(case["expected"])
+        left = " once normalised by its options" if case["expected"] else ""
+        raise CaseProblem(
+            "expected",
+            f"{shown} is empty{left}: every output contains it, so the case could never "
+            "fail; give the text the output must contain",
+        )
+
+
 @final
 class ContainsGrader:
     kind: ClassVar[str] = "contains"
+    options: ClassVar[frozenset[str]] = frozenset(TEXT_OPTIONS)
+
+    @staticmethod
+    def check_case(case: Mapping[str, Any]) -> None:
+        _check_case("contains", case)
 
     def grade(self, case: EvalCase, output: Any, context: GradeContext) -> Grade:
         return _grade(self.kind, case, output, case.options)
@@ -39,6 +59,11 @@ class ContainsGrader:
 @final
 class IContainsGrader:
     kind: ClassVar[str] = "icontains"
+    options: ClassVar[frozenset[str]] = frozenset(TEXT_OPTIONS)
+
+    @staticmethod
+    def check_case(case: Mapping[str, Any]) -> None:
+        _check_case("icontains", case)
 
     def grade(self, case: EvalCase, output: Any, context: GradeContext) -> Grade:
         return _grade(self.kind, case, output, {**case.options, "ignore_case": True})

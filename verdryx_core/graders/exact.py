@@ -4,11 +4,13 @@ options say otherwise (`ignore_case`, `normalize_whitespace`, `ignore_punctuatio
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar, final
 
 from verdryx_core.cases import EvalCase
 from verdryx_core.graders.base import Grade, GradeContext
-from verdryx_core.graders.text import normalize
+from verdryx_core.graders.case_rules import require_expected, text_expectation
+from verdryx_core.graders.text import TEXT_OPTIONS, normalize
 
 __all__ = ["ExactGrader", "exact_score"]
 
@@ -21,6 +23,12 @@ def exact_score(output: str, expected: str, options: Any = None) -> float:
 @final
 class ExactGrader:
     kind: ClassVar[str] = "exact"
+    options: ClassVar[frozenset[str]] = frozenset(TEXT_OPTIONS)
+
+    @staticmethod
+    def check_case(case: Mapping[str, Any]) -> None:
+        require_expected(case, "exact")
+        text_expectation(case, "exact")
 
     def grade(self, case: EvalCase, output: Any, context: GradeContext) -> Grade:
         if case.expected is None:

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, final
 from verdryx_core.cases import EvalCase, output_text
 from verdryx_core.errors import CLI_FLAGS, GraderError, word_hint
 from verdryx_core.graders.base import Grade, GradeContext
+from verdryx_core.graders.exec_rules import check_exec_case, is_test_path
 from verdryx_core.graders.exec_view import build_view
 from verdryx_core.graders.junit import read_junit
 
@@ -42,7 +43,6 @@ __all__ = [
     "DEFAULT_EXEC_DISK_MIB",
     "DEFAULT_EXEC_TIMEOUT_S",
     "ExecGrader",
-    "is_test_path",
     "solution_text",
 ]
 
@@ -64,12 +64,6 @@ _LIMIT_SIGNALS: Final[Mapping[str, str]] = {
 }
 
 
-def is_test_path(tests: str) -> bool:
-    """Whether `tests` names a file in the workspace (one line ending in .py) rather than
-    holding the test code itself."""
-    return "\n" not in tests and tests.strip().endswith(".py")
-
-
 def solution_text(output: Any) -> str:
     """The code of an output: the first fenced Python block when there is one, else all
     of it."""
@@ -88,6 +82,8 @@ class ExecGrader:
     remote: ClassVar[bool] = True
     #: What that work is called in the progress line and the summary.
     calls: ClassVar[str] = "sandbox runs"
+    options: ClassVar[frozenset[str]] = frozenset({"tests", "command", "timeout"})
+    check_case = staticmethod(check_exec_case)
 
     def __init__(
         self,

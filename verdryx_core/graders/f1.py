@@ -5,10 +5,12 @@ is 0.0."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any, ClassVar, final
 
 from verdryx_core.cases import EvalCase
 from verdryx_core.graders.base import Grade, GradeContext
+from verdryx_core.graders.case_rules import require_expected, text_expectation
 from verdryx_core.graders.text import squad_tokens
 
 __all__ = ["F1Grader", "f1_score"]
@@ -30,6 +32,11 @@ def f1_score(output: str, expected: str) -> float:
 @final
 class F1Grader:
     kind: ClassVar[str] = "f1"
+
+    @staticmethod
+    def check_case(case: Mapping[str, Any]) -> None:
+        require_expected(case, "f1")
+        text_expectation(case, "f1")
 
     def grade(self, case: EvalCase, output: Any, context: GradeContext) -> Grade:
         if case.expected is None:

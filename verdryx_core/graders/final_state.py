@@ -15,6 +15,8 @@ from typing import Any, ClassVar, Final, final
 
 from verdryx_core.cases import EvalCase
 from verdryx_core.graders.base import Grade, GradeContext
+from verdryx_core.graders.case_rules import CaseProblem, json_text, require_expected
+from verdryx_core.untrusted.json_input import parse_json
 
 __all__ = ["FinalStateGrader", "canonical_state", "state_differences"]
 
@@ -73,6 +75,25 @@ class FinalStateGrader:
     kind: ClassVar[str] = "final_state"
     #: A state is right or wrong: it passes only when equal.
     default_min_score: ClassVar[float] = 1.0
+
+    @staticmethod
+    def check_case(case: dict[str, Any]) -> None:
+        """The expectation is any JSON value, the end state (a string: its JSON text), kept
+        as its JSON text."""
+        require_expected(case, "final_state")
+        expected = case["expected"]
+        if expected is None:
+            return
+        if isinstance(expected, str):
+            try:
+                expected = parse_json(expected, unique_keys=True)
+            except ValueError as exc:
+                raise CaseProblem(
+                    "expected",
+                    "a string expectation of grader 'final_state' is JSON text (a CSV cell "
+                    f"is text), and this is not ({exc})",
+                ) from None
+        case["expected"] = json_text(expected)
 
     def grade(self, case: EvalCase, output: Any, context: GradeContext) -> Grade:
         if output is None:

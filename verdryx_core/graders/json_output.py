@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, final
 
 from verdryx_core.cases import EvalCase
 from verdryx_core.graders.base import Grade, GradeContext
+from verdryx_core.graders.case_rules import CaseProblem, check_json_schema, json_text
 from verdryx_core.graders.values import value_matches
 from verdryx_core.untrusted.json_input import StrictJSONError, parse_json
 
@@ -116,6 +117,26 @@ def json_score(
 @final
 class JsonGrader:
     kind: ClassVar[str] = "json"
+    options: ClassVar[frozenset[str]] = frozenset({"schema", "fields"})
+
+    @staticmethod
+    def check_case(case: dict[str, Any]) -> None:
+        """The expectation is JSON (text of it, or the value), kept as its JSON text; the
+        `schema` a valid JSON Schema."""
+        expected = case.get("expected")
+        if isinstance(expected, str):
+            try:
+                # As the grader reads an output: a key given twice is not one value.
+                parse_json(expected, unique_keys=True)
+            except ValueError as exc:
+                raise CaseProblem(
+                    "expected",
+                    f"a string expectation of grader 'json' is JSON text, and this is not ({exc})",
+                ) from None
+        elif expected is not None:
+            case["expected"] = json_text(expected)
+        if "schema" in case:
+            check_json_schema(case["schema"], "schema")
 
     def grade(self, case: EvalCase, output: Any, context: GradeContext) -> Grade:
         value, failed = json_score(

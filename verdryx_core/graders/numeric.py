@@ -8,6 +8,7 @@ else 0.0. No number in the output is 0.0 with the reason.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Mapping
@@ -15,6 +16,7 @@ from typing import Any, ClassVar, Final, final
 
 from verdryx_core.cases import EvalCase
 from verdryx_core.graders.base import Grade, GradeContext
+from verdryx_core.graders.case_rules import CaseProblem, require_expected
 
 __all__ = ["NumericGrader", "numeric_score", "read_number"]
 
@@ -49,6 +51,31 @@ def numeric_score(actual: float, expected: float, options: Mapping[str, Any]) ->
 @final
 class NumericGrader:
     kind: ClassVar[str] = "numeric"
+    options: ClassVar[frozenset[str]] = frozenset({"tolerance", "relative"})
+
+    @staticmethod
+    def check_case(case: dict[str, Any]) -> None:
+        """The expectation is a finite number, kept as its JSON text."""
+        require_expected(case, "numeric")
+        expected = case["expected"]
+        if expected is None:
+            return
+        if isinstance(expected, bool):
+            raise CaseProblem("expected", "expected a number, got a boolean")
+        if isinstance(expected, int | float):
+            case["expected"] = json.dumps(expected)
+            return
+        try:
+            number = float(str(expected))
+        except ValueError:
+            raise CaseProblem(
+                "expected", f"grader 'numeric' expects a number, got {expected!r}"
+            ) from None
+        if not math.isfinite(number):
+            raise CaseProblem(
+                "expected", f"grader 'numeric' expects a finite number, got {expected!r}"
+            )
+        case["expected"] = str(expected).strip()
 
     def grade(self, case: EvalCase, output: Any, context: GradeContext) -> Grade:
         if case.expected is None:

@@ -8,6 +8,7 @@ from typing import Any, ClassVar, final
 
 from verdryx_core.cases import DEFAULT_OUTCOME_SCORES, EvalCase
 from verdryx_core.graders.base import Grade, GradeContext
+from verdryx_core.graders.case_rules import text_expectation
 
 __all__ = ["OutcomeTagGrader"]
 
@@ -17,6 +18,12 @@ _log = logging.getLogger("verdryx.graders")
 @final
 class OutcomeTagGrader:
     kind: ClassVar[str] = "outcome_tag"
+    #: A check reads a part of the case's one output, and an outcome tag is not an output.
+    in_checks: ClassVar[bool] = False
+
+    @staticmethod
+    def check_case(case: Mapping[str, Any]) -> None:
+        text_expectation(case, "outcome_tag")
 
     def __init__(self, mapping: Mapping[str, float] | None = None, default: float = 0.0) -> None:
         # Copied, so a caller mutating its table (or ours) never changes the defaults.

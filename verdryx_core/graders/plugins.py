@@ -18,6 +18,11 @@ attributes, what the core asks of every grader (docs/graders.md, "Graders from a
     for_run(settings) -> grader  build it for one run from the run's settings (raise
                                GraderUnavailable when they do not configure it)
     after_save(store, run)     store what it keeps of a run, once the run is stored
+
+A built-in grader declares its own load rules the same way, on its class (`check_case`,
+`in_checks`, and the option fields it takes as `options`; a plugged-in grader's case takes
+one `options` object): `verdryx_core.graders.registry.grader_rules` finds the class of the
+grader a case names, importing only that one.
 """
 
 from __future__ import annotations
@@ -28,7 +33,8 @@ from typing import TYPE_CHECKING, Any
 
 from verdryx_core.cases import GRADER_KINDS
 from verdryx_core.errors import StoreError, VerdryxError, word_hint
-from verdryx_core.graders.registry import custom_grader_names, grader_source
+from verdryx_core.graders.case_rules import CaseProblem
+from verdryx_core.graders.registry import custom_grader_names, grader_rules, grader_source
 from verdryx_core.untrusted.text import printable
 
 if TYPE_CHECKING:
@@ -40,7 +46,6 @@ __all__ = [
     "CaseProblem",
     "GraderUnavailable",
     "after_save",
-    "case_problem",
     "field_owners",
     "plugin",
     "usable_in_checks",
@@ -59,14 +64,6 @@ class GraderUnavailable(VerdryxError):
         return printable(word_hint(self.reason, flags), keep_newlines=False)
 
 
-class CaseProblem(VerdryxError):
-    """A case a plugged-in grader refuses at load: `field` names the field at fault."""
-
-    def __init__(self, field: str, message: str) -> None:
-        self.field = field
-        super().__init__(message)
-
-
 def plugin(name: str) -> Any | None:
     """The plugged-in grader `name` (its class or registered object, unbuilt), or None for a
     built-in or an unknown name. Loading it declares whether its cases need the model."""
@@ -77,23 +74,10 @@ def plugin(name: str) -> Any | None:
 
 def usable_in_checks(name: str, *, workspace: bool = False) -> bool:
     """Whether `name` can be one check of a multi-check case (with a `workspace` or not)."""
-    found = plugin(name)
+    found = grader_rules(name)
     if found is None or bool(getattr(found, "in_checks", True)):
         return True
     return workspace and bool(getattr(found, "in_workspace_checks", False))
-
-
-def case_problem(name: str, case: Mapping[str, Any]) -> CaseProblem | None:
-    """What the plugged-in grader `name` refuses in `case` (set defaults applied), if
-    anything."""
-    check = getattr(plugin(name), "check_case", None)
-    if check is None:
-        return None
-    try:
-        check(case)
-    except CaseProblem as problem:
-        return problem
-    return None
 
 
 @cache

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import warnings
+from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any, ClassVar, Final, final
 
@@ -18,6 +19,7 @@ import regex
 
 from verdryx_core.cases import EvalCase
 from verdryx_core.graders.base import Grade, GradeContext
+from verdryx_core.graders.case_rules import CaseProblem, require_expected, text_expectation
 
 __all__ = ["DEFAULT_REGEX_TIMEOUT_S", "RegexGrader", "compile_pattern"]
 
@@ -54,6 +56,24 @@ class RegexGrader:
 
     def __init__(self, *, timeout_s: float = DEFAULT_REGEX_TIMEOUT_S) -> None:
         self.timeout_s = timeout_s
+
+    @staticmethod
+    def check_case(case: Mapping[str, Any]) -> None:
+        """The pattern compiles, and some output fails it."""
+        from verdryx_core.graders.always_matches import matches_anything  # only at load
+
+        require_expected(case, "regex")
+        text_expectation(case, "regex")
+        try:
+            pattern = compile_pattern(case["expected"])
+        except ValueError as exc:
+            raise CaseProblem("expected", str(exc)) from None
+        if matches_anything(pattern):
+            raise CaseProblem(
+                "expected",
+                f"the pattern {case['expected']!r} matches every output (even an empty one), "
+                "so the case could never fail; give the pattern the output must match",
+            )
 
     def grade(self, case: EvalCase, output: Any, context: GradeContext) -> Grade:
         if case.expected is None:

@@ -5,11 +5,16 @@ Entry points are listed lazily (on the first name that is not a built-in) and lo
 when a case uses them. A custom grader has the built-in shape, `grade(case, output, context)`,
 and may answer a `Grade`, a number in [0, 1] or a bool; anything else is an error naming
 the grader and the case, never a made-up score.
+
+Every grader's load rules, a built-in's as a plugged-in one's, are found here by its name
+(`grader_rules`, `case_problem`, `accepted_options`; verdryx_core.graders.plugins lists what
+a grader may declare), importing only the grader named.
 """
 
 from __future__ import annotations
 
 import contextvars
+import importlib
 import math
 import re
 import threading
@@ -23,14 +28,18 @@ from typing import Any, ClassVar, Final, final
 from verdryx_core.cases import CHECKS_GRADER, GRADER_KINDS, EvalCase, declare_model_free
 from verdryx_core.errors import GraderError, VerdryxError
 from verdryx_core.graders.base import Grade, GradeContext, Grader
+from verdryx_core.graders.case_rules import CaseProblem
 from verdryx_core.limits import cost_problem, token_problem
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "accepted_options",
+    "case_problem",
     "check_installed_graders",
     "checked_grader",
     "custom_grader_names",
     "default_min_score",
+    "grader_rules",
     "grader_source",
     "installed_grader_names",
     "is_grader",
@@ -157,18 +166,12 @@ def default_min_score(grader: str) -> float | None:
 
 
 def _builtin_min_score(grader: str) -> float | None:
-    """A built-in grader's own pass bar (its `default_min_score`), where it has one. A
-    grader's module is imported when asked about that grader, whose cases import it anyway."""
-    if grader == "tool_trace":
-        from verdryx_core.graders.tool_trace import ToolTraceGrader
-
-        return ToolTraceGrader.default_min_score
-    if grader == "final_state":
-        from verdryx_core.graders.final_state import FinalStateGrader
-
-        return FinalStateGrader.default_min_score
-    # A solution passes when every test passes (verdryx_core.graders.execution).
-    return 1.0 if grader == "exec" else None
+    """A built-in grader's own pass bar (its class's `default_min_score`), where it has one.
+    A grader's module is imported when asked about that grader, whose cases import it anyway."""
+    if grader == CHECKS_GRADER:
+        return None
+    bar = getattr(grader_rules(grader), "default_min_score", None)
+    return None if bar is None else float(bar)
 
 
 def load_custom_grader(name: str) -> Grader:
@@ -236,6 +239,55 @@ def grader_source(name: str) -> Any | None:
         declare_model_free(name)
     with _lock:
         return _sources.setdefault(name, loaded)
+
+
+#: Where each built-in grader's class is (`module:class`), imported when a case names it.
+_BUILT_IN: Final[Mapping[str, str]] = {
+    "exact": "verdryx_core.graders.exact:ExactGrader",
+    "regex": "verdryx_core.graders.regex:RegexGrader",
+    "outcome_tag": "verdryx_core.graders.outcome_tag:OutcomeTagGrader",
+    "llm_judge": "verdryx_core.judge.grader:LLMJudgeGrader",
+    "tool_trace": "verdryx_core.graders.tool_trace:ToolTraceGrader",
+    "contains": "verdryx_core.graders.contains:ContainsGrader",
+    "icontains": "verdryx_core.graders.contains:IContainsGrader",
+    "json": "verdryx_core.graders.json_output:JsonGrader",
+    "numeric": "verdryx_core.graders.numeric:NumericGrader",
+    "f1": "verdryx_core.graders.f1:F1Grader",
+    "exec": "verdryx_core.graders.execution:ExecGrader",
+    "final_state": "verdryx_core.graders.final_state:FinalStateGrader",
+}
+#: What a plugged-in grader's case takes for options: its own `options` object.
+_PLUGGED_IN_OPTIONS: Final = frozenset({"options"})
+
+
+def grader_rules(name: str) -> Any | None:
+    """What declares the load rules of the grader `name` (unbuilt): a built-in's class, or
+    the plugged-in grader's class or registered object; None for an unknown name."""
+    home = _BUILT_IN.get(name)
+    if home is None:
+        return grader_source(name)
+    module, _, attribute = home.partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
+def accepted_options(name: str) -> frozenset[str]:
+    """The option fields a case (or check) of the grader `name` may set."""
+    if name in _BUILT_IN:
+        return frozenset(getattr(grader_rules(name), "options", ()))
+    return _PLUGGED_IN_OPTIONS
+
+
+def case_problem(name: str, case: dict[str, Any]) -> CaseProblem | None:
+    """What the grader `name` refuses in `case` (set defaults applied), if anything. A
+    built-in may normalise the case in place (its expectation as JSON text)."""
+    check = getattr(grader_rules(name), "check_case", None)
+    if check is None:
+        return None
+    try:
+        check(case)
+    except CaseProblem as problem:
+        return problem
+    return None
 
 
 def refresh_entry_points() -> None:

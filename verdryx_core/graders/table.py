@@ -4,14 +4,15 @@ in (the add-ons', installed packages', those registered in code)."""
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from verdryx_core.cases import CHECKS_GRADER, GRADER_KINDS
 from verdryx_core.errors import CLI_FLAGS, VerdryxError
 from verdryx_core.graders.base import Grader
 from verdryx_core.graders.plugins import GraderUnavailable
-from verdryx_core.graders.registry import is_grader, load_custom_grader
+from verdryx_core.graders.registry import grader_rules, is_grader, load_custom_grader
 
 if TYPE_CHECKING:
     from verdryx_core.llm.base import ModelAdapter
@@ -21,6 +22,20 @@ __all__ = ["GraderTable", "PlugIn", "build_graders"]
 #: Built-in kinds never resolve to a custom grader, configured for this run or not (an
 #: unconfigured llm_judge stays "missing", with its reason).
 _BUILTIN_NAMES = frozenset(GRADER_KINDS)
+
+#: The built-in kinds whose grader takes none of the run's settings: built from its class
+#: (`graders/registry.py`, where each built-in is found) when a case first uses the kind.
+_BUILT_WITHOUT_SETTINGS: Final = (
+    "exact",
+    "regex",
+    "tool_trace",
+    "contains",
+    "icontains",
+    "json",
+    "numeric",
+    "f1",
+    "final_state",
+)
 
 #: How a run builds a plugged-in grader by name (verdryx_core.graders.plugins, `for_run`);
 #: raises GraderUnavailable when the run's settings do not configure it.
@@ -113,18 +128,10 @@ def build_graders(
     default. `plug_in` builds the graders that plug in (default: as registered)."""
     # Each kind's module is imported when a case first uses the kind (`GraderTable`).
     graders: dict[str, Callable[[], Grader]] = {
-        "exact": _exact,
-        "regex": _regex,
-        "outcome_tag": lambda: _outcome_tag(outcome_map),
-        "tool_trace": _tool_trace,
-        "contains": _contains,
-        "icontains": _icontains,
-        "json": _json,
-        "numeric": _numeric,
-        "f1": _f1,
-        "exec": lambda: _exec_grader(unsafe_exec, flags, exec_disk_mib),
-        "final_state": _final_state,
+        name: functools.partial(_built_in, name) for name in _BUILT_WITHOUT_SETTINGS
     }
+    graders["outcome_tag"] = lambda: _outcome_tag(outcome_map)
+    graders["exec"] = lambda: _exec_grader(unsafe_exec, flags, exec_disk_mib)
     if judge is not None:
 
         def llm_judge() -> Grader:
@@ -136,64 +143,17 @@ def build_graders(
     return GraderTable(graders, flags, plug_in=plug_in)
 
 
-def _exact() -> Grader:
-    from verdryx_core.graders.exact import ExactGrader
-
-    return ExactGrader()
-
-
-def _regex() -> Grader:
-    from verdryx_core.graders.regex import RegexGrader
-
-    return RegexGrader()
+def _built_in(name: str) -> Grader:
+    make = grader_rules(name)
+    assert make is not None, name  # a built-in kind is always found
+    built: Grader = make()
+    return built
 
 
 def _outcome_tag(outcome_map: Mapping[str, float] | None) -> Grader:
     from verdryx_core.graders.outcome_tag import OutcomeTagGrader
 
     return OutcomeTagGrader(outcome_map)
-
-
-def _tool_trace() -> Grader:
-    from verdryx_core.graders.tool_trace import ToolTraceGrader
-
-    return ToolTraceGrader()
-
-
-def _contains() -> Grader:
-    from verdryx_core.graders.contains import ContainsGrader
-
-    return ContainsGrader()
-
-
-def _icontains() -> Grader:
-    from verdryx_core.graders.contains import IContainsGrader
-
-    return IContainsGrader()
-
-
-def _json() -> Grader:
-    from verdryx_core.graders.json_output import JsonGrader
-
-    return JsonGrader()
-
-
-def _numeric() -> Grader:
-    from verdryx_core.graders.numeric import NumericGrader
-
-    return NumericGrader()
-
-
-def _f1() -> Grader:
-    from verdryx_core.graders.f1 import F1Grader
-
-    return F1Grader()
-
-
-def _final_state() -> Grader:
-    from verdryx_core.graders.final_state import FinalStateGrader
-
-    return FinalStateGrader()
 
 
 def _exec_grader(unsafe: bool, flags: Mapping[str, str], disk_mib: int) -> Grader:

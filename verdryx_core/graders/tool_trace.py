@@ -32,6 +32,7 @@ from verdryx_core.cases import EvalCase, ToolCall
 from verdryx_core.graders.argument_types import type_problem
 from verdryx_core.graders.base import Grade, GradeContext
 from verdryx_core.graders.text import TEXT_OPTIONS, normalize
+from verdryx_core.graders.tool_trace_rules import check_tool_trace_case
 from verdryx_core.graders.trace_diff import trace_report
 from verdryx_core.graders.values import Text, is_optional, members_match, value_matches
 
@@ -251,6 +252,11 @@ class ToolTraceGrader:
     kind: ClassVar[str] = "tool_trace"
     #: A trace passes only when it is exactly right (docs/graders.md).
     default_min_score: ClassVar[float] = 1.0
+    #: The text options compare string arguments (docs/graders.md, "Tool traces").
+    options: ClassVar[frozenset[str]] = frozenset(
+        {"argument_match", "tool_match", "check_types", *TEXT_OPTIONS}
+    )
+    check_case = staticmethod(check_tool_trace_case)
 
     def grade(self, case: EvalCase, output: Any, context: GradeContext) -> Grade:
         if output is None:

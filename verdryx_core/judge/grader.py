@@ -10,11 +10,13 @@ either way, so tokens and cost are kept on every path.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar, final
 
 from verdryx_core.cases import EvalCase
 from verdryx_core.errors import UsageError
 from verdryx_core.graders.base import Grade, GradeContext
+from verdryx_core.graders.case_rules import CaseProblem, text_expectation
 from verdryx_core.judge.prompt import judged_task
 from verdryx_core.llm.base import Judgement, ModelAdapter
 from verdryx_core.llm.wire import UNREADABLE_ANSWER
@@ -28,6 +30,12 @@ class LLMJudgeGrader:
     #: Grading asks the judge model: prefetched, in the bounded pool.
     remote: ClassVar[bool] = True
     calls: ClassVar[str] = "judge calls"
+
+    @staticmethod
+    def check_case(case: Mapping[str, Any]) -> None:
+        text_expectation(case, "llm_judge")
+        if not case.get("rubric"):
+            raise CaseProblem("rubric", "grader 'llm_judge' requires a non-empty 'rubric'")
 
     def __init__(self, judge: ModelAdapter) -> None:
         self.judge = judge

@@ -18,7 +18,7 @@ from verdryx_core.runs import EvalRun, Score
 
 if TYPE_CHECKING:
     # The gate's statistics (numpy) are imported only for a gated run's deltas.
-    from verdryx_core.gating.comparison import CaseDelta, GateResult
+    from verdryx_core.gating.comparison import CaseDelta, Comparison
 
 __all__ = ["Breakdown", "Group", "breakdown_lines", "compute_breakdown", "delta_words"]
 
@@ -80,7 +80,7 @@ class Breakdown:
 
 def compute_breakdown(
     run: EvalRun,
-    result: GateResult | None = None,
+    result: Comparison | None = None,
     *,
     iterations: int | None = None,
     seed: int = 0,
@@ -89,7 +89,7 @@ def compute_breakdown(
     verdict on `run`, adds each group's delta on its matched cases (`iterations`: the
     bootstrap's, default the drift's own)."""
     deltas = {item.key: item for item in result.deltas} if result is not None else {}
-    gated = result is not None and result.report is not None
+    gated = result is not None and result.stats is not None
     # Why a measured case has no delta: the words a group without one is described by.
     why = dict.fromkeys(result.changed, "edited since the baseline") if result else {}
 

@@ -29,7 +29,7 @@ def challenger_lines(run: EvalRun, gate: GateOutcome, *, worst: int = 3) -> list
     ]
     lines.append(verdict_line(gate, subject=challenger_subject(run), against="champion"))
     result = gate.result
-    if result is not None and result.report is not None:
+    if result is not None and result.stats is not None:
         dropped = [delta for delta in result.deltas if delta.delta < 0][:worst]
         if dropped:
             shown = ", ".join(

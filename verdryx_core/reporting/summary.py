@@ -16,7 +16,7 @@ from verdryx_core.untrusted.text import printable
 
 if TYPE_CHECKING:
     # Types only: a run that names no baseline never imports the gate's statistics.
-    from verdryx_core.gating.comparison import GateResult
+    from verdryx_core.gating.comparison import Comparison
     from verdryx_core.gating.planning import Noise, Plan
 
 __all__ = [
@@ -149,7 +149,7 @@ def unmeasured_lines(scores: Sequence[Score], *, limit: int = 10) -> list[str]:
 
 
 def gate_lines(
-    result: GateResult,
+    result: Comparison,
     *,
     worst: int = 5,
     list_limit: int = 10,
@@ -169,7 +169,7 @@ def gate_lines(
         lines.append(f"WARNING: {result.model_change} ({allowed})")
     if result.target_change:
         lines.append(f"compared across versions: {result.target_change}")
-    report = result.report
+    report = result.stats
     if report is not None and result.coverage < 0.5:
         # A verdict over a small part of the baseline says so first.
         lines.append(
@@ -240,7 +240,7 @@ def gate_lines(
     return _printable(lines)
 
 
-def window_line(result: GateResult, *, listed: int = 10) -> str | None:
+def window_line(result: Comparison, *, listed: int = 10) -> str | None:
     """`window: this run and 2 earlier (1a2b3c4d, 5e6f7a8b); 3 earlier not comparable, not
     pooled (3 another target)`: what a window pooled, by short run id, and what it passed
     over (docs/options.md, `--verdryx-window`); None without a window."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from verdryx_core.lazy_names import first_use
+from verdryx_core.lazy_names import first_use, renamed
 
 if TYPE_CHECKING:
     from verdryx_core.errors import TargetLoadError, TargetResultError
@@ -12,15 +12,15 @@ if TYPE_CHECKING:
     from verdryx_core.targets.case import TargetCase
     from verdryx_core.targets.loader import load_target, parse_spec
     from verdryx_core.targets.result import TargetResult, TargetUsage, normalise_result
-    from verdryx_core.targets.runner import ERROR_KINDS, TargetAnswer, TargetRunner
+    from verdryx_core.targets.runner import ERROR_KINDS, TargetCall, TargetRunner
     from verdryx_core.targets.target import Target
 
 #: Public name -> the module that defines it: a run without a target imports none of them.
 _HOMES: Final = {
     "ERROR_KINDS": "verdryx_core.targets.runner",
     "Target": "verdryx_core.targets.target",
-    "TargetAnswer": "verdryx_core.targets.runner",
     "TargetCache": "verdryx_core.targets.cache",
+    "TargetCall": "verdryx_core.targets.runner",
     "TargetCase": "verdryx_core.targets.case",
     "TargetLoadError": "verdryx_core.errors",
     "TargetResult": "verdryx_core.targets.result",
@@ -35,8 +35,8 @@ _HOMES: Final = {
 __all__ = [
     "ERROR_KINDS",
     "Target",
-    "TargetAnswer",
     "TargetCache",
+    "TargetCall",
     "TargetCase",
     "TargetLoadError",
     "TargetResult",
@@ -48,7 +48,8 @@ __all__ = [
     "parse_spec",
 ]
 
-__getattr__ = first_use(__name__, _HOMES)
+#: Old names, kept resolvable with a DeprecationWarning (docs/python-api.md, "Renamed").
+__getattr__ = renamed(__name__, {"TargetAnswer": "TargetCall"}, first_use(__name__, _HOMES))
 
 
 def __dir__() -> list[str]:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from verdryx_core.targets.case import TargetCase
-from verdryx_core.targets.runner import TargetAnswer
+from verdryx_core.targets.runner import TargetCall
 
 __all__ = ["TargetHandoff", "handoff_key"]
 
@@ -53,7 +53,7 @@ class TargetHandoff:
         #: Answers handed to this process (a reader's figure).
         self.handed = 0
 
-    def put(self, key: str, answer: TargetAnswer) -> None:
+    def put(self, key: str, answer: TargetCall) -> None:
         if not self.writing:
             return
         data = json.dumps(answer.to_dict(), separators=(",", ":"), ensure_ascii=False)
@@ -79,7 +79,7 @@ class TargetHandoff:
         os.replace(partial, self.path)
         return len(rows)
 
-    def get(self, key: str) -> TargetAnswer | None:
+    def get(self, key: str) -> TargetCall | None:
         """The answer handed for `key`, or None (the caller then calls the target itself)."""
         if self.writing:
             return None
@@ -91,7 +91,7 @@ class TargetHandoff:
             if row is None:
                 return None
             self.handed += 1
-        return TargetAnswer.from_dict(json.loads(row[0]))
+        return TargetCall.from_dict(json.loads(row[0]))
 
     def _open(self) -> sqlite3.Connection | None:
         if self._connection is None and not self._absent:

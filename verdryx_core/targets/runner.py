@@ -29,6 +29,7 @@ from types import TracebackType
 from typing import Any, Final, Protocol, Self
 
 from verdryx_core.errors import TargetResultError, UsageError
+from verdryx_core.lazy_names import renamed
 from verdryx_core.targets.cache import TargetCache
 from verdryx_core.targets.case import TargetCase
 from verdryx_core.targets.result import TargetResult, TooDeepToEncode, normalise_result
@@ -36,7 +37,7 @@ from verdryx_core.targets.spans import OTEL_MODES, CallSpans, SpanCollector, spa
 from verdryx_core.targets.target import Target
 from verdryx_core.timeouts import DEFAULT_TIMEOUT_S, check_timeout
 
-__all__ = ["ERROR_KINDS", "TargetAnswer", "TargetRunner"]
+__all__ = ["ERROR_KINDS", "TargetCall", "TargetRunner"]
 
 #: Why a call produced no result: it raised, it overran the timeout, it returned a bad value,
 #: its OpenTelemetry spans could not be read, or (replaying) no result was recorded for it.
@@ -69,9 +70,10 @@ def _describe(exc: BaseException) -> str:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TargetAnswer:
-    """One call's result, or the one-line reason there is none (`error`, with `error_kind`
-    in ERROR_KINDS). Never a score: grading an error is the pipeline's decision."""
+class TargetCall:
+    """One call of a target: what it returned (`result`, a `TargetResult`), or the one-line
+    reason there is none (`error`, with `error_kind` in ERROR_KINDS), and how long it took.
+    Never a score: grading an error is the pipeline's decision."""
 
     case_id: str
     repeat: int
@@ -98,7 +100,7 @@ class TargetAnswer:
         }
 
     @classmethod
-    def from_dict(cls, data: Any) -> TargetAnswer:
+    def from_dict(cls, data: Any) -> TargetCall:
         result = data.get("result")
         return cls(
             case_id=str(data["case_id"]),
@@ -112,10 +114,10 @@ class TargetAnswer:
 
 
 @dataclass(slots=True)
-class _Call:
+class _InFlight:
     target: Target
     case: TargetCase
-    future: Future[TargetAnswer]
+    future: Future[TargetCall]
     deadline: float = 0.0
     cache_key: str | None = None
 
@@ -129,7 +131,7 @@ _CASE_HINT: Final = (
 
 
 class TargetRunner:
-    """Runs target calls; `submit` returns at once with a future of the `TargetAnswer`.
+    """Runs target calls; `submit` returns at once with a future of the `TargetCall`.
 
     Use as a context manager: leaving normally waits for every call (each bounded by the
     timeout), leaving on an exception cancels what has not started, and leaving on
@@ -164,8 +166,8 @@ class TargetRunner:
         self.progress = progress
         self.cache = cache if cache is not None and cache.enabled else None
         self._lock = threading.Lock()
-        self._pending: set[Future[TargetAnswer]] = set()
-        self._running: dict[Future[TargetAnswer], _Call] = {}
+        self._pending: set[Future[TargetCall]] = set()
+        self._running: dict[Future[TargetCall], _InFlight] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: threading.Thread | None = None
         self._semaphore: asyncio.Semaphore | None = None
@@ -178,11 +180,11 @@ class TargetRunner:
 
     # -- the caller's side -----------------------------------------------------------------
 
-    def submit(self, target: Target, case: TargetCase) -> Future[TargetAnswer]:
+    def submit(self, target: Target, case: TargetCase) -> Future[TargetCall]:
         """Queue one call; it starts when a slot is free. A cached result (or, replaying, its
         absence) settles the future at once."""
-        future: Future[TargetAnswer] = Future()
-        call = _Call(target, case, future)
+        future: Future[TargetCall] = Future()
+        call = _InFlight(target, case, future)
         if self.cache is not None and case.workspace is not None:
             # What a workspace case's call did is the files it left, which no cached result
             # holds: never cached, never replayed (docs/workspaces-and-execution.md).
@@ -220,11 +222,11 @@ class TargetRunner:
         loop.call_soon_threadsafe(self._spawn, call)
         return future
 
-    def _from_cache(self, call: _Call) -> TargetAnswer | None:
+    def _from_cache(self, call: _InFlight) -> TargetCall | None:
         assert self.cache is not None and call.cache_key is not None
         result = self.cache.get(call.cache_key)
         if result is not None:
-            return TargetAnswer(
+            return TargetCall(
                 case_id=call.case.id, repeat=call.case.repeat, result=result, cached=True
             )
         if self.cache.replaying:
@@ -236,7 +238,7 @@ class TargetRunner:
             return self._error(call, error, "not_recorded", 0.0)
         return None
 
-    def run(self, target: Target, cases: list[TargetCase]) -> list[TargetAnswer]:
+    def run(self, target: Target, cases: list[TargetCase]) -> list[TargetCall]:
         """Every case through `target`, answers in the cases' order (for scripts and tests)."""
         futures = [self.submit(target, case) for case in cases]
         return [future.result() for future in futures]
@@ -322,10 +324,10 @@ class TargetRunner:
             self._loop, self._loop_thread = loop, thread
         return self._loop
 
-    def _spawn(self, call: _Call) -> None:
+    def _spawn(self, call: _InFlight) -> None:
         asyncio.get_running_loop().create_task(self._run(call))
 
-    async def _run(self, call: _Call) -> None:
+    async def _run(self, call: _InFlight) -> None:
         assert self._semaphore is not None
         async with self._semaphore:
             future = call.future
@@ -353,12 +355,12 @@ class TargetRunner:
             if settled and self.cache and answer.result is not None and call.cache_key:
                 self.cache.remember(call.cache_key, call.target.spec, answer.result)
 
-    def _spans(self, call: _Call) -> CallSpans | None:
+    def _spans(self, call: _InFlight) -> CallSpans | None:
         """The collection of this call's spans, or None (`off`, or no opentelemetry-sdk)."""
         collector = self._collector
         return collector.call(call.case.id) if isinstance(collector, SpanCollector) else None
 
-    async def _call_async(self, call: _Call, started: float) -> TargetAnswer:
+    async def _call_async(self, call: _InFlight, started: float) -> TargetCall:
         spans = self._spans(call)
         try:
             async with asyncio.timeout(self.timeout):
@@ -370,9 +372,9 @@ class TargetRunner:
             return self._raised(call, exc, started)
         return self._finish(call, value, started, spans)
 
-    async def _call_in_thread(self, call: _Call, started: float) -> TargetAnswer:
+    async def _call_in_thread(self, call: _InFlight, started: float) -> TargetCall:
         loop = asyncio.get_running_loop()
-        done: asyncio.Future[TargetAnswer] = loop.create_future()
+        done: asyncio.Future[TargetCall] = loop.create_future()
 
         def work() -> None:
             try:
@@ -393,8 +395,8 @@ class TargetRunner:
             return self._timed_out(call)
 
     def _finish(
-        self, call: _Call, value: object, started: float, spans: CallSpans | None = None
-    ) -> TargetAnswer:
+        self, call: _InFlight, value: object, started: float, spans: CallSpans | None = None
+    ) -> TargetCall:
         latency = time.perf_counter() - started
         if inspect.isawaitable(value):
             if inspect.iscoroutine(value):
@@ -423,11 +425,11 @@ class TargetRunner:
             with self._lock:
                 self.span_results += spans.took
                 self.span_overridden += spans.overridden
-        return TargetAnswer(
+        return TargetCall(
             case_id=call.case.id, repeat=call.case.repeat, result=result, latency_s=latency
         )
 
-    def _raised(self, call: _Call, exc: BaseException, started: float) -> TargetAnswer:
+    def _raised(self, call: _InFlight, exc: BaseException, started: float) -> TargetCall:
         if isinstance(exc, TargetResultError):  # a dialogue's turn returned a bad value
             latency = time.perf_counter() - started
             return self._error(call, _bad_result(call, exc), "bad_result", latency)
@@ -437,12 +439,12 @@ class TargetRunner:
             error += f" ({_CASE_HINT})"
         return self._error(call, error, "exception", time.perf_counter() - started)
 
-    def _timed_out(self, call: _Call) -> TargetAnswer:
+    def _timed_out(self, call: _InFlight) -> TargetCall:
         error = f"target {call.target.spec} did not return within {self.timeout:g}s"
         return self._error(call, error, "timeout", self.timeout)
 
-    def _error(self, call: _Call, error: str, kind: str, latency: float) -> TargetAnswer:
-        return TargetAnswer(
+    def _error(self, call: _InFlight, error: str, kind: str, latency: float) -> TargetCall:
+        return TargetCall(
             case_id=call.case.id,
             repeat=call.case.repeat,
             result=None,
@@ -451,14 +453,14 @@ class TargetRunner:
             latency_s=latency,
         )
 
-    def _settle(self, future: Future[TargetAnswer], answer: TargetAnswer) -> bool:
+    def _settle(self, future: Future[TargetCall], answer: TargetCall) -> bool:
         try:
             future.set_result(answer)
         except InvalidStateError:  # the watchdog or abort got there first
             return False
         return True
 
-    def _forget(self, future: Future[TargetAnswer]) -> None:
+    def _forget(self, future: Future[TargetCall]) -> None:
         with self._lock:
             self._pending.discard(future)
         if self.progress is not None and not future.cancelled():
@@ -492,12 +494,12 @@ class TargetRunner:
             self.progress = None
 
 
-def _set_once(future: asyncio.Future[TargetAnswer], answer: TargetAnswer) -> None:
+def _set_once(future: asyncio.Future[TargetCall], answer: TargetCall) -> None:
     if not future.done():
         future.set_result(answer)
 
 
-def _settle_cancelled(future: Future[TargetAnswer]) -> None:
+def _settle_cancelled(future: Future[TargetCall]) -> None:
     with contextlib.suppress(InvalidStateError):
         future.set_exception(CancelledError())
 
@@ -507,9 +509,13 @@ def _cancel_all_tasks(loop: asyncio.AbstractEventLoop) -> None:
         task.cancel()
 
 
-def _bad_result(call: _Call, exc: TargetResultError) -> str:
+def _bad_result(call: _InFlight, exc: TargetResultError) -> str:
     """The case's error for a result that cannot be taken: the target's (a bad value), or
     verdryx's own encoding limit (a value nested deeper than it encodes), said as such."""
     if isinstance(exc, TooDeepToEncode):
         return f"verdryx's encoding limit (not an error of target {call.target.spec}): {exc}"
     return f"target {call.target.spec} returned a bad result: {exc}"
+
+
+#: Old names, kept resolvable with a DeprecationWarning (docs/python-api.md, "Renamed").
+__getattr__ = renamed(__name__, {"TargetAnswer": "TargetCall"})

@@ -428,7 +428,7 @@ _DRIFT_FIELDS: Final = (
 
 
 def drift_event_data(drift: Mapping[str, Any]) -> dict[str, Any]:
-    """The `quality_drift` payload from `DriftReport.to_dict()`; missing or non-finite -> null.
+    """The `quality_drift` payload from `DriftStats.to_dict()`; missing or non-finite -> null.
     `ci_low`, `ci_high`: the interval the verdict used, paired when cases paired
     (docs/events-and-otlp.md)."""
     data = {name: _finite(drift.get(name)) for name in _DRIFT_FIELDS}

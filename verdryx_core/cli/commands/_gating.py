@@ -10,7 +10,7 @@ from typing import Any
 from verdryx_core.cli.commands._settings import setting_fields
 from verdryx_core.conclusion import Conclusion, RunPolicy
 from verdryx_core.gating.compare import GateOutcome, GatePolicy
-from verdryx_core.gating.comparison import GateResult
+from verdryx_core.gating.comparison import Comparison
 
 __all__ = [
     "EXIT_FAILED",
@@ -64,10 +64,10 @@ def run_policy_from(args: argparse.Namespace, command: str) -> RunPolicy:
 
 
 def gate_document(outcome: GateOutcome) -> dict[str, Any]:
-    """docs/cli.md, `drift`: the drift report's keys, then what was matched."""
+    """docs/cli.md, `drift`: the drift statistics' keys, then what was matched."""
     result = outcome.result
     assert result is not None
-    document = result.report.to_dict() if result.report else {"verdict": None}
+    document = result.stats.to_dict() if result.stats else {"verdict": None}
     return document | {
         "matched": result.matched,
         "added": list(result.added),
@@ -78,7 +78,7 @@ def gate_document(outcome: GateOutcome) -> dict[str, Any]:
     }
 
 
-def case_drop_rows(result: GateResult) -> list[dict[str, Any]]:
+def case_drop_rows(result: Comparison) -> list[dict[str, Any]]:
     """docs/cli.md, `drift`: each tested case's drop test, in the baseline's case order
     (docs/statistics.md, "Which cases regressed"); `q` is null for a case left out of the
     false discovery count (it cannot show a drop with its samples)."""

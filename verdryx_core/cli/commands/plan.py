@@ -114,9 +114,9 @@ def _paired(args: argparse.Namespace) -> tuple[str, Noise, dict[str, str]]:
     counts = [max(1, len(case.samples)) for case in baseline.cases]
     noise = (
         None
-        if result.report is None
+        if result.stats is None
         else noise_of_pair(
-            result.report, found, baseline_samples=sum(counts) / len(counts) if counts else 1.0
+            result.stats, found, baseline_samples=sum(counts) / len(counts) if counts else 1.0
         )
     )
     if noise is None:

@@ -186,9 +186,9 @@ def _verdict(
     if target_differences(run, baseline):
         return None, f"other target than the baseline's ({baseline.target or 'none'})", None
     result = compare_to_baseline([run], baseline)
-    if result.report is None:
+    if result.stats is None:
         return None, "no case in common with the baseline", None
-    return result.report.verdict, None, result.report.inconclusive
+    return result.stats.verdict, None, result.stats.inconclusive
 
 
 def _print_text(

@@ -34,7 +34,7 @@ def _num(value: float | None) -> str:
 def suite_properties(run: EvalRun | None, gate: GateOutcome) -> dict[str, str]:
     """The suite's `verdryx.*` properties; empty values where nothing applies."""
     result = gate.result
-    report = result.report if result is not None else None
+    report = result.stats if result is not None else None
     # The interval the verdict used: paired when cases paired (docs/ci.md), as the pytest
     # face writes it.
     interval = verdict_interval(report) if report is not None else None

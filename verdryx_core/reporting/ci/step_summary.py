@@ -16,7 +16,7 @@ from verdryx_core.untrusted.text import printable
 if TYPE_CHECKING:
     # Types only: what CI sees is built without importing the gate (numpy) until it runs.
     from verdryx_core.gating.compare import GateOutcome
-    from verdryx_core.gating.comparison import GateResult
+    from verdryx_core.gating.comparison import Comparison
 
 __all__ = ["markdown_text", "step_summary"]
 
@@ -73,10 +73,10 @@ def step_summary(
 
 
 def _gate_rows(gate: GateOutcome | None) -> list[str]:
-    if gate is None or gate.result is None or gate.result.report is None:
+    if gate is None or gate.result is None or gate.result.stats is None:
         return []
     result = gate.result
-    report = result.report
+    report = result.stats
     assert report is not None
     interval = verdict_interval(report)
     shown = (
@@ -121,7 +121,7 @@ def _drops(gate: GateOutcome | None, rows: int) -> list[str]:
     return lines
 
 
-def _drop_cell(result: GateResult, key: str) -> str:
+def _drop_cell(result: Comparison, key: str) -> str:
     words = result.drop_words(key)
     return f"**{words}**" if result.significant(key) else words
 

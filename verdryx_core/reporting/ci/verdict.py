@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     # Types only: what CI sees is built without importing the gate (numpy) until it runs.
     from verdryx_core.gating.compare import GateOutcome
-    from verdryx_core.gating.drift import DriftReport
+    from verdryx_core.gating.drift import DriftStats
 
 
 __all__ = ["Interval", "verdict_interval", "verdict_line"]
@@ -27,7 +27,7 @@ class Interval:
         return f"95% CI ({kind}) [{self.low:+.3f}, {self.high:+.3f}]"
 
 
-def verdict_interval(report: DriftReport) -> Interval | None:
+def verdict_interval(report: DriftStats) -> Interval | None:
     """The interval the verdict used: paired when at least two cases matched, as
     `compute_drift` decides; two-sample otherwise; None with fewer than two scores a side."""
     paired = report.paired
@@ -47,12 +47,12 @@ def verdict_line(
     if gate.refused is not None:
         return f"{subject} refused against {against} {name}: {gate.refused}"
     result = gate.result
-    if result is None or result.report is None:
+    if result is None or result.stats is None:
         if gate.not_gated is not None:
             return f"{subject}: not gated against {against} {name}: {gate.not_gated}"
         note = result.note if result is not None else "no run to compare"
         return f"{subject}: nothing compared against {against} {name}: {note}"
-    report = result.report
+    report = result.stats
     interval = verdict_interval(report)
     shown = str(interval) if interval is not None else "CI n/a (fewer than 2 scores on a side)"
     versions = f" ({result.target_change})" if result.target_change else ""

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from verdryx_core.errors import UsageError
-from verdryx_core.gating.comparison import GateResult, compare_to_baseline
+from verdryx_core.gating.comparison import Comparison, compare_to_baseline
 from verdryx_core.gating.drift import DEFAULT_THRESHOLD
 from verdryx_core.reporting.html._challenger import ChallengerView
 from verdryx_core.runs import Baseline, EvalRun
@@ -37,7 +37,7 @@ class ReportData:
     baseline: Baseline | None = None
     #: How the baseline was chosen, in words ("named", "newest for model stub", ...).
     baseline_source: str = ""
-    result: GateResult | None = None
+    result: Comparison | None = None
     #: Why there is no verdict, in words, when there is none.
     gate_note: str | None = None
     #: The traces add-on's cost per outcome (its `CostPerOutcomeReport`), when given.
@@ -69,7 +69,7 @@ def collect_report(
     model: str | None = None,
     traces: Path | None = None,
     traces_costs: tuple[Any, str | None] = (None, None),
-    result: GateResult | None = None,
+    result: Comparison | None = None,
     gate: str = "significant",
     threshold: float = DEFAULT_THRESHOLD,
     min_effect: float = 0.0,
@@ -119,7 +119,7 @@ def collect_report(
                 )
             except UsageError as exc:
                 note = f"not compared: {exc}"
-    if result is not None and result.report is None:
+    if result is not None and result.stats is None:
         note = result.note
     if baseline is None:
         note = (

@@ -148,7 +148,7 @@ def build_report_html(data: ReportData) -> str:
 def _verdict(data: ReportData) -> tuple[str, str, list[str]]:
     """The word, its colour, and the sentences under it (already escaped)."""
     result = data.result
-    report = result.report if result else None
+    report = result.stats if result else None
     lines: list[str] = []
     if result is not None and result.model_change:
         lines.append(f"<strong>Warning:</strong> {esc(result.model_change)}.")
@@ -258,7 +258,7 @@ def _meta(data: ReportData) -> str:
 
 def _cards(data: ReportData) -> str:
     run = data.current
-    report = data.result.report if data.result else None
+    report = data.result.stats if data.result else None
     cards = [
         (
             "mean score",
@@ -344,7 +344,7 @@ def _timeline_section(data: ReportData) -> str:
     ]
     index = {run.id: position for position, run in enumerate(series)}
     baseline = data.baseline
-    report = data.result.report if data.result else None
+    report = data.result.stats if data.result else None
     band = _baseline_band(baseline.cases if baseline else ())
     whisker = None
     interval = _interval(report) if report is not None else None

@@ -7,7 +7,7 @@ from typing import Any
 
 from verdryx_core.atomic import write_text_atomic
 from verdryx_core.errors import UsageError
-from verdryx_core.gating.comparison import GateResult
+from verdryx_core.gating.comparison import Comparison
 from verdryx_core.gating.drift import DEFAULT_THRESHOLD
 from verdryx_core.reporting.html._challenger import ChallengerView
 from verdryx_core.reporting.html._collect import collect_report
@@ -28,7 +28,7 @@ def write_report(
     model: str | None = None,
     traces: Path | None = None,
     traces_costs: tuple[Any, str | None] = (None, None),
-    result: GateResult | None = None,
+    result: Comparison | None = None,
     gate: str = "significant",
     threshold: float = DEFAULT_THRESHOLD,
     min_effect: float = 0.0,
