@@ -23,19 +23,10 @@ __all__ = ["GraderTable", "PlugIn", "build_graders"]
 #: unconfigured llm_judge stays "missing", with its reason).
 _BUILTIN_NAMES = frozenset(GRADER_KINDS)
 
-#: The built-in kinds whose grader takes none of the run's settings: built from its class
-#: (`graders/registry.py`, where each built-in is found) when a case first uses the kind.
-_BUILT_WITHOUT_SETTINGS: Final = (
-    "exact",
-    "regex",
-    "tool_trace",
-    "contains",
-    "icontains",
-    "json",
-    "numeric",
-    "f1",
-    "final_state",
-)
+#: The built-in kinds whose grader takes some of the run's settings; every other one is
+#: built from its class alone (`graders/registry.py`, where each built-in is found) when a
+#: case first uses the kind.
+_BUILT_WITH_SETTINGS: Final = frozenset({"outcome_tag", "exec", "llm_judge"})
 
 #: How a run builds a plugged-in grader by name (verdryx_core.graders.plugins, `for_run`);
 #: raises GraderUnavailable when the run's settings do not configure it.
@@ -128,7 +119,9 @@ def build_graders(
     default. `plug_in` builds the graders that plug in (default: as registered)."""
     # Each kind's module is imported when a case first uses the kind (`GraderTable`).
     graders: dict[str, Callable[[], Grader]] = {
-        name: functools.partial(_built_in, name) for name in _BUILT_WITHOUT_SETTINGS
+        name: functools.partial(_built_in, name)
+        for name in GRADER_KINDS
+        if name not in _BUILT_WITH_SETTINGS
     }
     graders["outcome_tag"] = lambda: _outcome_tag(outcome_map)
     graders["exec"] = lambda: _exec_grader(unsafe_exec, flags, exec_disk_mib)
