@@ -12,7 +12,7 @@ from fakes.anthropic_server import FakeAnthropic
 
 # The suite starts hundreds of Python processes (pytester subprocesses, xdist workers,
 # benchmarks). A shell with PYTHONDONTWRITEBYTECODE set (some sandboxes set it) would make
-# each one compile every module it imports, and the install skips compiling (--no-compile):
+# each one compile every module it imports, and the install compiles nothing up front (uv):
 # bytecode is cached here as on a user's machine, for this process and every child.
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
