@@ -10,6 +10,14 @@ from junitparser import Error, Failure, JUnitXml, Properties, Skipped
 from plugin_support import exact_case, write_evalset
 
 XDIST_MODES = [[], ["-n", "2"]]
+#: The same, with the xdist variant in the slow step (README.md): the gate's testcase, the
+#: annotations and the job summary are written on the controller from the reports that reach
+#: it, a path the default step checks under xdist (test_github_annotations_for_failed_cases_and_
+#: the_gate, test_verbose_shows_each_cases_score, test_plugin_gate.py's JUnit test).
+XDIST_SLOW = [
+    pytest.param([], id="mode0"),
+    pytest.param(["-n", "2"], id="mode1", marks=pytest.mark.slow),
+]
 
 
 def _cases(failing: int, total: int = 20) -> list[dict[str, object]]:
@@ -39,7 +47,7 @@ def _gate_case(xml: Path) -> tuple[object, dict[str, str], dict[str, str]]:
     return gates[0], suite_props, case_props
 
 
-@pytest.mark.parametrize("mode", XDIST_MODES)
+@pytest.mark.parametrize("mode", XDIST_SLOW)
 def test_a_regressed_gate_is_a_failed_testcase_with_the_verdict_line(
     pytester: pytest.Pytester, mode: list[str]
 ) -> None:
@@ -68,7 +76,7 @@ def test_a_regressed_gate_is_a_failed_testcase_with_the_verdict_line(
     assert high < 0
 
 
-@pytest.mark.parametrize("mode", XDIST_MODES)
+@pytest.mark.parametrize("mode", XDIST_SLOW)
 def test_an_on_track_gate_is_a_passed_testcase(pytester: pytest.Pytester, mode: list[str]) -> None:
     result, xml = _gated(pytester, failing=0, extra=mode)
     assert result.ret == pytest.ExitCode.OK
@@ -79,7 +87,7 @@ def test_an_on_track_gate_is_a_passed_testcase(pytester: pytest.Pytester, mode: 
     assert suite["verdryx.verdict"] == "on-track"
 
 
-@pytest.mark.parametrize("mode", XDIST_MODES)
+@pytest.mark.parametrize("mode", XDIST_SLOW)
 def test_a_refused_gate_is_an_error_testcase(pytester: pytest.Pytester, mode: list[str]) -> None:
     """The gate cannot read the run history it was asked to pool (--verdryx-window): the store
     file was replaced by something else while the session ran."""
@@ -176,7 +184,7 @@ def test_no_annotations_outside_github_actions(
     assert _annotations(result.stdout.str()) == []
 
 
-@pytest.mark.parametrize("mode", XDIST_MODES)
+@pytest.mark.parametrize("mode", XDIST_SLOW)
 def test_the_job_summary_is_appended(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, mode: list[str]
 ) -> None:
@@ -233,7 +241,7 @@ def test_the_job_summary_is_appended(
         assert text == head + expected_tail
 
 
-@pytest.mark.parametrize("mode", XDIST_MODES)
+@pytest.mark.parametrize("mode", XDIST_SLOW)
 def test_dropped_cases_are_warnings_and_counted_apart(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, mode: list[str]
 ) -> None:

@@ -6,6 +6,16 @@ from __future__ import annotations
 import pytest
 from plugin_support import exact_case, stored_runs, write_evalset
 
+#: Without xdist here, with it in the slow step (README.md): what these tests check is read on
+#: the controller from the reports that reach it, the path the default step checks under xdist
+#: in test_the_summary_counts_xfailed_cases_as_pytest_reports_them,
+#: test_custom_cases_beside_an_eval_set_are_not_reported_removed and test_plugin_activation.py's
+#: collection error under xdist.
+XDIST_SLOW = [
+    pytest.param([], id="no-xdist"),
+    pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.slow),
+]
+
 
 def test_collect_only_stores_no_run(pytester: pytest.Pytester) -> None:
     # Listing the cases is not a measurement: no empty "incomplete" run in the history.
@@ -17,7 +27,7 @@ def test_collect_only_stores_no_run(pytester: pytest.Pytester) -> None:
     assert not db.exists() or stored_runs(db) == []
 
 
-@pytest.mark.parametrize("mode", [[], ["-n", "2"]], ids=["no-xdist", "xdist-2"])
+@pytest.mark.parametrize("mode", XDIST_SLOW)
 def test_a_skipped_custom_case_leaves_the_run_complete(
     pytester: pytest.Pytester, mode: list[str]
 ) -> None:
@@ -59,7 +69,7 @@ def test_a_marked_test_that_never_grades_fails_with_a_clear_message(
     result.stdout.fnmatch_lines(["*never called verdryx.grade(...) or verdryx.record(...)*"])
 
 
-@pytest.mark.parametrize("mode", [[], ["-n", "2"]], ids=["no-xdist", "xdist-2"])
+@pytest.mark.parametrize("mode", XDIST_SLOW)
 def test_same_method_name_in_two_classes_is_two_cases(
     pytester: pytest.Pytester, mode: list[str]
 ) -> None:
@@ -220,7 +230,7 @@ def test_a_store_failure_after_ctrl_c_keeps_the_interrupted_exit_code(
     assert result.ret == pytest.ExitCode.INTERRUPTED
 
 
-@pytest.mark.parametrize("mode", [[], ["-n", "2"]], ids=["no-xdist", "xdist-2"])
+@pytest.mark.parametrize("mode", XDIST_SLOW)
 def test_a_deeply_nested_eval_set_file_is_one_collection_error(
     pytester: pytest.Pytester, mode: list[str]
 ) -> None:

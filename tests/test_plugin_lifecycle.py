@@ -27,7 +27,12 @@ MODEL = "claude-haiku-4-5"  # $1 / $5 per million input / output tokens
 #: What one fake answer costs: 10 input and 5 output tokens.
 CALL_USD = (10 * 1.0 + 5 * 5.0) / 1e6
 
-XDIST_MODES = [pytest.param([], id="no-xdist"), pytest.param(["-n", "2"], id="xdist-2")]
+#: The xdist variant runs in the slow step (README.md): every attempt of a rerun case is a
+#: sample under xdist too, which the default step checks in test_window_and_reruns.py.
+XDIST_MODES = [
+    pytest.param([], id="no-xdist"),
+    pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.slow),
+]
 
 AGENT = textwrap.dedent(
     '''
