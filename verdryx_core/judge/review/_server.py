@@ -125,7 +125,11 @@ class ReviewServer:
 
     def start(self) -> ReviewServer:
         """Serve in a background thread (tests, and the command until Ctrl-C)."""
-        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        # `close` waits for the loop to look up: at the default half second, most of what
+        # serving a page or two costs.
+        self._thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self._thread.start()
         return self
 
