@@ -28,12 +28,14 @@ from verdryx_core.store import CacheEntry, Store, StoreTarget, StoreUrl
 
 T0 = datetime(2025, 6, 1, tzinfo=UTC)
 
-#: A merge process that waits at the gate, so every process starts its merge together.
+#: A merge process that says it is ready (verdryx imported) and waits at the gate, so every
+#: process starts its merge together.
 MERGER = textwrap.dedent(
     """
     import os, sys, time
     from verdryx_core.cli import main
     gate = sys.argv[1]
+    open(f"{gate}.ready-{os.getpid()}", "w").close()
     while not os.path.exists(gate):
         time.sleep(0.002)
     sys.exit(main(["merge", *sys.argv[2:]]))
@@ -171,8 +173,11 @@ def _merge_at_once(
         for argv in jobs
     ]
     writers = _Writers(target) if hold else None
-    time.sleep(1.0)  # every process imported verdryx and waits at the gate
-    gate.touch()
+    deadline = time.monotonic() + 120
+    while len(list(tmp_path.glob(f"{gate.name}.ready-*"))) < len(processes):
+        assert all(process.poll() is None for process in processes) and time.monotonic() < deadline
+        time.sleep(0.01)
+    gate.touch()  # every process imported verdryx and waits at the gate
     if writers is not None:
         writers.release_when_waiting(len(jobs))
     results = []
