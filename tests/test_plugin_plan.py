@@ -73,8 +73,15 @@ def _measured(db: Path) -> tuple[float, float]:
     return float(np.var(diffs, ddof=1)), float(np.mean(list(base.values())))
 
 
+# The xdist variant runs in the slow step (README.md): the plan is the controller's, from the
+# gathered run, the path test_plugin_gate.py's test_xdist_and_a_single_process_store_the_same_
+# run_and_verdict checks in the default step.
 @pytest.mark.parametrize(
-    "mode", [pytest.param([], id="no-xdist"), pytest.param(["-n", "2"], id="xdist-2")]
+    "mode",
+    [
+        pytest.param([], id="no-xdist"),
+        pytest.param(["-n", "2"], id="xdist-2", marks=pytest.mark.slow),
+    ],
 )
 def test_an_underpowered_run_of_recorded_outputs_plans_more_cases(
     pytester: pytest.Pytester, mode: list[str]
