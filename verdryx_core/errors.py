@@ -58,6 +58,7 @@ __all__ = [
     "TargetResultError",
     "UsageError",
     "VerdryxError",
+    "addon_flag",
     "declare_addon_words",
     "located",
     "word_hint",
@@ -99,11 +100,16 @@ class _HintWords(Mapping[str, str]):
 _ADDON_WORDS: Final[Mapping[str, dict[str, str]]] = {"cli": {}, "python": {}}
 
 
+def addon_flag(name: str) -> str:
+    """How the command line spells the add-on option `name`: `--NAME`, dashes for `_`."""
+    return "--" + name.replace("_", "-")
+
+
 def declare_addon_words(name: str, *, python: str) -> None:
     """An add-on's option `name`, which its hints name as `{name}`: the command line spells
     it `--NAME` (verdryx_core.hooks, `AddonOption`), the Python API as `python` says (pytest
     lists the add-ons' options itself)."""
-    _ADDON_WORDS["cli"][name] = "--" + name.replace("_", "-")
+    _ADDON_WORDS["cli"][name] = addon_flag(name)
     _ADDON_WORDS["python"][name] = python
 
 

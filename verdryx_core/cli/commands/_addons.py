@@ -8,6 +8,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from verdryx_core.errors import addon_flag
 from verdryx_core.hooks import AddonSession, addon_options, grader_options
 
 __all__ = ["add_addon_arguments", "addon_grader_options", "addon_session", "addon_values"]
@@ -19,7 +20,7 @@ def add_addon_arguments(parser: argparse.ArgumentParser) -> None:
     taken = {action.dest for action in parser._actions}
     for option in addon_options("cli", taken=taken.__contains__):
         parser.add_argument(
-            "--" + option.name.replace("_", "-"),
+            addon_flag(option.name),
             dest=option.name,
             default=option.default,
             metavar=option.metavar or option.name.upper(),
