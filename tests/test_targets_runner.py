@@ -121,6 +121,53 @@ def test_async_targets_share_one_loop_with_exactly_the_bound_in_flight() -> None
     assert all(o.result is not None and o.result.tool_names == ("lookup",) for o in outcomes)
 
 
+def test_calls_start_in_the_order_they_were_submitted() -> None:
+    started: list[str] = []
+
+    async def answer(case: TargetCase) -> str:
+        started.append(case.id)
+        await asyncio.sleep(0)
+        return case.id
+
+    with TargetRunner(concurrency=1) as runner:
+        outcomes = runner.run(Target.of(answer), cases(40))
+    assert started == [f"c{i}" for i in range(40)]
+    assert [o.result.output for o in outcomes if o.result is not None] == started
+
+
+def test_calls_submitted_from_many_threads_while_calls_run_all_start() -> None:
+    """Submits racing the loop taking what was queued: none is left waiting."""
+
+    async def answer(case: TargetCase) -> str:
+        await asyncio.sleep(0.0005)
+        return case.id
+
+    target = Target.of(answer)
+    with TargetRunner(concurrency=3) as runner:
+
+        def submit_some(first: int) -> list[str]:
+            futures = []
+            for i in range(first, first + 50):
+                futures.append(
+                    runner.submit(target, TargetCase(id=f"c{i}", eval_set_id="s", prompt="p"))
+                )
+                time.sleep(0.0002 * (i % 3))
+            return [future.result(timeout=5).case_id for future in futures]
+
+        got: list[list[str]] = []
+        threads = [
+            threading.Thread(target=lambda f=f: got.append(submit_some(f)))
+            for f in (0, 50, 100, 150)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(20)
+        # Inside the block: a call left waiting fails here instead of holding up the exit.
+        submitted = sorted(f"c{i}" for i in range(200))
+        assert sorted(case_id for ids in got for case_id in ids) == submitted
+
+
 def test_sync_and_async_targets_share_one_bound() -> None:
     limit = 3
     seen = InFlight()

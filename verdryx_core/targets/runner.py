@@ -168,6 +168,10 @@ class TargetRunner:
         self._lock = threading.Lock()
         self._pending: set[Future[TargetCall]] = set()
         self._running: dict[Future[TargetCall], _InFlight] = {}
+        #: Calls submitted and not yet handed to the loop, in order; `_wake_due` while a
+        #: `_spawn_queued` is scheduled to take them.
+        self._queued: list[_InFlight] = []
+        self._wake_due = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: threading.Thread | None = None
         self._semaphore: asyncio.Semaphore | None = None
@@ -219,7 +223,19 @@ class TargetRunner:
                 self._collector = span_collector(self.otel)
             self._pending.add(future)
         future.add_done_callback(self._forget)
-        loop.call_soon_threadsafe(self._spawn, call)
+        with self._lock:
+            self._queued.append(call)
+            wake, self._wake_due = not self._wake_due, True
+        if wake:
+            # One wake-up of the loop for all the calls queued before it takes them: each is a
+            # system call (a write to the loop's self-pipe), and a session submits its cases
+            # together, before its first item runs.
+            try:
+                loop.call_soon_threadsafe(self._spawn_queued)
+            except RuntimeError:  # the loop is closed: the next submit must find that too
+                with self._lock:
+                    self._wake_due = False
+                raise
         return future
 
     def _from_cache(self, call: _InFlight) -> TargetCall | None:
@@ -324,8 +340,11 @@ class TargetRunner:
             self._loop, self._loop_thread = loop, thread
         return self._loop
 
-    def _spawn(self, call: _InFlight) -> None:
-        asyncio.get_running_loop().create_task(self._run(call))
+    def _spawn_queued(self) -> None:
+        with self._lock:
+            calls, self._queued, self._wake_due = self._queued, [], False
+        for call in calls:
+            asyncio.get_running_loop().create_task(self._run(call))
 
     async def _run(self, call: _InFlight) -> None:
         assert self._semaphore is not None
