@@ -71,13 +71,17 @@ class _FifoReader:
 
     def _read(self) -> None:
         while True:
+            # Looked at before the read: the writer was done before `finish`, so a read
+            # after it that finds nothing has found everything (looked at after the read,
+            # a reader preempted between the two would stop before the data it never read).
+            finished = self.done.is_set()
             try:
                 chunk = os.read(self.descriptor, 65536)
             except BlockingIOError:
                 chunk = None
             if chunk:
                 self.data += chunk
-            elif self.done.is_set():
+            elif finished:
                 return
             else:
                 time.sleep(0.005)
