@@ -263,10 +263,16 @@ _PLUGGED_IN_OPTIONS: Final = frozenset({"options"})
 def grader_rules(name: str) -> Any | None:
     """What declares the load rules of the grader `name` (unbuilt): a built-in's class, or
     the plugged-in grader's class or registered object; None for an unknown name."""
-    home = _BUILT_IN.get(name)
-    if home is None:
+    if name not in _BUILT_IN:
         return grader_source(name)
-    module, _, attribute = home.partition(":")
+    return _built_in_class(name)
+
+
+@cache
+def _built_in_class(name: str) -> Any:
+    # Asked for twice a case when an eval set loads: the import machinery's lookup is paid
+    # once a kind, not once a case.
+    module, _, attribute = _BUILT_IN[name].partition(":")
     return getattr(importlib.import_module(module), attribute)
 
 
