@@ -917,3 +917,20 @@ def test_a_postgres_store_opened_read_only_cannot_be_written() -> None:
                 reader.save_run(make_run("r2", [1.0]))
             assert "read-only" in one_line_store_error(info, url)
             assert reader.run_ids() == ["r"]
+
+
+def test_a_store_opens_its_own_backend_only_however_store_was_imported(tmp_path: Path) -> None:
+    # Each backend is imported by the first `Store.open` of its kind: a SQLite run never
+    # imports PostgreSQL's, and the interface module alone can open a store.
+    script = (
+        "import sys\n"
+        "from verdryx_core.store.base import Store\n"
+        f"with Store.open({str(tmp_path / 'v.db')!r}) as store:\n"
+        "    print(type(store).__name__)\n"
+        "print('verdryx_core.store.postgres' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=False, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["SqliteStore", "False"]

@@ -9,7 +9,7 @@ own in the store (`Store.db`). See docs/store.md.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from verdryx_core.lazy_names import first_use
 
@@ -42,16 +42,7 @@ _HOMES: Final = {
     "resolve_store_path": "verdryx_core.store.target",
 }
 
-_first_use = first_use(__name__, _HOMES)
-
-
-def __getattr__(name: str) -> Any:
-    if name == "Store":
-        # The backends register themselves as they are imported (`Store.open` picks one):
-        # whoever is handed `Store` can open either.
-        from verdryx_core.store import postgres, sqlite  # noqa: F401
-
-    return _first_use(name)
+__getattr__ = first_use(__name__, _HOMES)
 
 
 __all__ = [

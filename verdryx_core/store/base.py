@@ -8,6 +8,7 @@ SQLite file. See docs/store.md.
 from __future__ import annotations
 
 import abc
+import importlib
 import os
 from collections.abc import Iterable, Iterator, Mapping, MutableSequence, Sequence
 from contextlib import AbstractContextManager
@@ -128,6 +129,11 @@ class RunSummary:
 
 #: The backends by the kind of target they open, filled as their modules are imported.
 _BACKENDS: dict[str, type[Store]] = {}
+#: Where each backend is, imported when a store of its kind is first opened.
+_BACKEND_MODULES: Final = {
+    "sqlite": "verdryx_core.store.sqlite",
+    "postgresql": "verdryx_core.store.postgres",
+}
 
 
 class Store(abc.ABC):
@@ -169,8 +175,11 @@ class Store(abc.ABC):
                 raise TypeError(f"{cls.__name__} is not a backend: subclass SqliteStore")
             return cls._open(target, read_only=read_only)
         kind = "postgresql" if is_store_url(target) else "sqlite"
-        # Backends register themselves (`backend = "..."`); the package imports both with
-        # its `Store`, so the interface never imports an implementation (no import cycle).
+        if kind not in _BACKENDS:
+            # A backend registers itself as it is imported (`backend = "..."`): by its name,
+            # so the interface imports no implementation, and a run imports only the one its
+            # store needs.
+            importlib.import_module(_BACKEND_MODULES[kind])
         return _BACKENDS[kind]._open(target, read_only=read_only)
 
     @classmethod
